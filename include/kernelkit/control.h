@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control endpoint: debugfs for one process.
+ *
+ * Every process that links kernelkit serves a Unix socket at
+ *   $KK_CONTROL_DIR/<pid>.sock, else $XDG_RUNTIME_DIR/kernelkit/<pid>.sock,
+ *   else /tmp/kernelkit-<uid>/<pid>.sock
+ * (directory 0700, socket 0600, peers checked with SO_PEERCRED: same uid or
+ * root).  Facilities register virtual text files on it; `kkctl` reads and
+ * writes them.  The endpoint starts at library init unless KK_CONTROL=0.
+ *
+ * This has no kernel twin, hence the kk_ prefix.
+ */
+#ifndef KERNELKIT_CONTROL_H
+#define KERNELKIT_CONTROL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A growable text buffer that show() and write() handlers print into. */
+struct kk_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	int error;		/* sticky -ENOMEM once an append failed */
+};
+
+int kk_buf_printf(struct kk_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int kk_buf_vprintf(struct kk_buf *b, const char *fmt, va_list ap);
+int kk_buf_write(struct kk_buf *b, const void *p, size_t n);
+void kk_buf_reset(struct kk_buf *b);
+void kk_buf_free(struct kk_buf *b);
+
+/* Requests larger than this are refused with E2BIG before any handler runs. */
+#define KK_CONTROL_MAX_REQUEST	(64 * 1024)
+#define KK_CONTROL_NAME_MAX	64
+
+struct kk_control_file_ops {
+	/* Fill @out with the file's text.  Return 0 or -errno. NULL: not readable. */
+	int (*show)(struct kk_buf *out, void *priv);
+	/*
+	 * Apply a write of @len bytes (not NUL-terminated; buf[len] is a NUL the
+	 * endpoint adds for convenience).  Text put in @out is sent back to the
+	 * writer: a report on success, the error message on failure.
+	 * Return 0 or -errno.  NULL: not writable (EACCES).
+	 */
+	int (*write)(const char *buf, size_t len, struct kk_buf *out, void *priv);
+	/* Writes of max_write bytes or more fail with E2BIG. 0: KK_CONTROL_MAX_REQUEST. */
+	size_t max_write;
+};
+
+/*
+ * Register a virtual file.  @name is a path-like string ("panic",
+ * "dynamic_debug/control") of [A-Za-z0-9_./-], no "..", at most
+ * KK_CONTROL_NAME_MAX-1 bytes.  @ops must stay valid until removed.
+ * Returns 0, -EINVAL (bad name or ops), -EEXIST, or -ENOMEM.
+ */
+int kk_control_create_file(const char *name, const struct kk_control_file_ops *ops,
+			   void *priv);
+/* Returns 0 or -ENOENT.  Waits for a running handler of this file to finish. */
+int kk_control_remove_file(const char *name);
+
+/*
+ * The same operations as a remote client gets, in-process (for tests and
+ * programs that want to apply their own settings text).  On success *text /
+ * *reply is a malloc'ed NUL-terminated string the caller frees (may be NULL
+ * when the pointer argument is NULL).  Return 0 or -errno; on error *reply
+ * holds the handler's message when there was one.
+ */
+int kk_control_read(const char *name, char **text, size_t *len);
+int kk_control_write(const char *name, const char *buf, size_t len, char **reply);
+
+/* Start or stop the endpoint by hand.  Start is idempotent. 0 or -errno. */
+int kk_control_start(void);
+void kk_control_stop(void);
+/* The socket path, or NULL when the endpoint is not running. */
+const char *kk_control_socket_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KERNELKIT_CONTROL_H */
