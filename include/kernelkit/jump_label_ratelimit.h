@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deferred static keys: the last decrement is carried out only after a
+ * timeout, so a key that is incremented and decremented in quick succession
+ * does not patch code every time (the kernel's jump_label_ratelimit.h).
+ * Timeouts are in milliseconds.  The delayed decrement runs on a helper thread
+ * that is started on first use.
+ */
+#ifndef KERNELKIT_JUMP_LABEL_RATELIMIT_H
+#define KERNELKIT_JUMP_LABEL_RATELIMIT_H
+
+#include <kernelkit/jump_label.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The analogue of the kernel's delayed_work for one deferred key. */
+struct kk_delayed_work {
+	unsigned long long deadline_ns;	/* CLOCK_MONOTONIC; valid while pending */
+	int pending;
+	struct static_key *key;
+	struct kk_delayed_work *next;
+};
+
+struct static_key_deferred {
+	struct static_key key;
+	unsigned long timeout;		/* ms */
+	struct kk_delayed_work work;
+};
+
+struct static_key_true_deferred {
+	struct static_key_true key;
+	unsigned long timeout;
+	struct kk_delayed_work work;
+};
+
+struct static_key_false_deferred {
+	struct static_key_false key;
+	unsigned long timeout;
+	struct kk_delayed_work work;
+};
+
+#define DEFINE_STATIC_KEY_DEFERRED_TRUE(name, rl)				\
+	struct static_key_true_deferred name = {				\
+		.key = __KK_KEY_INIT(1, #name), .timeout = (rl), .work = { 0, 0, 0, 0 } }
+#define DEFINE_STATIC_KEY_DEFERRED_FALSE(name, rl)				\
+	struct static_key_false_deferred name = {				\
+		.key = __KK_KEY_INIT(0, #name), .timeout = (rl), .work = { 0, 0, 0, 0 } }
+
+int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
+				   unsigned long timeout);
+void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work);
+void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl);
+
+#define static_branch_deferred_inc(x)	static_branch_inc(&(x)->key)
+#define static_branch_slow_dec_deferred(x)					\
+	__static_key_slow_dec_deferred(&(x)->key.key, &(x)->work, (x)->timeout)
+#define static_key_slow_dec_deferred(x)						\
+	__static_key_slow_dec_deferred(&(x)->key, &(x)->work, (x)->timeout)
+#define static_key_deferred_flush(x)						\
+	__static_key_deferred_flush((struct static_key *)&(x)->key, &(x)->work)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Static keys: the registry of keys and sites, and the key API.
+ *
+ * Data structures first:
+ *  - jl_object: one ELF object (the executable or a shared library) with a
+ *    kk_jump_table.  Its entries are decoded into absolute jl_site records,
+ *    sorted by (key, address), so the sites of one key are one run.
+ *  - jl_key: the library's record of one struct static_key (key->priv).  It
+ *    lists the runs of sites that use the key, one per object.
+ *  - the queue: keys with a pending queued state, applied as one batch.
+ *
+ * Everything that patches code or edits these structures runs under
+ * jl_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
+ * only ever load key->enabled.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/jump_label.h>
+#include "internal.h"
+#include "text_patch.h"
+
+struct jl_site {
+	uintptr_t code;
+	uintptr_t target;
+	struct static_key *key;
+	unsigned branch;
+};
+
+struct jl_object {
+	struct jl_object *next;
+	const void *start;		/* identifies the object's table */
+	struct jl_site *sites;
+	size_t nsites;
+	uintptr_t base;
+	char name[64];
+};
+
+struct jl_use {
+	struct jl_object *obj;
+	size_t first, n;		/* a run of obj->sites */
+};
+
+struct jl_key {
+	struct jl_key *next;
+	struct static_key *key;
+	struct jl_use *uses;
+	size_t nuses, cap;
+	uintptr_t owner;		/* base of the object that holds the key */
+	char module[64];
+	int queued;			/* -1: not queued; else the queued state */
+};
+
+static pthread_mutex_t jl_mutex = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(pthread_t) jl_owner;
+static atomic_int jl_owned;
+
+static struct jl_object *objects;
+static struct jl_key *keys;
+static struct jl_key **queue;
+static size_t queue_len, queue_cap;
+
+static __thread char jl_err[256];
+
+/* ---- errors --------------------------------------------------------------------- */
+
+__attribute__((format(printf, 2, 3)))
+static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(jl_err, sizeof(jl_err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *kk_jump_label_strerror(void)
+{
+	return jl_err[0] ? jl_err : "no error";
+}
+
+/* ---- the lock ------------------------------------------------------------------- */
+
+static int lock_held(void)
+{
+	return atomic_load(&jl_owned) && pthread_equal(atomic_load(&jl_owner), pthread_self());
+}
+
+void jump_label_lock(void)
+{
+	pthread_mutex_lock(&jl_mutex);
+	atomic_store(&jl_owner, pthread_self());
+	atomic_store(&jl_owned, 1);
+}
+
+void jump_label_unlock(void)
+{
+	atomic_store(&jl_owned, 0);
+	pthread_mutex_unlock(&jl_mutex);
+}
+
+/* ---- key records ---------------------------------------------------------------- */
+
+static struct jl_key *key_rec(struct static_key *key, int create)
+{
+	struct jl_key *k = key->priv;
+
+	if (k && k->key == key)
+		return k;
+	if (!create)
+		return NULL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->key = key;
+	k->queued = -1;
+	kk_addr_object(key, k->module, sizeof(k->module), &k->owner);
+	k->next = keys;
+	keys = k;
+	key->priv = k;
+	return k;
+}
+
+static int key_add_use(struct jl_key *k, struct jl_object *o, size_t first, size_t n)
+{
+	if (k->nuses == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 2;
+		struct jl_use *u = realloc(k->uses, cap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		k->uses = u;
+		k->cap = cap;
+	}
+	k->uses[k->nuses++] = (struct jl_use){ o, first, n };
+	return 0;
+}
+
+static size_t key_nsites(const struct jl_key *k)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < k->nuses; i++)
+		n += k->uses[i].n;
+	return n;
+}
+
+static void queue_del(struct jl_key *k)
+{
+	for (size_t i = 0; i < queue_len; i++) {
+		if (queue[i] == k) {
+			queue[i] = queue[--queue_len];
+			break;
+		}
+	}
+	k->queued = -1;
+}
+
+/* ---- patching ------------------------------------------------------------------- */
+
+/*
+ * Bring every site of @n keys to the state @on[i] in one batch.  All or
+ * nothing: on error no site changed.
+ */
+static int patch_keys(struct jl_key *const *recs, const bool *on, size_t n)
+{
+	struct kk_poke *pokes;
+	size_t total = 0, np = 0;
+	char err[200] = "";
+	int ret;
+
+	for (size_t i = 0; i < n; i++)
+		total += key_nsites(recs[i]);
+	if (!total)
+		return 0;
+	pokes = malloc(total * sizeof(*pokes));
+	if (!pokes)
+		return fail(-ENOMEM, "out of memory for %zu sites", total);
+	for (size_t i = 0; i < n; i++) {
+		const struct jl_key *k = recs[i];
+
+		for (size_t u = 0; u < k->nuses; u++) {
+			const struct jl_use *use = &k->uses[u];
+
+			for (size_t s = use->first; s < use->first + use->n; s++) {
+				const struct jl_site *site = &use->obj->sites[s];
+				bool jump = on[i] ^ site->branch;
+				int cur = kk_arch_site_state(site->code, site->target);
+
+				if (cur < 0) {
+					free(pokes);
+					return fail(-EILSEQ, "site %#lx in %s does not hold a jump-label "
+						    "instruction", (unsigned long)site->code,
+						    use->obj->name);
+				}
+				if (cur != jump)
+					kk_arch_site_poke(&pokes[np++], site->code, site->target, jump);
+			}
+		}
+	}
+	ret = kk_text_poke_batch(pokes, np, err, sizeof(err));
+	free(pokes);
+	if (ret)
+		return fail(ret, "%s", err);
+	return 0;
+}
+
+static int key_set(struct static_key *key, bool on)
+{
+	struct jl_key *k = key_rec(key, 1);
+
+	if (!k)
+		return fail(-ENOMEM, "out of memory for the key record");
+	return patch_keys(&k, &on, 1);
+}
+
+/* ---- the key API ---------------------------------------------------------------- */
+
+static int check_key(struct static_key *key)
+{
+	if (!key)
+		return fail(-EINVAL, "NULL key");
+	return 0;
+}
+
+static int enable_locked(struct static_key *key)
+{
+	int v = static_key_count(key), ret;
+	struct jl_key *k;
+
+	if ((ret = check_key(key)))
+		return ret;
+	if ((k = key_rec(key, 0)) && k->queued >= 0)
+		queue_del(k);
+	if (v > 0)
+		return 0;
+	ret = key_set(key, true);
+	if (!ret)	/* the flag follows the code on the way up */
+		__atomic_store_n(&key->enabled, 1, __ATOMIC_RELEASE);
+	return ret;
+}
+
+static int disable_locked(struct static_key *key)
+{
+	int v = static_key_count(key), ret;
+	struct jl_key *k;
+
+	if ((ret = check_key(key)))
+		return ret;
+	if ((k = key_rec(key, 0)) && k->queued >= 0)
+		queue_del(k);
+	if (v == 0)
+		return 0;
+	if (v > 1)
+		return fail(-EBUSY, "key %s holds %d references; static_key_disable() needs "
+			    "at most 1", key->name ? key->name : "?", v);
+	/* The flag goes first on the way down, then the code. */
+	__atomic_store_n(&key->enabled, 0, __ATOMIC_RELEASE);
+	ret = key_set(key, false);
+	if (ret)
+		__atomic_store_n(&key->enabled, v, __ATOMIC_RELEASE);
+	return ret;
+}
+
+static int inc_locked(struct static_key *key)
+{
+	int v = static_key_count(key), ret;
+
+	if ((ret = check_key(key)))
+		return ret;
+	if (v == INT_MAX)
+		return fail(-EOVERFLOW, "key reference count would overflow");
+	if (v > 0) {
+		__atomic_store_n(&key->enabled, v + 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	return enable_locked(key);
+}
+
+static int dec_locked(struct static_key *key)
+{
+	int v = static_key_count(key), ret;
+
+	if ((ret = check_key(key)))
+		return ret;
+	if (v == 0)
+		return fail(-EINVAL, "static_key_slow_dec() on a key whose count is 0");
+	if (v > 1) {
+		__atomic_store_n(&key->enabled, v - 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	return disable_locked(key);
+}
+
+/* Run @fn under the lock, refusing to deadlock on a caller that holds it. */
+static int locked_call(int (*fn)(struct static_key *), struct static_key *key)
+{
+	int ret;
+
+	if (lock_held())
+		return fail(-EDEADLK, "called with jump_label_lock() held; use the _cpuslocked "
+			    "variant");
+	jump_label_lock();
+	ret = fn(key);
+	jump_label_unlock();
+	return ret;
+}
+
+static int cpuslocked_call(int (*fn)(struct static_key *), struct static_key *key)
+{
+	if (!lock_held())
+		return fail(-EPERM, "_cpuslocked variant called without jump_label_lock()");
+	return fn(key);
+}
+
+int static_key_enable(struct static_key *key) { return locked_call(enable_locked, key); }
+int static_key_disable(struct static_key *key) { return locked_call(disable_locked, key); }
+int static_key_enable_cpuslocked(struct static_key *key) { return cpuslocked_call(enable_locked, key); }
+int static_key_disable_cpuslocked(struct static_key *key) { return cpuslocked_call(disable_locked, key); }
+int static_key_slow_inc_cpuslocked(struct static_key *key) { return cpuslocked_call(inc_locked, key); }
+int static_key_slow_dec_cpuslocked(struct static_key *key) { return cpuslocked_call(dec_locked, key); }
+
+int static_key_slow_inc(struct static_key *key)
+{
+	int v;
+
+	if (!key)
+		return fail(-EINVAL, "NULL key");
+	/* Fast path: the key is already on, so only the count moves. */
+	v = static_key_count(key);
+	while (v > 0 && v < INT_MAX)
+		if (__atomic_compare_exchange_n(&key->enabled, &v, v + 1, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return 0;
+	return locked_call(inc_locked, key);
+}
+
+int static_key_slow_dec(struct static_key *key)
+{
+	int v;
+
+	if (!key)
+		return fail(-EINVAL, "NULL key");
+	v = static_key_count(key);
+	while (v > 1)
+		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return 0;
+	return locked_call(dec_locked, key);
+}
+
+/* ---- the queued API --------------------------------------------------------------- */
+
+static int queue_key(struct static_key *key, int state)
+{
+	struct jl_key *k;
+	int ret = 0;
+
+	if (!key)
+		return fail(-EINVAL, "NULL key");
+	if (lock_held())
+		return fail(-EDEADLK, "called with jump_label_lock() held");
+	jump_label_lock();
+	k = key_rec(key, 1);
+	if (!k) {
+		ret = fail(-ENOMEM, "out of memory for the key record");
+	} else if (k->queued < 0) {
+		if (queue_len == queue_cap) {
+			size_t cap = queue_cap ? 2 * queue_cap : 64;
+			struct jl_key **q = realloc(queue, cap * sizeof(*q));
+
+			if (!q) {
+				ret = fail(-ENOMEM, "out of memory for the queue");
+				goto out;
+			}
+			queue = q;
+			queue_cap = cap;
+		}
+		queue[queue_len++] = k;
+	}
+	if (!ret)
+		k->queued = state;
+out:
+	jump_label_unlock();
+	return ret;
+}
+
+int static_key_enable_queued(struct static_key *key) { return queue_key(key, 1); }
+int static_key_disable_queued(struct static_key *key) { return queue_key(key, 0); }
+
+void kk_static_key_discard_queued(void)
+{
+	jump_label_lock();
+	for (size_t i = 0; i < queue_len; i++)
+		queue[i]->queued = -1;
+	queue_len = 0;
+	jump_label_unlock();
+}
+
+int static_key_apply_queued(void)
+{
+	struct jl_key **recs = NULL;
+	bool *on = NULL;
+	int *old = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	if (lock_held())
+		return fail(-EDEADLK, "called with jump_label_lock() held");
+	jump_label_lock();
+	if (!queue_len)
+		goto out;
+	recs = malloc(queue_len * sizeof(*recs));
+	on = malloc(queue_len * sizeof(*on));
+	old = malloc(queue_len * sizeof(*old));
+	if (!recs || !on || !old) {
+		ret = fail(-ENOMEM, "out of memory for %zu queued keys", queue_len);
+		goto out;
+	}
+	/* Only keys whose state really changes take part; a queued disable of a
+	 * key held by several references is refused before anything moves. */
+	for (size_t i = 0; i < queue_len; i++) {
+		struct jl_key *k = queue[i];
+		int v = static_key_count(k->key);
+
+		if (k->queued == 0 && v > 1) {
+			ret = fail(-EBUSY, "queued disable of key %s, which holds %d references",
+				   k->key->name ? k->key->name : "?", v);
+			goto out;
+		}
+		if ((v > 0) == (k->queued == 1))
+			continue;
+		recs[n] = k;
+		on[n] = k->queued == 1;
+		old[n] = v;
+		n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!on[i])
+			__atomic_store_n(&recs[i]->key->enabled, 0, __ATOMIC_RELEASE);
+	ret = patch_keys(recs, on, n);
+	for (size_t i = 0; i < n; i++) {
+		if (ret)
+			__atomic_store_n(&recs[i]->key->enabled, old[i], __ATOMIC_RELEASE);
+		else if (on[i])
+			__atomic_store_n(&recs[i]->key->enabled, 1, __ATOMIC_RELEASE);
+	}
+	if (!ret) {
+		for (size_t i = 0; i < queue_len; i++)
+			queue[i]->queued = -1;
+		queue_len = 0;
+	}
+out:
+	jump_label_unlock();
+	free(recs);
+	free(on);
+	free(old);
+	return ret;
+}
+
+/* ---- objects ------------------------------------------------------------------------ */
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct jl_site *x = a, *y = b;
+
+	if (x->key != y->key)
+		return (uintptr_t)x->key < (uintptr_t)y->key ? -1 : 1;
+	return x->code < y->code ? -1 : x->code > y->code;
+}
+
+static void decode_entries(const struct jump_entry *start, const struct jump_entry *stop,
+			   struct jl_site *out)
+{
+	for (const struct jump_entry *e = start; e < stop; e++, out++) {
+		uintptr_t slot = (uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL);
+
+		out->code = (uintptr_t)&e->code + (intptr_t)e->code;
+		out->target = (uintptr_t)&e->target + (intptr_t)e->target;
+		out->key = *(struct static_key *const *)slot;
+		out->branch = (unsigned)(e->key & 1);
+	}
+}
+
+/* Sites were compiled for the key's initial value; bring them to its current one. */
+static void sync_new_sites(struct jl_object *o)
+{
+	struct kk_poke *pokes = malloc(o->nsites * sizeof(*pokes));
+	char err[200];
+	size_t np = 0;
+
+	if (!pokes)
+		return;
+	for (size_t i = 0; i < o->nsites; i++) {
+		const struct jl_site *s = &o->sites[i];
+		bool jump = (static_key_count(s->key) > 0) ^ s->branch;
+
+		if (kk_arch_site_state(s->code, s->target) == !jump)
+			kk_arch_site_poke(&pokes[np++], s->code, s->target, jump);
+	}
+	if (np && kk_text_poke_batch(pokes, np, err, sizeof(err)))
+		fprintf(stderr, "kernelkit: %s: cannot set the initial state of %zu sites: %s\n",
+			o->name, np, err);
+	free(pokes);
+}
+
+int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
+{
+	size_t n = (size_t)(stop - start);
+	struct jl_object *o;
+	int ret = 0;
+
+	if (!start || stop <= start)
+		return 0;
+	jump_label_lock();
+	for (o = objects; o; o = o->next)
+		if (o->start == start)		/* every unit of an object calls us */
+			goto out;
+	o = calloc(1, sizeof(*o));
+	if (o)
+		o->sites = malloc(n * sizeof(*o->sites));
+	if (!o || !o->sites) {
+		ret = -ENOMEM;
+		if (o)
+			free(o);
+		fprintf(stderr, "kernelkit: out of memory registering %zu static-key sites\n", n);
+		goto out;
+	}
+	o->start = start;
+	o->nsites = n;
+	kk_addr_object(start, o->name, sizeof(o->name), &o->base);
+	decode_entries(start, stop, o->sites);
+	qsort(o->sites, n, sizeof(*o->sites), site_cmp);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		struct jl_key *k = key_rec(o->sites[i].key, 1);
+
+		while (j < n && o->sites[j].key == o->sites[i].key)
+			j++;
+		if (!k || key_add_use(k, o, i, j - i))
+			ret = -ENOMEM;
+		i = j;
+	}
+	o->next = objects;
+	objects = o;
+	sync_new_sites(o);
+out:
+	jump_label_unlock();
+	return ret;
+}
+
+static void drop_key(struct jl_key *k)
+{
+	struct jl_key **pp;
+
+	for (pp = &keys; *pp; pp = &(*pp)->next) {
+		if (*pp == k) {
+			*pp = k->next;
+			break;
+		}
+	}
+	if (k->queued >= 0)
+		queue_del(k);
+	free(k->uses);
+	free(k);
+}
+
+void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
+			      const void *self)
+{
+	struct jl_object *o = NULL, **pp;
+	struct jl_key *k, *next;
+	char name[64];
+	uintptr_t base;
+
+	kk_addr_object(self, name, sizeof(name), &base);
+	jump_label_lock();
+	if (start && stop > start) {
+		for (pp = &objects; *pp && (*pp)->start != start; pp = &(*pp)->next)
+			;
+		o = *pp;
+		if (o)
+			*pp = o->next;
+	}
+	/* Forget this object's sites, and the keys that live in it: their
+	 * memory goes away with it. */
+	for (k = keys; k; k = next) {
+		size_t w = 0;
+
+		next = k->next;
+		for (size_t i = 0; i < k->nuses; i++)
+			if (k->uses[i].obj != o)
+				k->uses[w++] = k->uses[i];
+		k->nuses = w;
+		if (base && k->owner == base && !k->nuses)
+			drop_key(k);
+	}
+	if (o) {
+		free(o->sites);
+		free(o);
+	}
+	jump_label_unlock();
+}
+
+/* ---- deferred keys ------------------------------------------------------------------ */
+
+static pthread_mutex_t dw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dw_cond;
+static int dw_cond_ready;
+static struct kk_delayed_work *dw_list, *dw_running;
+static pid_t dw_pid;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void dw_unlink(struct kk_delayed_work *w)
+{
+	struct kk_delayed_work **pp;
+
+	for (pp = &dw_list; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	w->pending = 0;
+}
+
+static void *dw_worker(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "kk-deferred");
+	pthread_mutex_lock(&dw_lock);
+	for (;;) {
+		struct kk_delayed_work *first = NULL;
+		unsigned long long t = now_ns();
+
+		for (struct kk_delayed_work *w = dw_list; w; w = w->next)
+			if (!first || w->deadline_ns < first->deadline_ns)
+				first = w;
+		if (!first) {
+			pthread_cond_wait(&dw_cond, &dw_lock);
+		} else if (first->deadline_ns <= t) {
+			dw_unlink(first);
+			dw_running = first;
+			pthread_mutex_unlock(&dw_lock);
+			static_key_slow_dec(first->key);
+			pthread_mutex_lock(&dw_lock);
+			dw_running = NULL;
+			pthread_cond_broadcast(&dw_cond);
+		} else {
+			struct timespec ts = { (time_t)(first->deadline_ns / 1000000000ull),
+					       (long)(first->deadline_ns % 1000000000ull) };
+
+			pthread_cond_timedwait(&dw_cond, &dw_lock, &ts);
+		}
+	}
+	return NULL;
+}
+
+/* Called with dw_lock held. */
+static int dw_start(void)
+{
+	pthread_t th;
+	pthread_attr_t a;
+	int ret;
+
+	if (dw_pid == getpid())
+		return 0;
+	if (!dw_cond_ready) {	/* timed waits use CLOCK_MONOTONIC deadlines */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&dw_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		dw_cond_ready = 1;
+	}
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&th, &a, dw_worker, NULL);
+	pthread_attr_destroy(&a);
+	if (ret)
+		return -ret;
+	dw_pid = getpid();
+	return 0;
+}
+
+int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
+				   unsigned long timeout)
+{
+	int v, ret = 0;
+
+	if (!key || !work)
+		return fail(-EINVAL, "NULL key");
+	/* Above one reference there is nothing to patch: drop it now. */
+	v = static_key_count(key);
+	while (v > 1)
+		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return 0;
+	if (v == 0)
+		return fail(-EINVAL, "deferred decrement of a key whose count is 0");
+	if (timeout == 0)
+		return static_key_slow_dec(key);
+	pthread_mutex_lock(&dw_lock);
+	if (!work->pending) {
+		ret = dw_start();
+		if (ret) {
+			pthread_mutex_unlock(&dw_lock);
+			return fail(ret, "cannot start the deferred-key thread");
+		}
+		work->key = key;
+		work->deadline_ns = now_ns() + (unsigned long long)timeout * 1000000ull;
+		work->pending = 1;
+		work->next = dw_list;
+		dw_list = work;
+		pthread_cond_broadcast(&dw_cond);
+	}
+	pthread_mutex_unlock(&dw_lock);
+	return 0;
+}
+
+void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work)
+{
+	int run = 0;
+
+	pthread_mutex_lock(&dw_lock);
+	if (work->pending) {
+		dw_unlink(work);
+		run = 1;
+	}
+	while (dw_cond_ready && dw_running == work)
+		pthread_cond_wait(&dw_cond, &dw_lock);
+	pthread_mutex_unlock(&dw_lock);
+	if (run)
+		static_key_slow_dec(key);
+}
+
+void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl)
+{
+	key->timeout = rl;
+	key->work.key = &key->key;
+}
+
+/* ---- listing and stats ------------------------------------------------------------- */
+
+void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
+{
+	struct kk_text_stats ts;
+
+	kk_text_get_stats(&ts);
+	memset(st, 0, sizeof(*st));
+	st->syncs = ts.syncs;
+	st->batches = ts.batches;
+	st->sites_patched = ts.pokes;
+	st->traps = ts.traps;
+	jump_label_lock();
+	for (struct jl_key *k = keys; k; k = k->next)
+		st->keys++;
+	for (struct jl_object *o = objects; o; o = o->next) {
+		st->objects++;
+		st->sites += o->nsites;
+	}
+	jump_label_unlock();
+}
+
+const char *kk_jump_label_method(void)
+{
+	return kk_text_method();
+}
+
+static void key_name(const struct static_key *key, char *buf, size_t len)
+{
+	Dl_info di;
+	size_t n;
+
+	if (key->name) {
+		n = strlen(key->name);
+		/* Elements of a DEFINE_STATIC_KEY_ARRAY_*: find the index. */
+		if (n > 2 && !strcmp(key->name + n - 2, "[]") && dladdr(key, &di) && di.dli_saddr) {
+			snprintf(buf, len, "%.*s[%zu]", (int)(n - 2), key->name,
+				 (size_t)((const char *)key - (const char *)di.dli_saddr) /
+					 sizeof(struct static_key_true));
+			return;
+		}
+		snprintf(buf, len, "%s", key->name);
+	} else if (dladdr(key, &di) && di.dli_sname && di.dli_saddr == key) {
+		snprintf(buf, len, "%s", di.dli_sname);
+	} else {
+		snprintf(buf, len, "key@%p", (const void *)key);
+	}
+}
+
+static int static_keys_show(struct kk_buf *out, void *priv)
+{
+	char name[128];
+
+	(void)priv;
+	kk_buf_printf(out, "# name enabled count sites module\n");
+	jump_label_lock();
+	for (struct jl_key *k = keys; k; k = k->next) {
+		int v = static_key_count(k->key);
+
+		key_name(k->key, name, sizeof(name));
+		kk_buf_printf(out, "%s %d %d %zu %s\n", name, v > 0, v, key_nsites(k), k->module);
+	}
+	jump_label_unlock();
+	return 0;
+}
+
+static const struct kk_control_file_ops static_keys_fops = {
+	.show = static_keys_show,
+};
+
+/* ---- init and fork ------------------------------------------------------------------- */
+
+static void atfork_prepare(void)
+{
+	/* A fork in the middle of a batch would give the child half-patched
+	 * code and no thread to finish it: wait for the batch. */
+	if (!lock_held())
+		pthread_mutex_lock(&jl_mutex);
+	pthread_mutex_lock(&dw_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&dw_lock);
+	if (!lock_held())
+		pthread_mutex_unlock(&jl_mutex);
+}
+
+static void atfork_child(void)
+{
+	int held = lock_held();
+
+	kk_text_atfork_child();
+	if (held)
+		atomic_store(&jl_owner, pthread_self());
+	else
+		pthread_mutex_unlock(&jl_mutex);
+	/* The worker thread did not come along; start one if work is pending. */
+	dw_running = NULL;
+	if (dw_list)
+		dw_start();
+	pthread_mutex_unlock(&dw_lock);
+}
+
+__attribute__((constructor(150))) static void jump_label_init(void)
+{
+	kk_text_init();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	kk_control_create_file("static_keys", &static_keys_fops, NULL);
+}
