@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# The static-key benchmark's site modules: 16154 sites over 8 shared objects,
+# generated at build time into $(B)/bench-mods/.
+KKBM_SIZES := 2019 2019 2019 2019 2019 2019 2019 2021
+KKBM_IDS   := 0 1 2 3 4 5 6 7
+KKBM_LIBS  := $(patsubst %,$(B)/bench-mods/libkkbm%.so,$(KKBM_IDS))
+EXTRA_ALL  += $(KKBM_LIBS)
+
+$(B)/bench-mods/kkbm%.c: bench/gen-sites.sh
+	@mkdir -p $(dir $@)
+	sh bench/gen-sites.sh $(word $(shell expr $* + 1),$(KKBM_SIZES)) > $@
+
+$(B)/bench-mods/libkkbm%.so: $(B)/bench-mods/kkbm%.c $(HDRS) $(B)/libkernelkit.so
+	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
