@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+# shazptr (issue 5): the key-registry consumer in two flavours, the bench's
+# comparison libraries, and a ThreadSanitizer build of the reclamation stress.
+
+# The registry (examples/shazptr/keyreg.c) built once per flavour.  Only the
+# RCU object needs liburcu; libkernelkit itself never links it.
+SHZ_KEYREG_HP   := $(B)/obj/examples/shazptr/keyreg_shazptr.o
+SHZ_KEYREG_RCU  := $(B)/obj/examples/shazptr/keyreg_rcu.o
+SHZ_KEYREG_OBJS := $(SHZ_KEYREG_HP) $(SHZ_KEYREG_RCU)
+
+$(SHZ_KEYREG_HP): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -c -o $@ $<
+
+$(SHZ_KEYREG_RCU): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_RCU -c -o $@ $<
+
+# kk-bench: liburcu (memb, mb), ck_hp and both registry flavours.
+BENCH_LDLIBS += $(SHZ_KEYREG_OBJS) -lurcu-memb -lurcu-mb -lck
+$(B)/kk-bench: $(SHZ_KEYREG_OBJS)
+
+# Tests that use the registry.
+TEST_LDLIBS_shazptr_keyreg := $(SHZ_KEYREG_OBJS) -lurcu-memb
+$(B)/test/unit/shazptr_keyreg: $(SHZ_KEYREG_OBJS)
+TEST_LDLIBS_shazptr_reclaim := $(SHZ_KEYREG_HP)
+$(B)/test/stress/shazptr_reclaim: $(SHZ_KEYREG_HP)
+
+# ThreadSanitizer build of the reclamation stress test: the stress program,
+# src/shazptr.c (without the control endpoint) and the shazptr registry, all
+# compiled by clang with -fsanitize=thread.  Run by test/scripts/shazptr_tsan.sh.
+SHZ_TSAN_CC  ?= clang
+SHZ_TSAN_BIN := $(B)/test/tsan/shazptr_reclaim
+SHZ_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c
+
+$(SHZ_TSAN_BIN): $(SHZ_TSAN_SRC) examples/shazptr/keyreg.h include/kernelkit/shazptr.h test/kktest.h
+	@mkdir -p $(dir $@)
+	$(SHZ_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
+		-fsanitize=thread -fno-omit-frame-pointer -pthread \
+		-DKK_SHAZPTR_NO_CONTROL -DKEYREG_FLAVOR_SHAZPTR \
+		-o $@ $(SHZ_TSAN_SRC)
+
+EXTRA_TESTS += $(SHZ_TSAN_BIN)

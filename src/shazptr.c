@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Simple hazard pointers: per-thread slots, a self-scanning synchronize and a
+ * scan thread that batches blocked waiters.  See include/kernelkit/shazptr.h
+ * and docs/shazptr.md.
+ *
+ * Slots.  Each thread owns one record; the record's first cache line holds the
+ * slot and nothing else.  Records are carved from mmap'ed pages, pushed onto a
+ * lock-free list with CAS and never freed: a thread that exits gives its record
+ * back (slot emptied, in_use cleared) and the next new thread reuses it.  So a
+ * scanner can walk the list at any time without locks and without ever
+ * touching freed memory, and registration needs no lock (it may run inside a
+ * signal handler).
+ *
+ * Waiting.  synchronize_shazptr(p) issues a full fence (pairing with the one
+ * in shazptr_acquire()) and scans every slot.  If a slot holds p or the
+ * wildcard, it queues a waiter carrying p and the set of slot groups (slot
+ * index mod 64) that blocked it, wakes the scan thread and sleeps on a futex.
+ * The scan thread takes one snapshot of all slots per round, serving every
+ * queued waiter from it: a waiter's group bit is dropped once a snapshot shows
+ * no slot of that group holding the waiter's pointer (or the wildcard); when no
+ * bits are left the waiter is woken.  While waiters remain, the scan thread
+ * rescans with an exponential back-off sleep (2 us .. 1 ms) that a new waiter
+ * cuts short.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kernelkit/shazptr.h>
+#ifndef KK_SHAZPTR_NO_CONTROL
+#include <kernelkit/control.h>
+#endif
+
+#define SHZ_LINE	64
+#define SHZ_GROUPS	64
+
+struct shz_rec {
+	void *slot;			/* alone on the first cache line */
+	char pad0[SHZ_LINE - sizeof(void *)];
+	struct shz_rec *next;		/* immutable once the record is published */
+	unsigned int index;		/* position, for the scan-group bit */
+	unsigned int in_use;		/* owned by a live thread */
+	char pad1[SHZ_LINE - sizeof(void *) - 2 * sizeof(unsigned int)];
+} __attribute__((aligned(2 * SHZ_LINE)));
+
+_Static_assert(offsetof(struct shz_rec, slot) == 0, "slot must come first");
+
+struct shz_waiter {
+	void *ptr;			/* the pointer being waited for */
+	uint64_t mask;			/* slot groups not yet seen clear */
+	uint64_t blocked;		/* scratch: groups blocking in this round */
+	unsigned int done;		/* futex word: 1 once the wait is over */
+	struct shz_waiter *next;
+};
+
+__thread void **__kk_shazptr_slot __attribute__((tls_model("initial-exec")));
+
+static struct shz_rec *rec_head;	/* list of all records (atomic) */
+static unsigned int rec_count;		/* records allocated (atomic) */
+static unsigned int rec_in_use;		/* records owned (atomic) */
+
+static pthread_once_t shz_once = PTHREAD_ONCE_INIT;
+static pthread_key_t shz_key;
+static int shz_key_ok;
+static bool shz_skip_self_scan;		/* atomic */
+
+static struct {
+	uint64_t sync_calls;
+	uint64_t sync_scan_thread;
+	uint64_t longest_wait_ns;
+	uint64_t scan_rounds;
+} shz_stats;
+
+static struct {
+	pthread_mutex_t lock;		/* protects queue and state */
+	struct shz_waiter *queue;	/* waiters not yet taken by the thread */
+	unsigned int seq;		/* futex word, bumped on every enqueue */
+	int state;			/* 0: not started, 1: running, -1: failed */
+} scan = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static long sys_futex(unsigned int *uaddr, int op, unsigned int val,
+		      const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static void futex_wait(unsigned int *uaddr, unsigned int val, const struct timespec *ts)
+{
+	sys_futex(uaddr, FUTEX_WAIT_PRIVATE, val, ts);
+}
+
+static void futex_wake(unsigned int *uaddr, int n)
+{
+	sys_futex(uaddr, FUTEX_WAKE_PRIVATE, (unsigned int)n, NULL);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void stat_max(uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, true,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline bool blocks(const void *v, const void *ptr)
+{
+	return v == ptr || v == SHAZPTR_WILDCARD;
+}
+
+/* ---- thread registration ---------------------------------------------- */
+
+static void shz_thread_exit(void *arg)
+{
+	struct shz_rec *r = arg;
+
+	/* A thread that exits holding a guard stops blocking here. */
+	__atomic_store_n(&r->slot, NULL, __ATOMIC_RELEASE);
+	if (__kk_shazptr_slot == &r->slot)
+		__kk_shazptr_slot = NULL;
+	__atomic_fetch_sub(&rec_in_use, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static void shz_atfork_prepare(void)
+{
+	pthread_mutex_lock(&scan.lock);
+}
+
+static void shz_atfork_parent(void)
+{
+	pthread_mutex_unlock(&scan.lock);
+}
+
+static void shz_atfork_child(void)
+{
+	struct shz_rec *self = (struct shz_rec *)(void *)__kk_shazptr_slot;
+	unsigned int n = 0;
+
+	/* Only the forking thread survives: drop everybody else's slot. */
+	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+		if (r == self) {
+			n++;
+			continue;
+		}
+		__atomic_store_n(&r->slot, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->in_use, 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&rec_in_use, n, __ATOMIC_RELAXED);
+	/* The scan thread and its waiters belonged to the parent. */
+	pthread_mutex_init(&scan.lock, NULL);
+	scan.queue = NULL;
+	scan.state = 0;
+}
+
+static void shz_init(void)
+{
+	shz_key_ok = pthread_key_create(&shz_key, shz_thread_exit) == 0;
+	if (!shz_key_ok)
+		fprintf(stderr, "kernelkit: shazptr: pthread_key_create failed; "
+			"slots of exiting threads will not be released\n");
+	pthread_atfork(shz_atfork_prepare, shz_atfork_parent, shz_atfork_child);
+}
+
+static struct shz_rec *rec_claim_free(void)
+{
+	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+		unsigned int zero = 0;
+
+		if (__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&r->in_use, &zero, 1, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return r;
+	}
+	return NULL;
+}
+
+/* Map a page of records, keep the first and publish all of them. */
+static struct shz_rec *rec_alloc_page(void)
+{
+	size_t sz = (size_t)sysconf(_SC_PAGESIZE);
+	size_t n;
+	struct shz_rec *recs, *head;
+
+	if (sz < sizeof(struct shz_rec) * 8)
+		sz = sizeof(struct shz_rec) * 8;
+	n = sz / sizeof(struct shz_rec);
+	recs = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (recs == MAP_FAILED)
+		return NULL;
+	unsigned int base = __atomic_fetch_add(&rec_count, (unsigned int)n, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < n; i++) {
+		recs[i].index = base + (unsigned int)i;
+		recs[i].in_use = i == 0;
+		recs[i].next = i + 1 < n ? &recs[i + 1] : NULL;
+	}
+	head = __atomic_load_n(&rec_head, __ATOMIC_RELAXED);
+	do {
+		recs[n - 1].next = head;
+	} while (!__atomic_compare_exchange_n(&rec_head, &head, &recs[0], true,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	return &recs[0];
+}
+
+void **__kk_shazptr_register_thread(void)
+{
+	sigset_t all, old;
+	struct shz_rec *r;
+
+	pthread_once(&shz_once, shz_init);
+	/* Block signals so that a handler cannot register this thread twice. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (__kk_shazptr_slot) {
+		void **s = __kk_shazptr_slot;
+
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return s;
+	}
+	r = rec_claim_free();
+	if (!r)
+		r = rec_alloc_page();
+	if (!r) {
+		fprintf(stderr, "kernelkit: shazptr: out of memory for a slot\n");
+		abort();
+	}
+	__atomic_store_n(&r->slot, NULL, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rec_in_use, 1, __ATOMIC_RELAXED);
+	__kk_shazptr_slot = &r->slot;
+	/*
+	 * Release at thread exit.  If this runs from another key's destructor
+	 * after ours already ran, setting the value again makes glibc run our
+	 * destructor once more (up to PTHREAD_DESTRUCTOR_ITERATIONS rounds).
+	 */
+	if (shz_key_ok)
+		pthread_setspecific(shz_key, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return &r->slot;
+}
+
+/* ---- scanning ---------------------------------------------------------- */
+
+/* One pass over all slots: the groups whose slots hold @ptr or the wildcard. */
+static uint64_t scan_groups(const void *ptr)
+{
+	uint64_t mask = 0;
+
+	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+		void *v = __atomic_load_n(&r->slot, __ATOMIC_ACQUIRE);
+
+		if (v && blocks(v, ptr))
+			mask |= 1ull << (r->index % SHZ_GROUPS);
+	}
+	return mask;
+}
+
+static bool bad_ptr(const void *ptr)
+{
+	return ptr == NULL || ptr == SHAZPTR_WILDCARD;
+}
+
+int kk_shazptr_scan(const void *ptr)
+{
+	if (bad_ptr(ptr))
+		return -EINVAL;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return scan_groups(ptr) ? -EBUSY : 0;
+}
+
+/* One round of the scan thread over @active; returns the waiters left. */
+static struct shz_waiter *scan_round(struct shz_waiter *active)
+{
+	struct shz_waiter *w, **pp;
+
+	__atomic_fetch_add(&shz_stats.scan_rounds, 1, __ATOMIC_RELAXED);
+	for (w = active; w; w = w->next)
+		w->blocked = 0;
+	/* Pairs with the readers' fence, like the updater's own fence. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+		void *v = __atomic_load_n(&r->slot, __ATOMIC_ACQUIRE);
+
+		if (!v)
+			continue;
+		for (w = active; w; w = w->next)
+			if (blocks(v, w->ptr))
+				w->blocked |= 1ull << (r->index % SHZ_GROUPS);
+	}
+	pp = &active;
+	while ((w = *pp)) {
+		w->mask &= w->blocked;
+		if (w->mask) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		/* Last touch of *w: the waiter may return as soon as it sees done. */
+		__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+		futex_wake(&w->done, 1);
+	}
+	return active;
+}
+
+static void *scan_thread(void *arg)
+{
+	struct shz_waiter *active = NULL;
+	unsigned int backoff_us = 0;
+
+	(void)arg;
+	prctl(PR_SET_NAME, "shazptr-scan", 0, 0, 0);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);	/* precise back-off sleeps */
+	for (;;) {
+		unsigned int seq = __atomic_load_n(&scan.seq, __ATOMIC_ACQUIRE);
+		struct shz_waiter *fresh;
+
+		pthread_mutex_lock(&scan.lock);
+		fresh = scan.queue;
+		scan.queue = NULL;
+		pthread_mutex_unlock(&scan.lock);
+		if (fresh) {
+			struct shz_waiter *tail = fresh;
+
+			while (tail->next)
+				tail = tail->next;
+			tail->next = active;
+			active = fresh;
+			backoff_us = 0;
+		}
+		if (!active) {
+			futex_wait(&scan.seq, seq, NULL);
+			continue;
+		}
+		active = scan_round(active);
+		if (!active) {
+			backoff_us = 0;
+			continue;
+		}
+		/* Readers still hold: sleep a little, or until a new waiter comes. */
+		if (backoff_us == 0) {
+			backoff_us = 1;
+			continue;	/* one immediate retry */
+		}
+		backoff_us = backoff_us < 1000 ? backoff_us * 2 : 1000;
+		struct timespec ts = { 0, (long)backoff_us * 1000 };
+
+		futex_wait(&scan.seq, seq, &ts);
+	}
+	return NULL;
+}
+
+/* Called with scan.lock held.  Returns true when the scan thread runs. */
+static bool scan_thread_start_locked(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	sigset_t all, old;
+	int err;
+
+	if (scan.state)
+		return scan.state > 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);	/* the thread inherits it */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	err = pthread_create(&tid, &attr, scan_thread, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	scan.state = err ? -1 : 1;
+	if (err)
+		fprintf(stderr, "kernelkit: shazptr: cannot start the scan thread (%s); "
+			"synchronize_shazptr() will poll\n", strerror(err));
+	return !err;
+}
+
+/* No scan thread: wait in the caller, sleeping between scans. */
+static void wait_polling(struct shz_waiter *w)
+{
+	unsigned int us = 1;
+
+	for (;;) {
+		w->next = NULL;
+		if (!scan_round(w))
+			return;
+		struct timespec ts = { 0, (long)us * 1000 };
+
+		nanosleep(&ts, NULL);
+		us = us < 1000 ? us * 2 : 1000;
+	}
+}
+
+static void warn_self_deadlock(void)
+{
+	static int warned;
+
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "kernelkit: shazptr: synchronize_shazptr() called while "
+			"this thread holds a guard: it waits for itself\n");
+}
+
+void synchronize_shazptr(void *ptr)
+{
+	struct shz_waiter w;
+	uint64_t t0, mask = ~0ull;
+	bool started;
+
+	if (bad_ptr(ptr))
+		return;
+	t0 = now_ns();
+	__atomic_fetch_add(&shz_stats.sync_calls, 1, __ATOMIC_RELAXED);
+	/* Pairs with the full fence in shazptr_acquire(). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED)) {
+		mask = scan_groups(ptr);
+		if (!mask)
+			goto out;
+	}
+	if (__kk_shazptr_slot && blocks(__atomic_load_n(__kk_shazptr_slot, __ATOMIC_RELAXED), ptr))
+		warn_self_deadlock();
+
+	__atomic_fetch_add(&shz_stats.sync_scan_thread, 1, __ATOMIC_RELAXED);
+	w.ptr = ptr;		/* (the seed's kthread path forgot this one) */
+	w.mask = mask;
+	w.blocked = 0;
+	w.done = 0;
+	w.next = NULL;
+
+	pthread_once(&shz_once, shz_init);
+	pthread_mutex_lock(&scan.lock);
+	started = scan_thread_start_locked();
+	if (started) {
+		w.next = scan.queue;
+		scan.queue = &w;
+	}
+	pthread_mutex_unlock(&scan.lock);
+	if (!started) {
+		wait_polling(&w);
+		goto out;
+	}
+	__atomic_fetch_add(&scan.seq, 1, __ATOMIC_RELEASE);
+	futex_wake(&scan.seq, 1);
+	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+		futex_wait(&w.done, 0, NULL);
+out:
+	stat_max(&shz_stats.longest_wait_ns, now_ns() - t0);
+}
+
+/* ---- settings and statistics ------------------------------------------- */
+
+bool kk_shazptr_set_skip_synchronize_self_scan(bool skip)
+{
+	return __atomic_exchange_n(&shz_skip_self_scan, skip, __ATOMIC_RELAXED);
+}
+
+bool kk_shazptr_get_skip_synchronize_self_scan(void)
+{
+	return __atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED);
+}
+
+void kk_shazptr_get_stats(struct kk_shazptr_stats *st)
+{
+	if (!st)
+		return;
+	st->sync_calls = __atomic_load_n(&shz_stats.sync_calls, __ATOMIC_RELAXED);
+	st->sync_scan_thread = __atomic_load_n(&shz_stats.sync_scan_thread, __ATOMIC_RELAXED);
+	st->longest_wait_ns = __atomic_load_n(&shz_stats.longest_wait_ns, __ATOMIC_RELAXED);
+	st->scan_rounds = __atomic_load_n(&shz_stats.scan_rounds, __ATOMIC_RELAXED);
+	st->slots = __atomic_load_n(&rec_count, __ATOMIC_RELAXED);
+	st->slots_in_use = __atomic_load_n(&rec_in_use, __ATOMIC_RELAXED);
+}
+
+void kk_shazptr_reset_stats(void)
+{
+	__atomic_store_n(&shz_stats.sync_calls, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shz_stats.sync_scan_thread, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shz_stats.longest_wait_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shz_stats.scan_rounds, 0, __ATOMIC_RELAXED);
+}
+
+#ifndef KK_SHAZPTR_NO_CONTROL
+static int stats_show(struct kk_buf *out, void *priv)
+{
+	struct kk_shazptr_stats st;
+
+	(void)priv;
+	kk_shazptr_get_stats(&st);
+	kk_buf_printf(out,
+		      "synchronize_calls %llu\n"
+		      "scan_thread_waits %llu\n"
+		      "longest_wait_ns %llu\n"
+		      "scan_rounds %llu\n"
+		      "slots %llu\n"
+		      "slots_in_use %llu\n"
+		      "skip_synchronize_self_scan %d\n",
+		      (unsigned long long)st.sync_calls,
+		      (unsigned long long)st.sync_scan_thread,
+		      (unsigned long long)st.longest_wait_ns,
+		      (unsigned long long)st.scan_rounds,
+		      (unsigned long long)st.slots,
+		      (unsigned long long)st.slots_in_use,
+		      kk_shazptr_get_skip_synchronize_self_scan());
+	return out->error;
+}
+
+static bool text_is(const char *buf, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	return len == n && memcmp(buf, word, n) == 0;
+}
+
+static int stats_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	if (!text_is(buf, len, "reset") && !text_is(buf, len, "0")) {
+		kk_buf_printf(out, "shazptr/stats: write \"reset\" to zero the counters\n");
+		return -EINVAL;
+	}
+	kk_shazptr_reset_stats();
+	return 0;
+}
+
+static int skip_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	kk_buf_printf(out, "%d\n", kk_shazptr_get_skip_synchronize_self_scan());
+	return out->error;
+}
+
+static int skip_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	if (text_is(buf, len, "1") || text_is(buf, len, "Y") || text_is(buf, len, "y"))
+		kk_shazptr_set_skip_synchronize_self_scan(true);
+	else if (text_is(buf, len, "0") || text_is(buf, len, "N") || text_is(buf, len, "n"))
+		kk_shazptr_set_skip_synchronize_self_scan(false);
+	else {
+		kk_buf_printf(out, "shazptr/skip_synchronize_self_scan: write 0 or 1\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct kk_control_file_ops stats_ops = {
+	.show = stats_show, .write = stats_write, .max_write = 64,
+};
+static const struct kk_control_file_ops skip_ops = {
+	.show = skip_show, .write = skip_write, .max_write = 64,
+};
+#endif
+
+__attribute__((constructor)) static void shazptr_ctor(void)
+{
+	const char *e = getenv("KK_SHAZPTR_SKIP_SELF_SCAN");
+
+	pthread_once(&shz_once, shz_init);
+	if (e && (e[0] == '1' || e[0] == 'y' || e[0] == 'Y'))
+		kk_shazptr_set_skip_synchronize_self_scan(true);
+#ifndef KK_SHAZPTR_NO_CONTROL
+	kk_control_create_file("shazptr/stats", &stats_ops, NULL);
+	kk_control_create_file("shazptr/skip_synchronize_self_scan", &skip_ops, NULL);
+#endif
+}
