@@ -8,6 +8,7 @@
  * the process.  Handlers run under a read lock of the file registry; the
  * socket I/O does not, so fork() and file removal wait only for a handler.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -430,6 +431,29 @@ static void close_fds(void)
 	listen_fd = stop_pipe[0] = stop_pipe[1] = -1;
 }
 
+/* Remove the sockets of processes that died without cleaning up (killed, _exit). */
+static void sweep_stale(const char *dir)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (pid <= 0 || strcmp(end, ".sock"))
+			continue;
+		if (kill((pid_t)pid, 0) && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
 static int start_locked(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -445,6 +469,7 @@ static int start_locked(void)
 		ret = kk_control_sock_path(sa.sun_path, sizeof(sa.sun_path), getpid());
 	if (ret)
 		return ret;
+	sweep_stale(dir);
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0 || pipe2(stop_pipe, O_CLOEXEC)) {
 		ret = -errno;
