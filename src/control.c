@@ -434,7 +434,7 @@ static void close_fds(void)
 /* Remove the sockets of processes that died without cleaning up (killed, _exit). */
 static void sweep_stale(const char *dir)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 256];
 	struct dirent *de;
 	DIR *d = opendir(dir);
 
