@@ -12,3 +12,11 @@ $(B)/bench-mods/kkbm%.c: bench/gen-sites.sh
 
 $(B)/bench-mods/libkkbm%.so: $(B)/bench-mods/kkbm%.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+
+# Long-running programs that the script tests drive with kkctl.
+PROG_BINS   := $(patsubst test/progs/%.c,$(B)/test/progs/%,$(wildcard test/progs/*.c))
+EXTRA_TESTS += $(PROG_BINS)
+
+$(B)/test/progs/%: test/progs/%.c $(HDRS) $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS)

@@ -237,11 +237,12 @@ static int check_key(struct static_key *key)
 
 static int enable_locked(struct static_key *key)
 {
-	int v = static_key_count(key), ret;
+	int v, ret;
 	struct jl_key *k;
 
 	if ((ret = check_key(key)))
 		return ret;
+	v = static_key_count(key);
 	if ((k = key_rec(key, 0)) && k->queued >= 0)
 		queue_del(k);
 	if (v > 0)
@@ -254,11 +255,12 @@ static int enable_locked(struct static_key *key)
 
 static int disable_locked(struct static_key *key)
 {
-	int v = static_key_count(key), ret;
+	int v, ret;
 	struct jl_key *k;
 
 	if ((ret = check_key(key)))
 		return ret;
+	v = static_key_count(key);
 	if ((k = key_rec(key, 0)) && k->queued >= 0)
 		queue_del(k);
 	if (v == 0)
@@ -276,10 +278,11 @@ static int disable_locked(struct static_key *key)
 
 static int inc_locked(struct static_key *key)
 {
-	int v = static_key_count(key), ret;
+	int v, ret;
 
 	if ((ret = check_key(key)))
 		return ret;
+	v = static_key_count(key);
 	if (v == INT_MAX)
 		return fail(-EOVERFLOW, "key reference count would overflow");
 	if (v > 0) {
@@ -291,10 +294,11 @@ static int inc_locked(struct static_key *key)
 
 static int dec_locked(struct static_key *key)
 {
-	int v = static_key_count(key), ret;
+	int v, ret;
 
 	if ((ret = check_key(key)))
 		return ret;
+	v = static_key_count(key);
 	if (v == 0)
 		return fail(-EINVAL, "static_key_slow_dec() on a key whose count is 0");
 	if (v > 1) {

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -26,7 +27,7 @@ void kk_object_name(const char *path, char *out, size_t len)
 void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base)
 {
 	char exe[PATH_MAX];
-	Dl_info di;
+	Dl_info di, main_di;
 	ssize_t n;
 
 	*base = 0;
@@ -34,11 +35,14 @@ void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base)
 	if (!dladdr(addr, &di))
 		return;
 	*base = (uintptr_t)di.dli_fbase;
-	if (di.dli_fname && di.dli_fname[0]) {
-		kk_object_name(di.dli_fname, name, len);
+	/* dladdr names the main program after argv[0], which can be anything:
+	 * ask the kernel for the executable instead. */
+	if (!dladdr((const void *)getauxval(AT_PHDR), &main_di) ||
+	    main_di.dli_fbase != di.dli_fbase) {
+		if (di.dli_fname && di.dli_fname[0])
+			kk_object_name(di.dli_fname, name, len);
 		return;
 	}
-	/* The main program shows up with an empty file name. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';

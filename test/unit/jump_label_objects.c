@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/* Static keys across ELF objects: keys used from dlopen'ed objects, dlclose
+ * while another thread toggles, and fork(). */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/jump_label.h>
+#include "kktest.h"
+
+/* Exported (the test links with -rdynamic) so that the object can use it. */
+DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+
+__attribute__((noinline)) static int local_site(void)
+{
+	return static_branch_unlikely(&jl_shared_key);
+}
+
+struct user {
+	void *h;
+	int (*shared)(void), (*shared_likely)(void), (*own)(void);
+	struct static_key_true *(*key)(void);
+};
+
+static void user_open(struct user *u)
+{
+	u->h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	cr_assert(u->h, "dlopen: %s", dlerror());
+	u->shared = (int (*)(void))dlsym(u->h, "jl_user_shared");
+	u->shared_likely = (int (*)(void))dlsym(u->h, "jl_user_shared_likely");
+	u->own = (int (*)(void))dlsym(u->h, "jl_user_own");
+	u->key = (struct static_key_true *(*)(void))dlsym(u->h, "jl_user_key");
+	cr_assert(u->shared && u->shared_likely && u->own && u->key);
+}
+
+static struct kk_jump_label_stats stats(void)
+{
+	struct kk_jump_label_stats st;
+
+	kk_jump_label_get_stats(&st);
+	return st;
+}
+
+Test(objects, key_defined_here_used_there)
+{
+	struct user u;
+
+	user_open(&u);
+	cr_expect_eq(u.shared(), 0);
+	cr_expect_eq(u.shared_likely(), 0);
+	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	cr_expect_eq(u.shared(), 1);
+	cr_expect_eq(u.shared_likely(), 1);
+	cr_expect_eq(local_site(), 1);
+	cr_assert_eq(static_branch_disable(&jl_shared_key), 0);
+	cr_expect_eq(u.shared(), 0);
+	cr_expect_eq(local_site(), 0);
+	dlclose(u.h);
+}
+
+Test(objects, late_load_takes_the_current_state)
+{
+	struct user u;
+
+	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	user_open(&u);		/* compiled as NOP; must come up as taken */
+	cr_expect_eq(u.shared(), 1);
+	cr_expect_eq(u.shared_likely(), 1);
+	dlclose(u.h);
+}
+
+Test(objects, key_owned_by_the_object)
+{
+	struct user u;
+
+	user_open(&u);
+	cr_expect_eq(u.own(), 1);
+	cr_assert_eq(static_branch_disable(u.key()), 0);
+	cr_expect_eq(u.own(), 0);
+	dlclose(u.h);
+}
+
+Test(objects, dlclose_forgets_sites_and_keys)
+{
+	struct kk_jump_label_stats before = stats(), loaded, after;
+	struct user u;
+	char *txt = NULL;
+
+	user_open(&u);
+	loaded = stats();
+	cr_expect_eq(loaded.sites, before.sites + 3);
+	cr_expect_eq(loaded.objects, before.objects + 1);
+	dlclose(u.h);
+	after = stats();
+	cr_expect_eq(after.sites, before.sites);
+	cr_expect_eq(after.objects, before.objects);
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(!strstr(txt, "jl_lib_key"), "unloaded key still listed:\n%s", txt);
+	free(txt);
+	/* Patching after the unload must not touch the unmapped text. */
+	cr_expect_eq(static_branch_enable(&jl_shared_key), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(local_site(), 1);
+}
+
+static atomic_int stop;
+static atomic_int toggle_errors;
+
+static void *toggler(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		if (static_branch_enable(&jl_shared_key) || static_branch_disable(&jl_shared_key))
+			atomic_fetch_add(&toggle_errors, 1);
+	}
+	return NULL;
+}
+
+Test(objects, dlopen_dlclose_while_toggling)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, toggler, NULL);
+	for (int i = 0; i < 200; i++) {
+		struct user u;
+		int v;
+
+		user_open(&u);
+		v = u.shared();
+		cr_assert(v == 0 || v == 1);
+		cr_assert_eq(u.shared_likely(), u.shared_likely() & 1);
+		dlclose(u.h);
+	}
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+	cr_expect_eq(atomic_load(&toggle_errors), 0, "%s", kk_jump_label_strerror());
+}
+
+Test(objects, fork_keeps_state_and_can_patch)
+{
+	int st;
+	pid_t pid;
+
+	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		const char *sock;
+		char want[32];
+
+		if (local_site() != 1 || !static_key_enabled(&jl_shared_key))
+			_exit(10);
+		if (static_branch_disable(&jl_shared_key) || local_site() != 0)
+			_exit(11);
+		if (static_branch_enable(&jl_shared_key) || local_site() != 1)
+			_exit(12);
+		sock = kk_control_socket_path();
+		snprintf(want, sizeof(want), "/%d.sock", (int)getpid());
+		if (getenv("KK_CONTROL") == NULL && (!sock || !strstr(sock, want)))
+			_exit(13);	/* the child has an endpoint of its own */
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	/* The child's patching did not reach the parent. */
+	cr_expect_eq(local_site(), 1);
+	cr_expect_eq(static_branch_disable(&jl_shared_key), 0);
+	cr_expect_eq(local_site(), 0);
+}
