@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal interfaces of the panic facility (src/panic/). */
+#ifndef KK_PANIC_INTERNAL_H
+#define KK_PANIC_INTERNAL_H
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernelkit/panic.h"
+
+/* ---- fmt.c: async-signal-safe formatting and output -------------------- */
+
+/*
+ * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
+ * otherwise the output is truncated (always NUL-terminated).
+ */
+struct kkp_sink {
+	char *buf;
+	size_t cap;
+	size_t len;
+	int fd;
+	size_t total;		/* bytes produced, including truncated ones */
+};
+
+void kkp_write_all(int fd, const void *p, size_t n);
+void kkp_sink_putc(struct kkp_sink *s, char c);
+void kkp_sink_puts(struct kkp_sink *s, const char *str);
+void kkp_sink_flush(struct kkp_sink *s);
+void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap);
+/* vsnprintf work-alikes: return the untruncated length. */
+size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+size_t kkp_snprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Format and write to fd in pieces of at most 512 bytes. */
+void kkp_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse a decimal integer (optional sign); 0 or -EINVAL (also on overflow). */
+int kkp_parse_long(const char *s, size_t n, long *out);
+
+/* ---- raw helpers (no libc state, no malloc) ---------------------------- */
+
+pid_t kkp_gettid(void);
+pid_t kkp_getpid(void);
+uint64_t kkp_now_ns(void);
+/* Read up to n-1 bytes of a small file with open/read; NUL-terminated. -errno on failure. */
+ssize_t kkp_read_file(const char *path, char *buf, size_t n);
+/* TracerPid of a thread (tid 0: the calling thread), -1 if unknown. */
+int kkp_tracer_pid(pid_t tid);
+/* Value of an environment variable by scanning environ (no locks), or NULL. */
+const char *kkp_getenv(const char *name);
+
+/* ---- settings (panic.c) ----------------------------------------------- */
+
+struct kkp_settings {
+	int timeout;
+	int on_warn;
+	int on_oops;
+	int restart;
+	int exit_status;
+	int core_dump;
+	int stop_timeout_ms;
+	int notifiers_first;
+	int sd_watchdog;
+	int blink_ms;
+};
+extern struct kkp_settings kkp_set;	/* read with __atomic loads */
+
+#define KKP_LOAD(x)	__atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define KKP_STORE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+extern void (*volatile kkp_blink_fn)(int state, void *arg);
+extern void *volatile kkp_blink_arg;
+
+/* The fd that reports go to (2). */
+#define KKP_FD	2
+
+/* ---- panic.c: the flow ------------------------------------------------- */
+
+extern int kkp_stop_sig;
+extern int kkp_panic_owner;		/* tid, 0 = none */
+extern char kkp_panic_msg[1024];
+
+/* Park the calling thread for good (it has lost the race or was stopped). */
+__attribute__((noreturn)) void kkp_park_self(void);
+/* Run fn(arg) so that a panic or a fault inside it returns here: 0 ok, 1 recovered. */
+int kkp_guarded(const char *what, void (*fn)(void *), void *arg);
+/* Exit with the panic status, now. */
+__attribute__((noreturn)) void kkp_exit_status_now(void);
+/* Restart as the restart setting says. */
+__attribute__((noreturn)) void kkp_restart(void);
+
+/* ---- stop.c ------------------------------------------------------------ */
+
+void kkp_stop_init(void);
+/* Call fn for each thread of the process until it returns nonzero (then 1); 0, or -errno. */
+int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg);
+void kkp_stop_others(struct kk_panic_stats *st);
+/* An fd parked threads write to when they see a tracer (eventfd), or -1. */
+extern int kkp_debug_evfd;
+extern int kkp_debug_wanted;
+
+/* ---- wait.c ------------------------------------------------------------ */
+
+void kkp_policy_init(void);
+__attribute__((noreturn)) void kkp_after_panic(void);
+const char *kkp_policy_name(void);
+int kkp_policy_select(const char *name);
+int kkp_policy_exists(const char *name);
+/* "name(prio) ..." into buf. */
+void kkp_policy_list(char *buf, size_t n);
+void kkp_sd_notify(const char *msg);
+/* Ask the kernel to re-exec with: saved at load. */
+extern int kkp_argc;
+extern char **kkp_argv;
+extern uint64_t kkp_init_mask;
+
+/* ---- ctl.c -------------------------------------------------------------- */
+
+void kkp_env_init(void);
+void kkp_control_init(void);
+
+#endif

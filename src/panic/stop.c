@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stopping the other threads of a panicking process.
+ *
+ * The owner lists /proc/self/task with open(2)+getdents64(2) (no malloc, no
+ * opendir) and sends each thread the reserved real-time signal with
+ * tgkill(2).  The handler blocks every signal, records its tid, wakes the
+ * owner with a futex and parks in rt_sigtimedwait() on an empty set: a sleep
+ * that no signal ends (the mask blocks them all) and that costs no CPU.  It
+ * returns only with EINTR when the thread is stopped and continued (SIGSTOP,
+ * a ptrace attach): the parked thread then checks whether a tracer is
+ * attached and tells the owner, which is how "wait for debugger" wakes up.
+ *
+ * The owner waits on the futex against an absolute CLOCK_MONOTONIC deadline,
+ * then lists /proc/self/task again for threads created meanwhile, until a
+ * listing finds no new thread.  Threads that did not park in time (they block
+ * the signal, or sit in an uninterruptible sleep) are reported by tid, name
+ * and state.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "panic/internal.h"
+
+int kkp_stop_sig;
+int kkp_debug_evfd = -1;
+int kkp_debug_wanted;
+
+#define KKP_MAX_THREADS	4096
+
+static int parked_count;		/* futex word: number of parked threads */
+static int parked_slots;
+static pid_t parked_tids[KKP_MAX_THREADS];
+static pid_t signalled[KKP_MAX_THREADS];
+static int nsignalled;
+static int overflow;			/* threads beyond KKP_MAX_THREADS */
+
+struct linux_dirent64_ {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	char buf[4096];
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
+			long v;
+
+			off += d->d_reclen;
+			if (kkp_parse_long(d->d_name, strlen(d->d_name), &v) || v <= 0)
+				continue;
+			if (fn((pid_t)v, arg)) {
+				close(fd);
+				return 1;
+			}
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static void futex_wake_all(int *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+void kkp_park_self(void)
+{
+	uint64_t all = ~0ull, none = 0;
+	pid_t me;
+	int slot;
+
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, (size_t)(_NSIG / 8));
+	me = kkp_gettid();
+	slot = __atomic_fetch_add(&parked_slots, 1, __ATOMIC_RELAXED);
+	if (slot < KKP_MAX_THREADS)
+		__atomic_store_n(&parked_tids[slot], me, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&parked_count, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&parked_count);
+	for (;;) {
+		long r = syscall(SYS_rt_sigtimedwait, &none, NULL, NULL, (size_t)(_NSIG / 8));
+
+		if (r < 0 && errno == EINTR && KKP_LOAD(kkp_debug_wanted) && kkp_tracer_pid(0) > 0) {
+			int fd = KKP_LOAD(kkp_debug_evfd);
+			uint64_t one = 1;
+
+			if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+				continue;
+		}
+	}
+}
+
+static void stop_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	/* Only our own panic stops us; a stray signal from outside is ignored. */
+	if (!KKP_LOAD(kkp_panic_owner) || !si || si->si_pid != kkp_getpid())
+		return;
+	kkp_park_self();
+}
+
+void kkp_stop_init(void)
+{
+	const char *e = getenv("KK_PANIC_SIGNAL");
+	struct sigaction sa, old;
+	int sig = 0;
+
+	if (e && *e) {
+		long v;
+
+		if (!kkp_parse_long(e, strlen(e), &v) && v >= SIGRTMIN && v <= SIGRTMAX)
+			sig = (int)v;
+		else
+			kkp_dprintf(KKP_FD, "kernelkit: ignoring KK_PANIC_SIGNAL=%s: not in %d..%d\n",
+				    e, SIGRTMIN, SIGRTMAX);
+	}
+	/* Pick a real-time signal nobody has a handler for, from the top down. */
+	for (int s = SIGRTMAX - 4; !sig && s >= SIGRTMIN + 4; s--) {
+		if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL)
+			sig = s;
+	}
+	if (!sig)
+		sig = SIGRTMAX - 4;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = stop_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL) == 0)
+		kkp_stop_sig = sig;
+}
+
+static int is_signalled(pid_t tid)
+{
+	for (int i = 0; i < nsignalled; i++)
+		if (signalled[i] == tid)
+			return 1;
+	return 0;
+}
+
+static int is_parked(pid_t tid)
+{
+	int n = __atomic_load_n(&parked_slots, __ATOMIC_ACQUIRE);
+
+	if (n > KKP_MAX_THREADS)
+		n = KKP_MAX_THREADS;
+	for (int i = 0; i < n; i++)
+		if (__atomic_load_n(&parked_tids[i], __ATOMIC_ACQUIRE) == tid)
+			return 1;
+	return 0;
+}
+
+struct scan {
+	pid_t me, pid;
+	int found;
+};
+
+static int signal_one(pid_t tid, void *arg)
+{
+	struct scan *sc = arg;
+
+	if (tid == sc->me || is_signalled(tid))
+		return 0;
+	if (syscall(SYS_tgkill, sc->pid, tid, kkp_stop_sig) != 0)
+		return 0;	/* ESRCH: it exited */
+	if (nsignalled < KKP_MAX_THREADS)
+		signalled[nsignalled++] = tid;
+	else
+		overflow++;
+	sc->found++;
+	return 0;
+}
+
+static int count_parked(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsignalled; i++)
+		n += is_parked(signalled[i]);
+	return n;
+}
+
+/* Wait until every signalled thread parked or the deadline passed: 1 if all did. */
+static int wait_parked(uint64_t deadline)
+{
+	for (;;) {
+		int seen = __atomic_load_n(&parked_count, __ATOMIC_ACQUIRE);
+		uint64_t now;
+		struct timespec ts;
+
+		if (count_parked() == nsignalled)
+			return 1;
+		now = kkp_now_ns();
+		if (now >= deadline)
+			return 0;
+		ts.tv_sec = (time_t)(deadline / 1000000000ull);
+		ts.tv_nsec = (long)(deadline % 1000000000ull);
+		syscall(SYS_futex, &parked_count, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen, &ts,
+			NULL, FUTEX_BITSET_MATCH_ANY);
+	}
+}
+
+static int task_exists(pid_t tid)
+{
+	char path[64], buf[8];
+
+	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	return kkp_read_file(path, buf, sizeof(buf)) >= 0;
+}
+
+static void report_missing(pid_t tid)
+{
+	char path[64], comm[32], stat[512];
+	const char *state = "?";
+	ssize_t n;
+	char *p;
+
+	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	n = kkp_read_file(path, comm, sizeof(comm));
+	if (n < 0) {
+		kkp_dprintf(KKP_FD, "kernelkit:   thread %d exited before it could be stopped\n", (int)tid);
+		return;
+	}
+	if (n > 0 && comm[n - 1] == '\n')
+		comm[n - 1] = '\0';
+	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if (kkp_read_file(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')) && p[1] == ' ') {
+		p[3] = '\0';
+		state = p + 2;
+	}
+	kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s; is signal %d blocked?)\n",
+		    (int)tid, comm, state, kkp_stop_sig);
+}
+
+void kkp_stop_others(struct kk_panic_stats *st)
+{
+	struct scan sc = { kkp_gettid(), kkp_getpid(), 0 };
+	uint64_t deadline = kkp_now_ns() + (uint64_t)KKP_LOAD(kkp_set.stop_timeout_ms) * 1000000ull;
+	int all = 1, missing = 0, rounds = 0;
+	uint64_t el;
+
+	if (!kkp_stop_sig) {
+		kkp_dprintf(KKP_FD, "kernelkit: no stop signal: other threads keep running\n");
+		return;
+	}
+	do {
+		sc.found = 0;
+		if (kkp_for_each_task(signal_one, &sc) < 0) {
+			kkp_dprintf(KKP_FD, "kernelkit: cannot list /proc/self/task: other threads keep running\n");
+			return;
+		}
+		all = wait_parked(deadline);
+	} while (sc.found && ++rounds < 64);
+
+	st->threads_signalled = nsignalled + overflow;
+	st->threads_parked = count_parked();
+	if (!all) {
+		/* Threads that exited after the signal never park: they are not missing. */
+		for (int i = 0; i < nsignalled; i++)
+			if (!is_parked(signalled[i]) && task_exists(signalled[i]))
+				missing++;
+		all = !missing;
+	}
+	if (all && !overflow) {
+		st->parked_ns = kkp_now_ns();
+		el = st->parked_ns - st->enter_ns;
+		kkp_dprintf(KKP_FD, "kernelkit: stopped %d other thread%s in %lu.%03lu ms\n",
+			    st->threads_parked, st->threads_parked == 1 ? "" : "s",
+			    (unsigned long)(el / 1000000), (unsigned long)(el / 1000 % 1000));
+		return;
+	}
+	st->threads_missing = missing + overflow;
+	kkp_dprintf(KKP_FD, "kernelkit: stopped %d of %d other threads; %d did not stop within %d ms:\n",
+		    st->threads_parked, st->threads_signalled, st->threads_missing,
+		    KKP_LOAD(kkp_set.stop_timeout_ms));
+	for (int i = 0; i < nsignalled; i++)
+		if (!is_parked(signalled[i]))
+			report_missing(signalled[i]);
+	if (overflow)
+		kkp_dprintf(KKP_FD, "kernelkit:   %d more threads were signalled but not tracked\n", overflow);
+}
