@@ -20,8 +20,8 @@
  * queued waiter from it: a waiter's group bit is dropped once a snapshot shows
  * no slot of that group holding the waiter's pointer (or the wildcard); when no
  * bits are left the waiter is woken.  While waiters remain, the scan thread
- * rescans with an exponential back-off sleep (2 us .. 1 ms) that a new waiter
- * cuts short.
+ * rescans a few times at once, then with an exponential back-off sleep
+ * (2 us .. 256 us) that a new waiter cuts short.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -45,6 +45,8 @@
 
 #define SHZ_LINE	64
 #define SHZ_GROUPS	64
+#define SHZ_QUICK_ROUNDS	8	/* scan-thread rescans before it sleeps */
+#define SHZ_MAX_BACKOFF_US	256	/* longest sleep between rescans */
 
 struct shz_rec {
 	void *slot;			/* alone on the first cache line */
@@ -123,6 +125,26 @@ static void stat_max(uint64_t *p, uint64_t v)
 	while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, true,
 						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+}
+
+/* Full barrier.  On x86-64 a locked no-op on the stack (as the kernel's
+ * smp_mb()) is cheaper than MFENCE; elsewhere the C11 fence. */
+static inline void shz_mb(void)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__("lock; orq $0, (%%rsp)" ::: "memory", "cc");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static inline void shz_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
 }
 
 static inline bool blocks(const void *v, const void *ptr)
@@ -285,7 +307,7 @@ int kk_shazptr_scan(const void *ptr)
 {
 	if (bad_ptr(ptr))
 		return -EINVAL;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shz_mb();
 	return scan_groups(ptr) ? -EBUSY : 0;
 }
 
@@ -298,7 +320,7 @@ static struct shz_waiter *scan_round(struct shz_waiter *active)
 	for (w = active; w; w = w->next)
 		w->blocked = 0;
 	/* Pairs with the readers' fence, like the updater's own fence. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shz_mb();
 	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
 		void *v = __atomic_load_n(&r->slot, __ATOMIC_ACQUIRE);
 
@@ -326,7 +348,7 @@ static struct shz_waiter *scan_round(struct shz_waiter *active)
 static void *scan_thread(void *arg)
 {
 	struct shz_waiter *active = NULL;
-	unsigned int backoff_us = 0;
+	unsigned int backoff_us = 0, quick = 0;
 
 	(void)arg;
 	prctl(PR_SET_NAME, "shazptr-scan", 0, 0, 0);
@@ -347,6 +369,7 @@ static void *scan_thread(void *arg)
 			tail->next = active;
 			active = fresh;
 			backoff_us = 0;
+			quick = 0;
 		}
 		if (!active) {
 			futex_wait(&scan.seq, seq, NULL);
@@ -355,14 +378,22 @@ static void *scan_thread(void *arg)
 		active = scan_round(active);
 		if (!active) {
 			backoff_us = 0;
+			quick = 0;
 			continue;
 		}
-		/* Readers still hold: sleep a little, or until a new waiter comes. */
-		if (backoff_us == 0) {
-			backoff_us = 1;
-			continue;	/* one immediate retry */
+		/*
+		 * Readers still hold.  Read sections are short: rescan a few
+		 * times at once, then sleep 2 us, 4 us, ... up to 256 us between
+		 * rounds (a new waiter cuts the sleep short).
+		 */
+		if (++quick <= SHZ_QUICK_ROUNDS) {
+			for (int i = 0; i < 64; i++)
+				shz_relax();
+			continue;
 		}
-		backoff_us = backoff_us < 1000 ? backoff_us * 2 : 1000;
+		backoff_us = backoff_us ? backoff_us * 2 : 2;
+		if (backoff_us > SHZ_MAX_BACKOFF_US)
+			backoff_us = SHZ_MAX_BACKOFF_US;
 		struct timespec ts = { 0, (long)backoff_us * 1000 };
 
 		futex_wait(&scan.seq, seq, &ts);
@@ -428,15 +459,16 @@ void synchronize_shazptr(void *ptr)
 
 	if (bad_ptr(ptr))
 		return;
-	t0 = now_ns();
 	__atomic_fetch_add(&shz_stats.sync_calls, 1, __ATOMIC_RELAXED);
 	/* Pairs with the full fence in shazptr_acquire(). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	shz_mb();
 	if (!__atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED)) {
 		mask = scan_groups(ptr);
 		if (!mask)
-			goto out;
+			return;
 	}
+	/* Blocked: from here on the caller waits (and the wait is timed). */
+	t0 = now_ns();
 	if (__kk_shazptr_slot && blocks(__atomic_load_n(__kk_shazptr_slot, __ATOMIC_RELAXED), ptr))
 		warn_self_deadlock();
 
@@ -457,13 +489,12 @@ void synchronize_shazptr(void *ptr)
 	pthread_mutex_unlock(&scan.lock);
 	if (!started) {
 		wait_polling(&w);
-		goto out;
+	} else {
+		__atomic_fetch_add(&scan.seq, 1, __ATOMIC_RELEASE);
+		futex_wake(&scan.seq, 1);
+		while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+			futex_wait(&w.done, 0, NULL);
 	}
-	__atomic_fetch_add(&scan.seq, 1, __ATOMIC_RELEASE);
-	futex_wake(&scan.seq, 1);
-	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
-		futex_wait(&w.done, 0, NULL);
-out:
 	stat_max(&shz_stats.longest_wait_ns, now_ns() - t0);
 }
 

@@ -36,6 +36,7 @@
 #define KERNELKIT_SHAZPTR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
