@@ -166,8 +166,12 @@ static void emit_float(struct kkp_sink *s, const struct spec *sp, long double v)
 	for (int i = 0; i < prec; i++)
 		scale *= 10;
 	ip = (uintmax_t)v;
-	frac = (v - (long double)ip) * (long double)scale + 0.5L;
+	frac = (v - (long double)ip) * (long double)scale;
 	fp = (uintmax_t)frac;
+	frac -= (long double)fp;
+	/* round half to even, as glibc does for exact ties */
+	if (frac > 0.5L || (frac == 0.5L && ((prec ? fp : ip) & 1)))
+		fp++;
 	if (fp >= scale) {
 		ip++;
 		fp -= scale;
