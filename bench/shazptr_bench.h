@@ -8,8 +8,10 @@
 struct shzb_reader {
 	int stop;			/* set by the updater */
 	int mode;			/* method-specific */
-	unsigned long count;		/* read sections done so far */
 	unsigned long sink;
+	/* Read sections done so far, bumped after every section: the updater
+	 * uses it as a heartbeat to tell whether the reader was running. */
+	unsigned long count __attribute__((aligned(64)));
 };
 
 struct shzb_method {

@@ -44,9 +44,8 @@ static void fl_reader(struct shzb_reader *r, const int *objs)
 			SHZB_FL(read_lock)();
 			sink += (unsigned long)__atomic_load_n(&objs[k], __ATOMIC_RELAXED);
 			SHZB_FL(read_unlock)();
+			__atomic_store_n(&r->count, ++n, __ATOMIC_RELAXED);
 		}
-		n += SHZB_NOBJS;
-		__atomic_store_n(&r->count, n, __ATOMIC_RELAXED);
 	}
 	r->sink = sink;
 }
