@@ -1,0 +1,937 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dynamic debug: the registry of sites, applying query blocks as one batch of
+ * static-key changes, the control files, start-up queries and classmap
+ * parameters.
+ *
+ * One dd_table per ELF object (sites and classmaps of its kk_dyndbg*
+ * sections), in registration order.  dd_lock serializes everything that reads
+ * or changes the tables or the sites' flags.  Lock order: dd_lock, then the
+ * jump-label lock (inside the static_key_* calls).  Nothing under dd_lock may
+ * take the dynamic loader's lock (dladdr, dlopen): a constructor that
+ * registers an object holds that lock while it waits for dd_lock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/dynamic_debug.h>
+#include "internal.h"
+#include "dynamic_debug/dd.h"
+#include "dynamic_debug/query.h"
+
+_Static_assert(DDQ_F_PRINT == _DPRINTK_FLAGS_PRINT, "flag values");
+_Static_assert(DDQ_F_INCL_MODNAME == _DPRINTK_FLAGS_INCL_MODNAME, "flag values");
+_Static_assert(DDQ_F_INCL_FUNCNAME == _DPRINTK_FLAGS_INCL_FUNCNAME, "flag values");
+_Static_assert(DDQ_F_INCL_LINENO == _DPRINTK_FLAGS_INCL_LINENO, "flag values");
+_Static_assert(DDQ_F_INCL_TID == _DPRINTK_FLAGS_INCL_TID, "flag values");
+_Static_assert(DDQ_F_INCL_SOURCENAME == _DPRINTK_FLAGS_INCL_SOURCENAME, "flag values");
+_Static_assert(DDQ_F_INCL_STACK == _DPRINTK_FLAGS_INCL_STACK, "flag values");
+_Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
+
+#define DD_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
+
+struct dd_table {
+	struct dd_table *next;
+	const void *id;			/* the object's first site (or classmap) */
+	struct _ddebug *sites;
+	size_t nsites;
+	struct ddebug_class_map *maps;
+	size_t nmaps;
+	char objname[64];
+};
+
+struct dd_modq {
+	struct dd_modq *next;
+	char *module;
+	char *queries;
+};
+
+static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dd_table *tables, **tables_tail = &tables;
+static struct dd_modq *modqs;
+static atomic_int dd_batched = 1;
+static int dd_verbose;
+
+/* Start-up: KK_DYNDBG, parsed once; the load ranges of the start-up objects. */
+static struct ddq_block env_block;
+static int env_ok;
+struct range {
+	uintptr_t lo, hi;
+};
+static struct range *startup_ranges;
+static size_t nstartup;
+
+static char srcroot[PATH_MAX];
+static size_t srcroot_len;
+
+static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
+static void dd_init_once(void);
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static const char *rel_name(const char *f)
+{
+	if (srcroot_len && !strncmp(f, srcroot, srcroot_len))
+		return f + srcroot_len;
+	while (f[0] == '.' && f[1] == '/')
+		f += 2;
+	return f;
+}
+
+const char *kk_dd_rel_name(const char *f)
+{
+	return rel_name(f);
+}
+
+static unsigned int site_flags(const struct _ddebug *dp)
+{
+	return __atomic_load_n(&dp->flags, __ATOMIC_RELAXED);
+}
+
+/* The class id @name has in @module of table @t, or -1. */
+static int class_id(const struct dd_table *t, const char *module, const char *name)
+{
+	for (size_t i = 0; i < t->nmaps; i++) {
+		const struct ddebug_class_map *m = &t->maps[i];
+
+		if (!m->mod_name || strcmp(m->mod_name, module))
+			continue;
+		for (int c = 0; c < m->length; c++)
+			if (m->class_names[c] && !strcmp(m->class_names[c], name))
+				return m->base + c;
+	}
+	return -1;
+}
+
+static const char *class_name(const struct dd_table *t, const struct _ddebug *dp)
+{
+	for (size_t i = 0; i < t->nmaps; i++) {
+		const struct ddebug_class_map *m = &t->maps[i];
+
+		if (!m->mod_name || strcmp(m->mod_name, dp->modname))
+			continue;
+		if ((int)dp->class_id >= m->base && (int)dp->class_id < m->base + m->length)
+			return m->class_names[dp->class_id - m->base];
+	}
+	return NULL;
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* ---- applying a parsed block ----------------------------------------------------------- */
+
+struct flip {
+	struct _ddebug *dp;
+	unsigned int old;
+};
+
+/*
+ * Evaluate every query of @b in order against the sites (of table @only, or
+ * all), then switch the sites whose print state changed in ONE queued batch
+ * (or one key at a time when unbatched).  All or nothing.  Called with
+ * dd_lock held.  @rep (may be NULL) gets the per-query lines.
+ */
+static int exec_locked(const struct ddq_block *b, struct dd_table *only,
+		       struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
+	struct kk_jump_label_stats s0, s1;
+	size_t ntab = 0, nsites = 0, k = 0, nflip = 0;
+	unsigned int *nf = NULL;
+	struct flip *flips = NULL;
+	unsigned long long t0;
+	int ret = 0;
+
+	memset(res, 0, sizeof(*res));
+	for (struct dd_table *t = tables; t; t = t->next) {
+		if (only && t != only)
+			continue;
+		ntab++;
+		nsites += t->nsites;
+	}
+	if (!b->n || !nsites) {
+		res->queries = (unsigned int)b->n;
+		for (size_t i = 0; rep && i < b->n; i++)
+			kk_buf_printf(rep, "query %zu \"%s\": matched 0 changed 0\n", i + 1,
+				      b->q[i].text);
+		return 0;
+	}
+	nf = malloc(nsites * sizeof(*nf));
+	flips = malloc(nsites * sizeof(*flips));
+	if (!nf || !flips) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	k = 0;
+	for (struct dd_table *t = tables; t; t = t->next) {
+		if (only && t != only)
+			continue;
+		for (size_t j = 0; j < t->nsites; j++)
+			nf[k++] = site_flags(&t->sites[j]);
+	}
+
+	for (size_t i = 0; i < b->n; i++) {
+		const struct ddq_query *q = &b->q[i];
+		unsigned long matched = 0, changed = 0;
+
+		k = 0;
+		for (struct dd_table *t = tables; t; t = t->next) {
+			const char *cmod = NULL;
+			int want = _DPRINTK_CLASS_DFLT;
+
+			if (only && t != only)
+				continue;
+			for (size_t j = 0; j < t->nsites; j++, k++) {
+				struct _ddebug *dp = &t->sites[j];
+				struct ddq_site s;
+				unsigned int v;
+
+				/* the class rule, resolved per module */
+				if (q->class_string) {
+					if (dp->modname != cmod) {
+						cmod = dp->modname;
+						want = class_id(t, cmod, q->class_string);
+					}
+				} else if (q->exact_class_id >= 0) {
+					want = q->exact_class_id;
+				}
+				if ((int)dp->class_id != want)
+					continue;
+				s.module = dp->modname;
+				s.filename = dp->filename;
+				s.filename_rel = (q->filename) ? rel_name(dp->filename) : dp->filename;
+				s.function = dp->function;
+				s.format = dp->format;
+				s.lineno = dp->lineno;
+				if (!ddq_match(q, &s))
+					continue;
+				matched++;
+				v = (nf[k] & q->mask) | q->flags;
+				if (v != nf[k]) {
+					changed++;
+					nf[k] = v;
+				}
+			}
+		}
+		res->matched += matched;
+		res->changed += changed;
+		if (rep)
+			kk_buf_printf(rep, "query %zu \"%s\": matched %lu changed %lu\n", i + 1,
+				      q->text, matched, changed);
+	}
+	res->queries = (unsigned int)b->n;
+
+	/* Publish: flags first (decorations are ready when a site turns on). */
+	kk_jump_label_get_stats(&s0);
+	t0 = now_ns();
+	k = 0;
+	for (struct dd_table *t = tables; t; t = t->next) {
+		if (only && t != only)
+			continue;
+		for (size_t j = 0; j < t->nsites; j++, k++) {
+			struct _ddebug *dp = &t->sites[j];
+			unsigned int old = site_flags(dp);
+
+			if (old == nf[k])
+				continue;
+			if ((old ^ nf[k]) & _DPRINTK_FLAGS_PRINT)
+				flips[nflip++] = (struct flip){ dp, old };
+			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
+		}
+	}
+	if (atomic_load(&dd_batched)) {
+		for (size_t i = 0; i < nflip && !ret; i++) {
+			struct static_key *key = &flips[i].dp->key.key;
+
+			ret = (flips[i].dp->flags & _DPRINTK_FLAGS_PRINT) ?
+				static_key_enable_queued(key) : static_key_disable_queued(key);
+		}
+		if (!ret)
+			ret = static_key_apply_queued();
+		if (ret)
+			kk_static_key_discard_queued();
+	} else {
+		size_t done;
+
+		for (done = 0; done < nflip; done++) {
+			struct _ddebug *dp = flips[done].dp;
+
+			ret = (dp->flags & _DPRINTK_FLAGS_PRINT) ? static_key_enable(&dp->key.key) :
+								    static_key_disable(&dp->key.key);
+			if (ret)
+				break;
+		}
+		while (ret && done--) {	/* undo what went through */
+			struct _ddebug *dp = flips[done].dp;
+
+			if (flips[done].old & _DPRINTK_FLAGS_PRINT)
+				static_key_enable(&dp->key.key);
+			else
+				static_key_disable(&dp->key.key);
+		}
+	}
+	if (ret) {
+		/* nothing changed: put the flags back */
+		for (size_t i = 0; i < nflip; i++)
+			__atomic_store_n(&flips[i].dp->flags, flips[i].old, __ATOMIC_RELAXED);
+		goto out;
+	}
+	res->apply_ns = now_ns() - t0;
+	kk_jump_label_get_stats(&s1);
+	res->syncs = s1.syncs - s0.syncs;
+	res->sites_flipped = nflip;
+out:
+	free(nf);
+	free(flips);
+	return ret;
+}
+
+/*
+ * Parse and apply @text.  All or nothing.  @rep gets the report (per-query
+ * lines and a summary) or the error messages.
+ */
+static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
+		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
+	struct ddq_block b;
+	struct ddq_msgs m = { 0 };
+	struct kk_dyndbg_result r;
+	unsigned int bad = 0;
+	int ret;
+
+	if (!res)
+		res = &r;
+	memset(res, 0, sizeof(*res));
+	ret = ddq_parse_block(text, len, modname, &b, &m, &bad);
+	if (ret) {
+		if (rep) {
+			if (m.len)
+				kk_buf_write(rep, m.buf, m.len);
+			if (ret == -EINVAL)
+				kk_buf_printf(rep, "dyndbg: query %u is malformed: "
+					      "nothing was changed\n", bad);
+			else
+				kk_buf_printf(rep, "dyndbg: out of memory\n");
+		}
+		ddq_msgs_free(&m);
+		return ret;
+	}
+	if (!locked)
+		pthread_mutex_lock(&dd_lock);
+	ret = exec_locked(&b, only, res, rep);
+	if (!locked)
+		pthread_mutex_unlock(&dd_lock);
+	if (rep) {
+		if (ret)
+			kk_buf_printf(rep, "dyndbg: applying failed (%s): nothing was changed\n",
+				      kk_jump_label_strerror());
+		else
+			kk_buf_printf(rep, "total: queries %u matched %lu changed %lu flipped %lu "
+				      "syncs %llu apply_us %llu%s\n", res->queries, res->matched,
+				      res->changed, res->sites_flipped, res->syncs, res->apply_ns / 1000,
+				      atomic_load(&dd_batched) ? "" : " (unbatched)");
+	}
+	ddq_block_free(&b);
+	ddq_msgs_free(&m);
+	return ret;
+}
+
+int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
+		   struct kk_dyndbg_result *res, char **report)
+{
+	struct kk_buf rep = { 0 };
+	int ret;
+
+	pthread_once(&dd_once, dd_init_once);
+	if (!text)
+		return -EINVAL;
+	ret = exec_text(text, len, modname, NULL, 0, res, report ? &rep : NULL);
+	if (report) {
+		*report = rep.data ? rep.data : strdup("");
+		rep.data = NULL;
+	}
+	kk_buf_free(&rep);
+	return ret;
+}
+
+int dynamic_debug_exec_queries(const char *query, const char *modname)
+{
+	struct kk_dyndbg_result r;
+	int ret;
+
+	if (!query)
+		return -EINVAL;
+	ret = kk_dyndbg_exec(query, strlen(query), modname, &r, NULL);
+	if (ret)
+		return ret;
+	return r.matched > INT_MAX ? INT_MAX : (int)r.matched;
+}
+
+int kk_dyndbg_set_batched(int on)
+{
+	return atomic_exchange(&dd_batched, on ? 1 : 0);
+}
+
+size_t kk_dyndbg_count_sites(const char *module)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&dd_lock);
+	for (struct dd_table *t = tables; t; t = t->next)
+		for (size_t j = 0; j < t->nsites; j++)
+			if (!module || ddq_glob(module, t->sites[j].modname))
+				n++;
+	pthread_mutex_unlock(&dd_lock);
+	return n;
+}
+
+/* ---- per-module start-up queries --------------------------------------------------- */
+
+static int set_modq_locked(const char *module, const char *queries)
+{
+	struct dd_modq **pp, *q;
+
+	for (pp = &modqs; *pp && strcmp((*pp)->module, module); pp = &(*pp)->next)
+		;
+	q = *pp;
+	if (!queries) {
+		if (q) {
+			*pp = q->next;
+			free(q->module);
+			free(q->queries);
+			free(q);
+		}
+		return 0;
+	}
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (!q || !(q->module = strdup(module))) {
+			free(q);
+			return -ENOMEM;
+		}
+		q->next = modqs;
+		modqs = q;
+	}
+	free(q->queries);
+	q->queries = strdup(*queries ? queries : "+p");
+	return q->queries ? 0 : -ENOMEM;
+}
+
+static int check_queries(const char *queries, const char *module, struct ddq_msgs *m)
+{
+	struct ddq_block b;
+	int ret;
+
+	if (!*queries)
+		return 0;
+	ret = ddq_parse_block(queries, strlen(queries), module, &b, m, NULL);
+	if (!ret)
+		ddq_block_free(&b);
+	return ret;
+}
+
+int kk_dyndbg_set_module_queries(const char *module, const char *queries)
+{
+	struct ddq_msgs m = { 0 };
+	int ret;
+
+	pthread_once(&dd_once, dd_init_once);
+	if (!module || !*module)
+		return -EINVAL;
+	if (queries && (ret = check_queries(queries, module, &m))) {
+		ddq_msgs_free(&m);
+		return ret;
+	}
+	pthread_mutex_lock(&dd_lock);
+	ret = set_modq_locked(module, queries);
+	pthread_mutex_unlock(&dd_lock);
+	return ret;
+}
+
+/* ---- objects --------------------------------------------------------------------------- */
+
+static int in_startup_object(const void *p)
+{
+	for (size_t i = 0; i < nstartup; i++)
+		if ((uintptr_t)p >= startup_ranges[i].lo && (uintptr_t)p < startup_ranges[i].hi)
+			return 1;
+	return 0;
+}
+
+/* Apply the start-up queries that concern table @t. Called with dd_lock held. */
+static void startup_queries_locked(struct dd_table *t, int startup)
+{
+	struct kk_dyndbg_result r;
+
+	if (startup && env_ok && env_block.n && exec_locked(&env_block, t, &r, NULL))
+		fprintf(stderr, "kernelkit: KK_DYNDBG: applying to %s failed: %s\n",
+			t->objname, kk_jump_label_strerror());
+	for (struct dd_modq *q = modqs; q; q = q->next) {
+		int has = 0;
+
+		for (size_t j = 0; j < t->nsites && !has; j++)
+			has = !strcmp(t->sites[j].modname, q->module);
+		if (!has)
+			continue;
+		struct kk_buf rep = { 0 };
+
+		if (exec_text(q->queries, strlen(q->queries), q->module, t, 1, &r, &rep))
+			fprintf(stderr, "kernelkit: start-up queries of module %s: %s", q->module,
+				rep.data ? rep.data : "failed\n");
+		kk_buf_free(&rep);
+	}
+}
+
+static void report_counts_locked(const struct dd_table *t)
+{
+	for (size_t j = 0; j < t->nsites; j++) {
+		const char *mod = t->sites[j].modname;
+		unsigned int n = 0;
+		size_t i;
+
+		for (i = 0; i < j; i++)	/* first site of this module? */
+			if (!strcmp(t->sites[i].modname, mod))
+				break;
+		if (i < j)
+			continue;
+		for (i = j; i < t->nsites; i++)
+			n += !strcmp(t->sites[i].modname, mod);
+		fprintf(stderr, "dyndbg: %3u debug prints in module %s\n", n, mod);
+	}
+}
+
+int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
+			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
+{
+	const void *id = start != stop ? (const void *)start : (const void *)cstart;
+	char objname[64];
+	struct dd_table *t;
+	uintptr_t base;
+	int startup;
+
+	if (!id || (stop < start) || (cstop < cstart))
+		return -EINVAL;
+	pthread_once(&dd_once, dd_init_once);
+	kk_addr_object(id, objname, sizeof(objname), &base);	/* before dd_lock */
+	startup = in_startup_object(id);
+	pthread_mutex_lock(&dd_lock);
+	for (t = tables; t; t = t->next) {
+		if (t->id == id) {		/* every unit of an object calls us */
+			pthread_mutex_unlock(&dd_lock);
+			return 0;
+		}
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		pthread_mutex_unlock(&dd_lock);
+		fprintf(stderr, "kernelkit: out of memory registering dynamic-debug sites\n");
+		return -ENOMEM;
+	}
+	t->id = id;
+	t->sites = start;
+	t->nsites = start && stop ? (size_t)(stop - start) : 0;
+	t->maps = cstart;
+	t->nmaps = cstart && cstop ? (size_t)(cstop - cstart) : 0;
+	memcpy(t->objname, objname, sizeof(objname));
+	for (size_t j = 0; j < t->nsites; j++) {
+		struct _ddebug *dp = &t->sites[j];
+
+		if (!dp->modname)
+			dp->modname = t->objname;
+#ifdef KK_NO_JUMP_LABEL
+		/* Give the key its record now: creating it later, under dd_lock,
+		 * would call dladdr() (see the lock-order note at the top). */
+		static_key_disable_queued(&dp->key.key);
+		static_key_disable(&dp->key.key);
+#endif
+	}
+	for (size_t j = 0; j < t->nmaps; j++)
+		if (!t->maps[j].mod_name)
+			t->maps[j].mod_name = t->objname;
+	*tables_tail = t;
+	tables_tail = &t->next;
+	if (dd_verbose)
+		report_counts_locked(t);
+	startup_queries_locked(t, startup);
+	pthread_mutex_unlock(&dd_lock);
+	return 0;
+}
+
+void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
+{
+	struct dd_table **pp, *t = NULL;
+
+	pthread_mutex_lock(&dd_lock);
+	for (pp = &tables; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == (const void *)start || (*pp)->id == (const void *)cstart) {
+			t = *pp;
+			*pp = t->next;
+			break;
+		}
+	}
+	if (t) {
+		tables_tail = &tables;
+		while (*tables_tail)
+			tables_tail = &(*tables_tail)->next;
+	}
+	pthread_mutex_unlock(&dd_lock);
+	free(t);
+}
+
+/* ---- the control files ------------------------------------------------------------------- */
+
+static int control_show(struct kk_buf *out, void *priv)
+{
+	char flags[16], *esc = NULL;
+	size_t esc_cap = 0;
+
+	(void)priv;
+	kk_buf_printf(out, "# filename:lineno [module]function flags format\n");
+	pthread_mutex_lock(&dd_lock);
+	for (struct dd_table *t = tables; t; t = t->next) {
+		for (size_t j = 0; j < t->nsites; j++) {
+			const struct _ddebug *dp = &t->sites[j];
+			size_t need = ddq_escape(dp->format, esc, esc_cap) + 1;
+
+			if (need > esc_cap) {
+				char *n = realloc(esc, need);
+
+				if (!n) {
+					pthread_mutex_unlock(&dd_lock);
+					free(esc);
+					return -ENOMEM;
+				}
+				esc = n;
+				esc_cap = need;
+				ddq_escape(dp->format, esc, esc_cap);
+			}
+			ddq_flags_str(site_flags(dp), flags);
+			kk_buf_printf(out, "%s:%u [%s]%s =%s \"%s\"", rel_name(dp->filename),
+				      (unsigned int)dp->lineno, dp->modname, dp->function, flags, esc);
+			if (dp->class_id != _DPRINTK_CLASS_DFLT) {
+				const char *cn = class_name(t, dp);
+
+				if (cn)
+					kk_buf_printf(out, " class:%s", cn);
+				else
+					kk_buf_printf(out, " class unknown, _id:%u",
+						      (unsigned int)dp->class_id);
+			}
+			kk_buf_write(out, "\n", 1);
+		}
+	}
+	pthread_mutex_unlock(&dd_lock);
+	free(esc);
+	return out->error;
+}
+
+static int control_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return exec_text(buf, len, NULL, NULL, 0, NULL, out);
+}
+
+static const struct kk_control_file_ops control_fops = {
+	.show = control_show,
+	.write = control_write,
+	.max_write = DD_MAX_WRITE,
+};
+
+static int batched_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%d\n", atomic_load(&dd_batched)) < 0 ? -ENOMEM : 0;
+}
+
+static int batched_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	if (len == 1 && (buf[0] == '0' || buf[0] == '1')) {
+		kk_dyndbg_set_batched(buf[0] == '1');
+		return 0;
+	}
+	kk_buf_printf(out, "expected 0 or 1\n");
+	return -EINVAL;
+}
+
+static const struct kk_control_file_ops batched_fops = {
+	.show = batched_show,
+	.write = batched_write,
+	.max_write = 64,
+};
+
+/* ---- classmap parameters ----------------------------------------------------------------- */
+
+static unsigned long low_bits(int n)
+{
+	if (n <= 0)
+		return 0;
+	if (n >= (int)(8 * sizeof(unsigned long)))
+		return ~0ul;
+	return (1ul << n) - 1;
+}
+
+int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long val)
+{
+	const struct ddebug_class_map *map;
+	unsigned long oldb, newb;
+	struct kk_buf q = { 0 };
+	struct kk_dyndbg_result r;
+	int ret;
+
+	if (!dcp || !(map = dcp->map) || map->length <= 0 || !dcp->flags[0])
+		return -EINVAL;
+	if (memchr(dcp->flags, '\0', sizeof(dcp->flags)) == NULL)
+		return -EINVAL;
+	switch (map->map_type) {
+	case DD_CLASS_TYPE_DISJOINT_BITS:
+		if (!dcp->bits)
+			return -EINVAL;
+		val &= low_bits(map->length);
+		oldb = *dcp->bits;
+		newb = val;
+		break;
+	case DD_CLASS_TYPE_LEVEL_NUM:
+		if (!dcp->lvl)
+			return -EINVAL;
+		if (val > (unsigned long)map->length)
+			val = (unsigned long)map->length;
+		oldb = low_bits((int)*dcp->lvl);
+		newb = low_bits((int)val);
+		break;
+	default:
+		return -EINVAL;
+	}
+	/* every changed bit is one query; all of them are one write */
+	for (int bi = 0; bi < map->length; bi++) {
+		if (((oldb ^ newb) >> bi & 1) == 0)
+			continue;
+		kk_buf_printf(&q, "class %s %c%s\n", map->class_names[bi],
+			      (newb >> bi & 1) ? '+' : '-', dcp->flags);
+	}
+	if (q.error) {
+		kk_buf_free(&q);
+		return -ENOMEM;
+	}
+	r.changed = 0;
+	ret = q.len ? kk_dyndbg_exec(q.data, q.len, NULL, &r, NULL) : 0;
+	kk_buf_free(&q);
+	if (ret)
+		return ret;
+	if (map->map_type == DD_CLASS_TYPE_LEVEL_NUM)
+		*dcp->lvl = (unsigned int)val;
+	else
+		*dcp->bits = val;
+	return r.changed > INT_MAX ? INT_MAX : (int)r.changed;
+}
+
+int param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp)
+{
+	unsigned long v;
+	char *end;
+	int ret;
+
+	if (!instr)
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(instr, &end, 0);
+	while (*end == '\n' || *end == ' ')
+		end++;
+	if (errno || end == instr || *end || *instr == '-')
+		return -EINVAL;
+	ret = ddebug_classparam_set(dcp, v);
+	return ret < 0 ? ret : 0;
+}
+
+int param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp)
+{
+	if (!dcp || !dcp->map)
+		return -EINVAL;
+	if (dcp->map->map_type == DD_CLASS_TYPE_LEVEL_NUM)
+		return snprintf(buf, len, "%u", dcp->lvl ? *dcp->lvl : 0);
+	return snprintf(buf, len, "0x%lx", dcp->bits ? *dcp->bits : 0);
+}
+
+static int param_show(struct kk_buf *out, void *priv)
+{
+	char v[64];
+
+	if (param_get_dyndbg_classes(v, sizeof(v), priv) < 0)
+		return -EINVAL;
+	return kk_buf_printf(out, "%s\n", v) < 0 ? -ENOMEM : 0;
+}
+
+static int param_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	char v[64];
+	int ret;
+
+	if (len >= sizeof(v)) {
+		kk_buf_printf(out, "value too long\n");
+		return -EINVAL;
+	}
+	memcpy(v, buf, len);
+	v[len] = '\0';
+	ret = param_set_dyndbg_classes(v, priv);
+	if (ret)
+		kk_buf_printf(out, "bad value (expected a number): %s\n", v);
+	return ret;
+}
+
+static const struct kk_control_file_ops param_fops = {
+	.show = param_show,
+	.write = param_write,
+	.max_write = 64,
+};
+
+int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *dcp)
+{
+	char path[KK_CONTROL_NAME_MAX];
+
+	if (!name || !dcp || !dcp->map)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "dynamic_debug/params/%s", name) >= sizeof(path))
+		return -EINVAL;
+	return kk_control_create_file(path, &param_fops, (void *)dcp);
+}
+
+int kk_dyndbg_unregister_param(const char *name)
+{
+	char path[KK_CONTROL_NAME_MAX];
+
+	if (!name || (size_t)snprintf(path, sizeof(path), "dynamic_debug/params/%s", name) >=
+			     sizeof(path))
+		return -EINVAL;
+	return kk_control_remove_file(path);
+}
+
+/* ---- init ---------------------------------------------------------------------------------- */
+
+static int collect_ranges(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		struct range *nr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		nr = realloc(startup_ranges, (nstartup + 1) * sizeof(*nr));
+		if (!nr)
+			return 1;
+		startup_ranges = nr;
+		nr[nstartup].lo = info->dlpi_addr + ph->p_vaddr;
+		nr[nstartup].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		nstartup++;
+	}
+	return 0;
+}
+
+extern char **environ;
+
+static void read_module_env(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '='), *name, *val;
+		char mod[128];
+		size_t n;
+
+		if (!eq)
+			continue;
+		val = eq + 1;
+		if (!strncmp(*e, "KK_DYNDBG_MOD_", 14)) {
+			name = *e + 14;
+			n = (size_t)(eq - name);
+		} else if (eq - *e > 7 && !strncmp(eq - 7, ".dyndbg", 7)) {
+			name = *e;
+			n = (size_t)(eq - 7 - name);
+		} else {
+			continue;
+		}
+		if (!n || n >= sizeof(mod))
+			continue;
+		memcpy(mod, name, n);
+		mod[n] = '\0';
+		struct ddq_msgs m = { 0 };
+
+		if (check_queries(val, mod, &m))
+			fprintf(stderr, "kernelkit: %.*s: ignored:\n%s", (int)(eq - *e), *e,
+				m.buf ? m.buf : "");
+		else
+			set_modq_locked(mod, val);
+		ddq_msgs_free(&m);
+	}
+}
+
+static void dd_init_once(void)
+{
+	const char *e;
+
+	if (getcwd(srcroot, sizeof(srcroot) - 1)) {
+		srcroot_len = strlen(srcroot);
+		if (srcroot_len > 1) {
+			srcroot[srcroot_len++] = '/';
+			srcroot[srcroot_len] = '\0';
+		} else {
+			srcroot_len = 0;
+		}
+	}
+	if ((e = getenv("KK_DYNDBG_SRCROOT")) && *e) {
+		snprintf(srcroot, sizeof(srcroot) - 1, "%s", e);
+		srcroot_len = strlen(srcroot);
+		if (srcroot[srcroot_len - 1] != '/') {
+			srcroot[srcroot_len++] = '/';
+			srcroot[srcroot_len] = '\0';
+		}
+	}
+	e = getenv("KK_DYNDBG_VERBOSE");
+	dd_verbose = e && *e && strcmp(e, "0");
+	/* Every object mapped now was loaded with the program. */
+	dl_iterate_phdr(collect_ranges, NULL);
+	e = getenv("KK_DYNDBG");
+	if (e && *e) {
+		struct ddq_msgs m = { 0 };
+
+		if (ddq_parse_block(e, strlen(e), NULL, &env_block, &m, NULL) == 0)
+			env_ok = 1;
+		else
+			fprintf(stderr, "kernelkit: KK_DYNDBG ignored:\n%s", m.buf ? m.buf : "");
+		ddq_msgs_free(&m);
+	}
+	read_module_env();
+	kk_control_create_file("dynamic_debug/control", &control_fops, NULL);
+	kk_control_create_file("dynamic_debug/batched", &batched_fops, NULL);
+}
+
+static void dd_atfork_prepare(void)
+{
+	pthread_mutex_lock(&dd_lock);
+}
+
+static void dd_atfork_release(void)
+{
+	pthread_mutex_unlock(&dd_lock);
+}
+
+__attribute__((constructor(160))) static void dd_init(void)
+{
+	pthread_once(&dd_once, dd_init_once);
+	pthread_atfork(dd_atfork_prepare, dd_atfork_release, dd_atfork_release);
+}

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the files of src/dynamic_debug/. */
+#ifndef KK_DD_H
+#define KK_DD_H
+
+/* @f relative to the source root (the working directory at start-up, or
+ * $KK_DYNDBG_SRCROOT), without a leading "./". */
+const char *kk_dd_rel_name(const char *f);
+
+#endif

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dynamic debug output: the decoration "[tid] module:func:file:line: ", the
+ * sinks (stderr, a callback, syslog), hex dumps, the stack dump of the 'd'
+ * flag, and the rate limit of pr_debug_ratelimited().
+ */
+#include <execinfo.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kernelkit/dynamic_debug.h>
+#include <kernelkit/ratelimit.h>
+#include "dynamic_debug/dd.h"
+
+/* ---- sinks --------------------------------------------------------------------------- */
+
+struct sink {
+	kk_dyndbg_sink_fn fn;
+	void *arg;
+	struct sink *retired;	/* older sinks stay allocated: a printer may still use one */
+};
+
+static _Atomic(struct sink *) cur_sink;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void kk_dyndbg_set_sink(kk_dyndbg_sink_fn fn, void *arg)
+{
+	struct sink *s = NULL;
+
+	pthread_mutex_lock(&sink_lock);
+	if (fn) {
+		s = malloc(sizeof(*s));
+		if (!s) {
+			pthread_mutex_unlock(&sink_lock);
+			return;
+		}
+		s->fn = fn;
+		s->arg = arg;
+	}
+	struct sink *old = atomic_exchange(&cur_sink, s);
+
+	if (old) {		/* keep it reachable from the new one (or a static list) */
+		static struct sink *graveyard;
+
+		old->retired = graveyard;
+		graveyard = old;
+	}
+	pthread_mutex_unlock(&sink_lock);
+}
+
+void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
+{
+	int prio = (int)(long)arg;
+
+	(void)desc;
+	if (len && msg[len - 1] == '\n')
+		len--;
+	syslog(prio ? prio : LOG_DEBUG, "%.*s", (int)len, msg);
+}
+
+static void emit(const struct _ddebug *desc, const char *msg, size_t len)
+{
+	struct sink *s = atomic_load_explicit(&cur_sink, memory_order_acquire);
+
+	if (s) {
+		s->fn(desc, msg, len, s->arg);
+		return;
+	}
+	/* one fwrite: the line is not torn by other threads' stdio on stderr */
+	fwrite(msg, 1, len, stderr);
+}
+
+/* ---- the prefix ------------------------------------------------------------------------ */
+
+static __thread pid_t cached_tid;
+
+static void reset_tid(void)
+{
+	cached_tid = 0;
+}
+
+static pid_t my_tid(void)
+{
+	if (!cached_tid)
+		cached_tid = gettid();
+	return cached_tid;
+}
+
+/* "[tid] module:func:file:line: " for the decoration flags set in @flags. */
+static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, size_t len)
+{
+	size_t pos = 0, after_tid;
+	int n;
+
+#define ADD(...) do {								\
+		n = snprintf(buf + pos, pos < len ? len - pos : 0, __VA_ARGS__);	\
+		if (n > 0)							\
+			pos += (size_t)n;					\
+	} while (0)
+	if (flags & _DPRINTK_FLAGS_INCL_TID)
+		ADD("[%d] ", (int)my_tid());
+	after_tid = pos;
+	if (flags & _DPRINTK_FLAGS_INCL_MODNAME)
+		ADD("%s:", d->modname ? d->modname : "?");
+	if (flags & _DPRINTK_FLAGS_INCL_FUNCNAME)
+		ADD("%s:", d->function);
+	if (flags & _DPRINTK_FLAGS_INCL_SOURCENAME)
+		ADD("%s:", kk_dd_rel_name(d->filename));
+	if (flags & _DPRINTK_FLAGS_INCL_LINENO)
+		ADD("%u:", (unsigned int)d->lineno);
+	if (pos != after_tid)
+		ADD(" ");
+#undef ADD
+	return pos;
+}
+
+static void dump_stack(const struct _ddebug *d)
+{
+	void *frames[32];
+	int n = backtrace(frames, 32);
+	char **names = backtrace_symbols(frames, n);
+	char line[512];
+
+	/* frame 0 is this function, 1 the print call */
+	for (int i = 2; i < n; i++) {
+		int m = snprintf(line, sizeof(line), " #%d %s\n", i - 2,
+				 names ? names[i] : "?");
+
+		if (m > 0)
+			emit(d, line, (size_t)m < sizeof(line) ? (size_t)m : sizeof(line) - 1);
+	}
+	free(names);
+}
+
+#define LINE_BUF 512
+
+static void vprint(struct _ddebug *d, const char *fmt, va_list ap)
+{
+	unsigned int flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+	char stack[LINE_BUF], *buf = stack;
+	size_t pre, len;
+	va_list ap2;
+	int n;
+
+	pre = (flags & _DPRINTK_FLAGS_INCL_ANY) ? prefix(d, flags, stack, sizeof(stack)) : 0;
+	if (pre >= sizeof(stack))
+		pre = sizeof(stack) - 1;
+	va_copy(ap2, ap);
+	n = vsnprintf(stack + pre, sizeof(stack) - pre, fmt, ap);
+	if (n < 0) {
+		va_end(ap2);
+		return;
+	}
+	len = pre + (size_t)n;
+	if (len + 2 > sizeof(stack)) {
+		buf = malloc(len + 2);
+		if (buf) {
+			memcpy(buf, stack, pre);
+			vsnprintf(buf + pre, (size_t)n + 1, fmt, ap2);
+		} else {
+			buf = stack;	/* truncated is better than nothing */
+			len = sizeof(stack) - 2;
+		}
+	}
+	va_end(ap2);
+	if (!len || buf[len - 1] != '\n')
+		buf[len++] = '\n';
+	buf[len] = '\0';
+	emit(d, buf, len);
+	if (buf != stack)
+		free(buf);
+	if (flags & _DPRINTK_FLAGS_INCL_STACK)
+		dump_stack(d);
+}
+
+void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprint(descriptor, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- hex dumps --------------------------------------------------------------------------- */
+
+static unsigned long long get_group(const unsigned char *p, int groupsize)
+{
+	unsigned long long v = 0;
+
+	/* little-endian groups, as the kernel prints them on x86 */
+	for (int i = groupsize - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int prefix_type,
+			int rowsize, int groupsize, const void *buf, size_t len, int ascii)
+{
+	const unsigned char *p = buf;
+
+	if (rowsize != 16 && rowsize != 32)
+		rowsize = 16;
+	if (groupsize != 1 && groupsize != 2 && groupsize != 4 && groupsize != 8)
+		groupsize = 1;
+	if (!prefix_str)
+		prefix_str = "";
+	for (size_t off = 0; off < len; off += (size_t)rowsize) {
+		size_t n = len - off < (size_t)rowsize ? len - off : (size_t)rowsize;
+		int gs = (n % (size_t)groupsize) ? 1 : groupsize;
+		char hex[32 * 3 + 8] = "", asc[33] = "";
+		size_t hp = 0;
+
+		for (size_t i = 0; i < n; i += (size_t)gs) {
+			int m = snprintf(hex + hp, sizeof(hex) - hp, "%s%0*llx", i ? " " : "",
+					 2 * gs, get_group(p + off + i, gs));
+			if (m > 0)
+				hp += (size_t)m;
+		}
+		if (ascii) {
+			for (size_t i = 0; i < n; i++) {
+				unsigned char c = p[off + i];
+
+				asc[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '.';
+			}
+			asc[n] = '\0';
+		}
+		/* pad the hex column of a short last row so the ASCII lines up */
+		int width = rowsize * 2 + rowsize / groupsize - 1;
+
+		switch (prefix_type) {
+		case DUMP_PREFIX_ADDRESS:
+			__dynamic_pr_debug(d, "%s%p: %-*s%s%s", prefix_str, (const void *)(p + off),
+					   ascii ? width : 0, hex, ascii ? "  " : "", asc);
+			break;
+		case DUMP_PREFIX_OFFSET:
+			__dynamic_pr_debug(d, "%s%.8zx: %-*s%s%s", prefix_str, off,
+					   ascii ? width : 0, hex, ascii ? "  " : "", asc);
+			break;
+		default:
+			__dynamic_pr_debug(d, "%s%-*s%s%s", prefix_str, ascii ? width : 0, hex,
+					   ascii ? "  " : "", asc);
+			break;
+		}
+	}
+}
+
+/* ---- rate limits ------------------------------------------------------------------------- */
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	/* +1 keeps 0 free to mean "not started" */
+	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull + 1;
+}
+
+void ratelimit_state_init(struct ratelimit_state *rs, int interval, int burst)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->interval = interval;
+	rs->burst = burst;
+}
+
+void ratelimit_set_flags(struct ratelimit_state *rs, unsigned long flags)
+{
+	rs->flags = (unsigned int)flags;
+}
+
+int kk_ratelimit_check(struct ratelimit_state *rs, int *report)
+{
+	unsigned long long t;
+	int ok;
+
+	*report = 0;
+	if (!rs->interval)
+		return 1;
+	if (__atomic_exchange_n(&rs->lock, 1, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(&rs->missed, 1, __ATOMIC_RELAXED);	/* contended: suppressed */
+		return 0;
+	}
+	t = now_ms();
+	if (!rs->begin)
+		rs->begin = t;
+	if (t - rs->begin >= (unsigned long long)rs->interval) {
+		int missed = __atomic_load_n(&rs->missed, __ATOMIC_RELAXED);
+
+		if (missed && !(rs->flags & RATELIMIT_MSG_ON_RELEASE)) {
+			*report = missed;
+			__atomic_fetch_sub(&rs->missed, missed, __ATOMIC_RELAXED);
+		}
+		rs->begin = t;
+		rs->printed = 0;
+	}
+	if (rs->burst && rs->burst > rs->printed) {
+		rs->printed++;
+		ok = 1;
+	} else {
+		__atomic_fetch_add(&rs->missed, 1, __ATOMIC_RELAXED);
+		ok = 0;
+	}
+	__atomic_store_n(&rs->lock, 0, __ATOMIC_RELEASE);
+	return ok;
+}
+
+int ___ratelimit(struct ratelimit_state *rs, const char *func)
+{
+	int report, ok = kk_ratelimit_check(rs, &report);
+
+	if (report)
+		fprintf(stderr, "%s: %d callbacks suppressed\n", func, report);
+	return ok;
+}
+
+void ratelimit_state_exit(struct ratelimit_state *rs)
+{
+	if (!(rs->flags & RATELIMIT_MSG_ON_RELEASE))
+		return;
+	if (rs->missed) {
+		fprintf(stderr, "%s: %d output lines suppressed due to ratelimiting\n",
+			"ratelimit", rs->missed);
+		rs->missed = 0;
+	}
+}
+
+int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *d)
+{
+	int report, ok = kk_ratelimit_check(rs, &report);
+
+	if (report) {
+		char line[256];
+		int n = snprintf(line, sizeof(line), "%s: %d callbacks suppressed\n", d->function,
+				 report);
+
+		if (n > 0)
+			emit(d, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	}
+	return ok;
+}
+
+__attribute__((constructor(160))) static void output_init(void)
+{
+	pthread_atfork(NULL, NULL, reset_tid);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dynamic-debug query language: splitting, tokenizing, parsing and
+ * matching.  Pure functions over strings (no registry, no I/O), so that the
+ * libFuzzer target can build this file alone.
+ */
+#ifndef KK_DD_QUERY_H
+#define KK_DD_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DDQ_MAXWORDS	9	/* 4 keyword/value pairs + the flags word */
+
+/* The same values as _DPRINTK_FLAGS_* / _DPRINTK_CLASS_DFLT (checked in core.c). */
+#define DDQ_F_NONE		0
+#define DDQ_F_PRINT		(1u << 0)
+#define DDQ_F_INCL_MODNAME	(1u << 1)
+#define DDQ_F_INCL_FUNCNAME	(1u << 2)
+#define DDQ_F_INCL_LINENO	(1u << 3)
+#define DDQ_F_INCL_TID		(1u << 4)
+#define DDQ_F_INCL_SOURCENAME	(1u << 5)
+#define DDQ_F_INCL_STACK	(1u << 6)
+#define DDQ_CLASS_DFLT		63
+
+/* Error text collected while parsing, one "dyndbg: ..." line per message. */
+struct ddq_msgs {
+	char *buf;
+	size_t len, cap;
+	int oom;
+};
+void ddq_msg(struct ddq_msgs *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ddq_msgs_free(struct ddq_msgs *m);
+
+struct ddq_query {
+	/* Match terms; NULL = any.  neg_*: the seed's '!' prefix. */
+	const char *module, *filename, *function, *format, *class_string;
+	bool neg_module, neg_file, neg_func, neg_format;
+	unsigned int first_lineno, last_lineno;	/* 0 = don't care */
+	/* A line of the control listing written back: every term is exact. */
+	bool exact;
+	int exact_class_id;		/* exact lines: "class unknown, _id:N"; else -1 */
+	/* new flags = (old & mask) | flags */
+	unsigned int flags, mask;
+	const char *text;		/* the query as written, trimmed */
+};
+
+struct ddq_block {
+	struct ddq_query *q;
+	size_t n, cap;
+	char *buf;			/* owned copy of the input; the queries point into it */
+};
+
+/*
+ * Parse a whole write.  @modname (may be NULL) becomes the module of every
+ * query that names none.  Returns 0 (block filled; empty and comment-only
+ * queries are skipped), -EINVAL (messages in @msgs; *block freed and
+ * emptied) or -ENOMEM.  @bad_index gets the 1-based number of the failing
+ * query (may be NULL).
+ */
+int ddq_parse_block(const char *text, size_t len, const char *modname, struct ddq_block *block,
+		    struct ddq_msgs *msgs, unsigned int *bad_index);
+void ddq_block_free(struct ddq_block *block);
+
+/* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
+int ddq_parse_flags(const char *word, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m);
+/* The listing form of @flags: "pmfsltd" order, or "_". @out holds >= 8 bytes. */
+void ddq_flags_str(unsigned int flags, char *out);
+
+/* Glob with '*' and '?' (the kernel's match_wildcard). */
+bool ddq_glob(const char *pattern, const char *s);
+
+/* The site fields a query is matched against. */
+struct ddq_site {
+	const char *module;
+	const char *filename;		/* as compiled (__FILE__) */
+	const char *filename_rel;	/* relative to the source root; may equal filename */
+	const char *function;
+	const char *format;
+	unsigned int lineno;
+};
+
+/*
+ * Everything but the class: modules, file, func, format and lines.  The
+ * caller does the class rule (a site's class must equal the class the query
+ * resolves to in the site's module, _DPRINTK_CLASS_DFLT without a class).
+ */
+bool ddq_match(const struct ddq_query *q, const struct ddq_site *s);
+
+/*
+ * Unescape in place like the kernel's format keyword (UNESCAPE_SPACE |
+ * UNESCAPE_OCTAL | UNESCAPE_SPECIAL): \t \n \r \v \f \a \e \\ \" and \ooo;
+ * any other backslash stays.  Returns the new length.
+ */
+size_t ddq_unescape(char *s);
+/*
+ * Escape @s for the listing: \t \n \r \v \f \\ \" and other control bytes as
+ * \ooo.  Writes at most @len bytes including the NUL; returns the length the
+ * full escape needs (like snprintf).
+ */
+size_t ddq_escape(const char *s, char *out, size_t len);
+
+#endif
