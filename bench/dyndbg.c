@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kk-bench dyndbg: the seed's experiment.  Loads the demo's 19 modules
+ * (16154 pr_debug sites, build/dyndbg-mods/), runs every site on a worker
+ * thread, and switches all sites on through kkctl and the control endpoint,
+ * end to end: batched (the default) and one key at a time.  Then the cost of
+ * a pr_debug site: disabled (instructions, callgrind) and enabled (ns, next to
+ * fprintf of the same message to /dev/null).
+ */
+#define KK_MODNAME "kkbench"
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <kernelkit/dynamic_debug.h>
+#include "bench.h"
+
+#define DD_MAX_MODS 64
+
+static void (*dd_run[DD_MAX_MODS])(int);
+static void *dd_handle[DD_MAX_MODS];
+static int dd_nmods;
+static atomic_int dd_stop;
+static atomic_ulong dd_rounds, dd_msgs;
+
+static void dd_count_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+{
+	(void)d;
+	(void)msg;
+	(void)len;
+	(void)arg;
+	atomic_fetch_add_explicit(&dd_msgs, 1, memory_order_relaxed);
+}
+
+static void *dd_worker(void *arg)
+{
+	int v = 0;
+
+	(void)arg;
+	if (getenv("KKB_DD_NICE"))
+		setpriority(PRIO_PROCESS, (id_t)gettid(), atoi(getenv("KKB_DD_NICE")));
+	while (!atomic_load_explicit(&dd_stop, memory_order_relaxed)) {
+		for (int i = 0; i < dd_nmods; i++)
+			dd_run[i](v);
+		atomic_fetch_add_explicit(&dd_rounds, 1, memory_order_relaxed);
+		v++;
+	}
+	return NULL;
+}
+
+static int dd_load(void)
+{
+	char path[4200], name[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dyndbg-mods/modules.list", kkb_self_dir());
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", path);
+		return -1;
+	}
+	while (dd_nmods < DD_MAX_MODS && fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = '\0';
+		if (!name[0])
+			continue;
+		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
+		dd_handle[dd_nmods] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dd_handle[dd_nmods]) {
+			fprintf(stderr, "kk-bench: %s\n", dlerror());
+			fclose(f);
+			return -1;
+		}
+		dd_run[dd_nmods] = (void (*)(int))dlsym(dd_handle[dd_nmods], "kkmod_run");
+		if (!dd_run[dd_nmods]) {
+			fclose(f);
+			return -1;
+		}
+		dd_nmods++;
+	}
+	fclose(f);
+	return 0;
+}
+
+struct dd_pass {
+	unsigned long long syncs;
+	long long ipis;
+	double ms;
+	unsigned long matched, changed;
+};
+
+/* kkctl -p SELF write dynamic_debug/control QUERY, timed from fork to exit. */
+static int dd_kkctl(const char *query, struct dd_pass *p)
+{
+	char kkctl[4200], pidstr[32], reply[4096];
+	struct kk_jump_label_stats a, b;
+	int fds[2], st;
+	long long i0;
+	uint64_t t0;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)getpid());
+	if (pipe(fds))
+		return -1;
+	kk_jump_label_get_stats(&a);
+	i0 = kkb_ipi_count();
+	t0 = kkb_now_ns();
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execl(kkctl, "kkctl", "-p", pidstr, "write", "dynamic_debug/control", query,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && (n = read(fds[0], reply + got, sizeof(reply) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	p->ms = (double)(kkb_now_ns() - t0) / 1e6;
+	p->ipis = kkb_ipi_count() - i0;
+	kk_jump_label_get_stats(&b);
+	p->syncs = b.syncs - a.syncs;
+	reply[got] = '\0';
+	const char *tot = strstr(reply, "total: ");
+
+	if (!tot || sscanf(tot, "total: queries %*u matched %lu changed %lu", &p->matched,
+			   &p->changed) != 2)
+		return -1;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ---- the cost of one site ---- */
+
+/*
+ * Both loops store the counter (the loop's "work"); the second also has a
+ * pr_debug of it.  Per iteration the difference is the site: the NOP.
+ */
+static volatile long kkb_dd_out;
+
+__attribute__((noinline)) long kkb_dd_loop_empty(long n)
+{
+	for (long i = 0; i < n; i++)
+		kkb_dd_out = i;
+	return 0;
+}
+
+__attribute__((noinline)) long kkb_dd_loop_site(long n)
+{
+	for (long i = 0; i < n; i++) {
+		pr_debug("loop %ld\n", i);
+		kkb_dd_out = i;
+	}
+	return 0;
+}
+
+#define DD_INSN_ITERS 1000000
+
+static int dd_insns_main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	if (!strcmp(argv[1], "empty"))
+		return (int)(kkb_dd_loop_empty(DD_INSN_ITERS) & 1);
+	if (!strcmp(argv[1], "site"))
+		return (int)(kkb_dd_loop_site(DD_INSN_ITERS) & 1);
+	return 2;
+}
+KKB_REGISTER_INSNS("dyndbg", dd_insns_main)
+
+static double dd_insns(const char *fn, const char *which)
+{
+	const char *args[] = { "dyndbg", which, NULL };
+	long long ir = kkb_callgrind_ir(fn, args);
+
+	return ir < 0 ? -1 : (double)ir / DD_INSN_ITERS;
+}
+
+#define DD_PRINT_ITERS 200000
+
+__attribute__((noinline)) static void dd_print_site(int i)
+{
+	pr_debug("bench message %d: %s\n", i, "some payload text");
+}
+
+/* ns per call, stderr (unbuffered) pointing at /dev/null. */
+static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double *dec_ns)
+{
+	int devnull = open("/dev/null", O_WRONLY), saved = dup(2);
+	FILE *nul = fopen("/dev/null", "w");
+	uint64_t t0;
+
+	if (devnull < 0 || saved < 0 || !nul)
+		return -1;
+	fflush(stderr);
+	dup2(devnull, 2);
+	kk_dyndbg_set_sink(NULL, NULL);		/* the default: stderr */
+	dynamic_debug_exec_queries("func dd_print_site =p", "kkbench");
+	for (int r = 0; r < 2; r++) {		/* second round counts */
+		t0 = kkb_now_ns();
+		for (int i = 0; i < DD_PRINT_ITERS; i++)
+			dd_print_site(i);
+		*pr_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+		t0 = kkb_now_ns();
+		for (int i = 0; i < DD_PRINT_ITERS; i++)
+			fprintf(stderr, "bench message %d: %s\n", i, "some payload text");
+		*fp_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	}
+	t0 = kkb_now_ns();
+	for (int i = 0; i < DD_PRINT_ITERS; i++)
+		fprintf(nul, "bench message %d: %s\n", i, "some payload text");
+	fflush(nul);
+	*fpbuf_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	dynamic_debug_exec_queries("func dd_print_site =pmflt", "kkbench");
+	t0 = kkb_now_ns();
+	for (int i = 0; i < DD_PRINT_ITERS; i++)
+		dd_print_site(i);
+	*dec_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	dynamic_debug_exec_queries("func dd_print_site -pmflt", "kkbench");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(devnull);
+	fclose(nul);
+	return 0;
+}
+
+#define DD_RUNS 5
+
+static int dd_bench(struct kkb_ctx *ctx)
+{
+	struct dd_pass on[DD_RUNS], off, un_on, un_off;
+	double ms[DD_RUNS], pr_ns = 0, fp_ns = 0, fpbuf_ns = 0, dec_ns = 0;
+	long long ipis[DD_RUNS];
+	unsigned long long max_syncs = 0;
+	size_t sites;
+	pthread_t th;
+	int ret = 0;
+
+	if (dd_load())
+		return 1;
+	sites = kk_dyndbg_count_sites("*") - kk_dyndbg_count_sites("kkbench");
+	kk_dyndbg_set_sink(dd_count_sink, NULL);
+	atomic_store(&dd_stop, 0);
+	pthread_create(&th, NULL, dd_worker, NULL);
+	while (atomic_load(&dd_rounds) < 2)
+		;
+
+	for (int r = 0; r < DD_RUNS && !ret; r++) {
+		ret |= dd_kkctl("module !kkbench +p", &on[r]);
+		ret |= dd_kkctl("-p", &off);
+		ms[r] = on[r].ms;
+		ipis[r] = on[r].ipis;
+		if (on[r].syncs > max_syncs)
+			max_syncs = on[r].syncs;
+		if (!ret && (on[r].changed != sites || off.changed != sites)) {
+			fprintf(stderr, "kk-bench: +p changed %lu, -p %lu of %zu sites\n",
+				on[r].changed, off.changed, sites);
+			ret = 1;
+		}
+	}
+	kk_dyndbg_set_batched(0);
+	ret |= dd_kkctl("module !kkbench +p", &un_on);
+	ret |= dd_kkctl("-p", &un_off);
+	kk_dyndbg_set_batched(1);
+	unsigned long msgs = atomic_load(&dd_msgs);
+
+	atomic_store(&dd_stop, 1);
+	pthread_join(th, NULL);
+	if (ret) {
+		fprintf(stderr, "kk-bench: a kkctl query failed\n");
+		return 1;
+	}
+	qsort(ms, DD_RUNS, sizeof(ms[0]), cmp_double);
+	qsort(ipis, DD_RUNS, sizeof(ipis[0]), cmp_ll);
+
+	if (dd_print_costs(&pr_ns, &fp_ns, &fpbuf_ns, &dec_ns))
+		ret = 1;
+
+	kkb_json_num(ctx, "sites", (double)sites);
+	kkb_json_num(ctx, "all_on_syncs", (double)max_syncs);
+	kkb_json_num(ctx, "all_on_ipis", (double)ipis[DD_RUNS / 2]);
+	kkb_json_num(ctx, "all_on_ms", ms[DD_RUNS / 2]);
+	kkb_json_num(ctx, "all_on_ms_min", ms[0]);
+	kkb_json_num(ctx, "unbatched_all_on_syncs", (double)un_on.syncs);
+	kkb_json_num(ctx, "unbatched_all_on_ipis", (double)un_on.ipis);
+	kkb_json_num(ctx, "unbatched_all_on_ms", un_on.ms);
+
+	double e = dd_insns("kkb_dd_loop_empty", "empty");
+	double s = dd_insns("kkb_dd_loop_site", "site");
+
+	if (e < 0 || s < 0) {
+		kkb_json_null(ctx, "disabled_pr_debug_insns");
+		kkb_note(ctx, "valgrind not available: no instruction counts");
+	} else {
+		kkb_json_num(ctx, "disabled_pr_debug_insns", s - e);
+		kkb_json_num(ctx, "loop_with_site_insns", s);
+		kkb_json_num(ctx, "loop_empty_insns", e);
+	}
+	kkb_json_num(ctx, "enabled_pr_debug_ns", pr_ns);
+	kkb_json_num(ctx, "fprintf_ns", fp_ns);
+	kkb_json_num(ctx, "enabled_vs_fprintf", fp_ns > 0 ? pr_ns / fp_ns : 0);
+	kkb_json_num(ctx, "enabled_decorated_pr_debug_ns", dec_ns);
+	kkb_json_num(ctx, "fprintf_buffered_ns", fpbuf_ns);
+	kkb_note(ctx, "all_on_*: 'module !kkbench +p' (every demo site) by kkctl, fork to exit; "
+		 "median of %d (syncs: max)", DD_RUNS);
+	kkb_note(ctx, "IPIs: CAL line of /proc/interrupts, whole machine, during the command");
+	kkb_note(ctx, "disabled_pr_debug_insns: per iteration, loop with a disabled pr_debug "
+		 "minus the empty loop");
+	kkb_note(ctx, "enabled_pr_debug_ns (+p) and fprintf_ns: the same line to stderr = "
+		 "/dev/null, unbuffered; fprintf_buffered_ns: to a buffered FILE on /dev/null");
+	kkb_note(ctx, "worker rounds over all sites during the run: %lu; messages %lu",
+		 (unsigned long)atomic_load(&dd_rounds), msgs);
+	for (int i = 0; i < dd_nmods; i++)
+		dlclose(dd_handle[i]);
+	return ret;
+}
+KKB_REGISTER("dyndbg", "16154 pr_debug sites: +p through kkctl batched vs per key; site costs",
+	     dd_bench)

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+# Dynamic debug (issue 3): the demo's modules and machine, the parser's
+# libFuzzer target.
+#
+# The demo modules are generated at build time into $(B)/dyndbg-mods/ by
+# examples/gen-dyndbg-module.sh: the seed's counts for the DRM stack, virtio
+# and the serial core (with pr_debug_ratelimited), and other modules up to
+# 16154 sites in all.  modules.list gives the load order.
+#   name:sites:source-dir[:ratelimited]
+DD_MODULES := \
+	i2c_core:25:drivers/i2c \
+	drm:340:drivers/gpu/drm \
+	drm_kms_helper:89:drivers/gpu/drm \
+	drm_display_helper:155:drivers/gpu/drm/display \
+	ttm:2:drivers/gpu/drm/ttm \
+	i915:1801:drivers/gpu/drm/i915 \
+	amdgpu:4532:drivers/gpu/drm/amd/amdgpu \
+	virtio:96:drivers/virtio:96 \
+	serial_core:64:drivers/tty/serial:1 \
+	snd_hda_core:905:sound/hda \
+	usbcore:905:drivers/usb/core \
+	xhci_hcd:905:drivers/usb/host \
+	ext4:905:fs/ext4 \
+	nvme_core:905:drivers/nvme/host \
+	e1000e:905:drivers/net/ethernet/intel/e1000e \
+	iwlwifi:905:drivers/net/wireless/intel/iwlwifi \
+	bluetooth:905:net/bluetooth \
+	cfg80211:905:net/wireless \
+	mac80211:905:net/mac80211
+
+DD_MOD_NAMES := $(foreach m,$(DD_MODULES),$(word 1,$(subst :, ,$(m))))
+DD_MOD_LIBS  := $(patsubst %,$(B)/dyndbg-mods/lib%.so,$(DD_MOD_NAMES))
+dd_mod_field = $(word $(2),$(subst :, ,$(filter $(1):%,$(DD_MODULES))))
+
+EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
+
+$(B)/dyndbg-mods/%.c: examples/gen-dyndbg-module.sh mk/dynamic_debug.mk
+	@mkdir -p $(dir $@)
+	sh examples/gen-dyndbg-module.sh $* $(call dd_mod_field,$*,2) $(call dd_mod_field,$*,3) \
+		$(or $(call dd_mod_field,$*,4),0) > $@
+
+$(B)/dyndbg-mods/lib%.so: $(B)/dyndbg-mods/%.c $(HDRS) $(B)/libkernelkit.so
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+
+$(B)/dyndbg-mods/modules.list: mk/dynamic_debug.mk
+	@mkdir -p $(dir $@)
+	printf '%s\n' $(DD_MOD_NAMES) > $@
+
+$(B)/dyndbg-machine: examples/machine.c $(HDRS) $(B)/libkernelkit.so
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
+
+# The parser under libFuzzer + ASan (clang).  test/scripts/dyndbg_fuzz.sh runs
+# it for a bounded time; it is skipped when clang cannot build it.
+DD_FUZZ_CC := clang
+DD_FUZZ    := $(B)/test/fuzz/dyndbg_parser
+EXTRA_TESTS += $(DD_FUZZ)
+
+$(DD_FUZZ): test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h
+	@mkdir -p $(dir $@)
+	$(DD_FUZZ_CC) -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
+		-o $@ test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c \
+	|| { echo "dyndbg: cannot build the fuzzer with $(DD_FUZZ_CC); its test will skip"; \
+	     rm -f $@; }
