@@ -14,7 +14,6 @@
  * jl_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -791,26 +790,17 @@ const char *kk_jump_label_method(void)
 	return kk_text_method();
 }
 
+/* No symbol lookup here: this runs under jl_mutex (see object_name.c). */
 static void key_name(const struct static_key *key, char *buf, size_t len)
 {
-	Dl_info di;
-	size_t n;
-
-	if (key->name) {
-		n = strlen(key->name);
-		/* Elements of a DEFINE_STATIC_KEY_ARRAY_*: find the index. */
-		if (n > 2 && !strcmp(key->name + n - 2, "[]") && dladdr(key, &di) && di.dli_saddr) {
-			snprintf(buf, len, "%.*s[%zu]", (int)(n - 2), key->name,
-				 (size_t)((const char *)key - (const char *)di.dli_saddr) /
-					 sizeof(struct static_key_true));
-			return;
-		}
+	if (key->name && key->array)	/* an element of DEFINE_STATIC_KEY_ARRAY_* */
+		snprintf(buf, len, "%s[%zu]", key->name,
+			 (size_t)((const char *)key - (const char *)key->array) /
+				 sizeof(struct static_key_true));
+	else if (key->name)
 		snprintf(buf, len, "%s", key->name);
-	} else if (dladdr(key, &di) && di.dli_sname && di.dli_saddr == key) {
-		snprintf(buf, len, "%s", di.dli_sname);
-	} else {
+	else
 		snprintf(buf, len, "key@%p", (const void *)key);
-	}
 }
 
 static int static_keys_show(struct kk_buf *out, void *priv)

@@ -50,6 +50,7 @@ struct static_key {
 	int enabled;		/* reference count; 0 = disabled */
 	int type;		/* initial value: 1 for a TRUE key */
 	const char *name;	/* for listings; NULL for STATIC_KEY_INIT keys */
+	const struct static_key *array;	/* first element, for DEFINE_STATIC_KEY_ARRAY_* */
 	void *priv;		/* the library's record of this key */
 };
 
@@ -61,13 +62,15 @@ struct static_key_false {
 	struct static_key key;
 };
 
-#define STATIC_KEY_INIT_TRUE	{ .enabled = 1, .type = 1, .name = 0, .priv = 0 }
-#define STATIC_KEY_INIT_FALSE	{ .enabled = 0, .type = 0, .name = 0, .priv = 0 }
+#define STATIC_KEY_INIT_TRUE	{ .enabled = 1, .type = 1, .name = 0, .array = 0, .priv = 0 }
+#define STATIC_KEY_INIT_FALSE	{ .enabled = 0, .type = 0, .name = 0, .array = 0, .priv = 0 }
 #define STATIC_KEY_INIT		STATIC_KEY_INIT_FALSE
 #define STATIC_KEY_TRUE_INIT	{ .key = STATIC_KEY_INIT_TRUE }
 #define STATIC_KEY_FALSE_INIT	{ .key = STATIC_KEY_INIT_FALSE }
 
-#define __KK_KEY_INIT(val, nm)	{ .key = { .enabled = (val), .type = (val), .name = (nm), .priv = 0 } }
+#define __KK_KEY_INIT_ARR(val, nm, arr)						\
+	{ .key = { .enabled = (val), .type = (val), .name = (nm), .array = (arr), .priv = 0 } }
+#define __KK_KEY_INIT(val, nm)	__KK_KEY_INIT_ARR(val, nm, 0)
 
 #define DEFINE_STATIC_KEY_TRUE(name)	struct static_key_true name = __KK_KEY_INIT(1, #name)
 #define DEFINE_STATIC_KEY_FALSE(name)	struct static_key_false name = __KK_KEY_INIT(0, #name)
@@ -78,10 +81,10 @@ struct static_key_false {
 
 #define DEFINE_STATIC_KEY_ARRAY_TRUE(name, count)				\
 	struct static_key_true name[count] = {					\
-		[0 ... (count) - 1] = __KK_KEY_INIT(1, #name "[]") }
+		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(1, #name, &name[0].key) }
 #define DEFINE_STATIC_KEY_ARRAY_FALSE(name, count)				\
 	struct static_key_false name[count] = {					\
-		[0 ... (count) - 1] = __KK_KEY_INIT(0, #name "[]") }
+		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(0, #name, &name[0].key) }
 #define DECLARE_STATIC_KEY_ARRAY_TRUE(name, count)  extern struct static_key_true name[count]
 #define DECLARE_STATIC_KEY_ARRAY_FALSE(name, count) extern struct static_key_false name[count]
 
@@ -162,14 +165,6 @@ const char *kk_jump_label_method(void);
 
 /* ---- branch sites ------------------------------------------------------------------ */
 
-extern int __kk_wrong_branch_type(void)
-	__attribute__((error("static_branch_*() needs a struct static_key_true or _false")));
-
-#define __kk_is_true_key(x)  __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_true)
-#define __kk_is_false_key(x) __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_false)
-
-#ifndef KK_NO_JUMP_LABEL
-
 /*
  * One entry per site, in the section kk_jump_table of the object that holds
  * the site.  Offsets are relative to the field itself so the table needs no
@@ -183,6 +178,47 @@ struct jump_entry {
 	int32_t target;
 	int64_t key;
 };
+
+/*
+ * Every object (executable or shared library) that includes this header
+ * registers its own table when it is loaded and drops it, with the keys that
+ * live in it, when it is unloaded.
+ * The bounds are hidden so that each object sees its own; they are weak so
+ * that an object without sites links, and then start == stop.  This is also
+ * compiled under KK_NO_JUMP_LABEL: the library must handle objects built
+ * either way, and the destructor forgets keys that live in an unloaded object.
+ */
+int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop);
+void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
+			      const void *self);
+extern const struct jump_entry __start_kk_jump_table[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct jump_entry __stop_kk_jump_table[]
+	__attribute__((weak, visibility("hidden")));
+
+__attribute__((constructor(101), used)) static void __kk_jump_label_ctor(void)
+{
+	const struct jump_entry *start = __start_kk_jump_table, *stop = __stop_kk_jump_table;
+
+	if (start != stop)
+		kk_jump_label_add_object(start, stop);
+}
+
+/* Always called: an object may define keys that only other objects use. */
+__attribute__((destructor(101), used)) static void __kk_jump_label_dtor(void)
+{
+	kk_jump_label_del_object(__start_kk_jump_table, __stop_kk_jump_table,
+				 (const void *)&__kk_jump_label_dtor);
+}
+
+
+extern int __kk_wrong_branch_type(void)
+	__attribute__((error("static_branch_*() needs a struct static_key_true or _false")));
+
+#define __kk_is_true_key(x)  __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_true)
+#define __kk_is_false_key(x) __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_false)
+
+#ifndef KK_NO_JUMP_LABEL
 
 #define JUMP_LABEL_NOP_SIZE 5
 
@@ -227,36 +263,6 @@ l_done:										\
 		__builtin_choose_expr(__kk_is_false_key(x),			\
 			arch_static_branch(&(x)->key, false),			\
 			__kk_wrong_branch_type())), 0)
-
-/*
- * Every object (executable or shared library) that includes this header
- * registers its own table when it is loaded and drops it, with the keys that
- * live in it, when it is unloaded.
- * The bounds are hidden so that each object sees its own; they are weak so
- * that an object without sites links, and then start == stop.
- */
-int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop);
-void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
-			      const void *self);
-extern const struct jump_entry __start_kk_jump_table[]
-	__attribute__((weak, visibility("hidden")));
-extern const struct jump_entry __stop_kk_jump_table[]
-	__attribute__((weak, visibility("hidden")));
-
-__attribute__((constructor(101), used)) static void __kk_jump_label_ctor(void)
-{
-	const struct jump_entry *start = __start_kk_jump_table, *stop = __stop_kk_jump_table;
-
-	if (start != stop)
-		kk_jump_label_add_object(start, stop);
-}
-
-/* Always called: an object may define keys that only other objects use. */
-__attribute__((destructor(101), used)) static void __kk_jump_label_dtor(void)
-{
-	kk_jump_label_del_object(__start_kk_jump_table, __stop_kk_jump_table,
-				 (const void *)&__kk_jump_label_dtor);
-}
 
 #else /* KK_NO_JUMP_LABEL: load + test + branch */
 

@@ -95,8 +95,12 @@ Test(objects, dlclose_forgets_sites_and_keys)
 
 	user_open(&u);
 	loaded = stats();
+#ifndef KK_NO_JUMP_LABEL
 	cr_expect_eq(loaded.sites, before.sites + 3);
 	cr_expect_eq(loaded.objects, before.objects + 1);
+#else
+	cr_expect_eq(loaded.sites, before.sites, "the fallback build has no sites");
+#endif
 	dlclose(u.h);
 	after = stats();
 	cr_expect_eq(after.sites, before.sites);
@@ -112,17 +116,33 @@ Test(objects, dlclose_forgets_sites_and_keys)
 static atomic_int stop;
 static atomic_int toggle_errors;
 
+/*
+ * Besides toggling, read the listing: both run under the registry lock while
+ * the main thread's dlopen/dlclose run constructors under the loader lock,
+ * so a lock-order mistake between the two shows up here as a hang.
+ */
 static void *toggler(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&stop)) {
+		struct static_key_false *fresh = malloc(sizeof(*fresh));
+		char *txt = NULL;
+
 		if (static_branch_enable(&jl_shared_key) || static_branch_disable(&jl_shared_key))
 			atomic_fetch_add(&toggle_errors, 1);
+		/* a key the registry has never seen: creates a record */
+		*fresh = (struct static_key_false)STATIC_KEY_FALSE_INIT;
+		if (static_branch_enable(fresh))
+			atomic_fetch_add(&toggle_errors, 1);
+		if (kk_control_read("static_keys", &txt, NULL))
+			atomic_fetch_add(&toggle_errors, 1);
+		free(txt);
+		/* (the record of a heap key is never dropped; keep it alive) */
 	}
 	return NULL;
 }
 
-Test(objects, dlopen_dlclose_while_toggling)
+Test(objects, dlopen_dlclose_while_toggling, .timeout = 120)
 {
 	pthread_t th;
 
