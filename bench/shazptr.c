@@ -469,7 +469,7 @@ static void *kr_reader_thread(void *arg)
 
 /* Time KR_TIMED unregisters with a reader running; median of KR_ROUNDS, ms. */
 #define KR_ROUNDS 7
-static double kr_run(const struct kr_ops *ops, double *ipis)
+static double kr_run(const struct kr_ops *ops, double *ipis, char *rounds, size_t len)
 {
 	double ms[KR_ROUNDS];
 	long long ipi_sum = 0;
@@ -500,6 +500,8 @@ static double kr_run(const struct kr_ops *ops, double *ipis)
 			ops->unreg(&kr_keys[i]);	/* the rest, untimed */
 	}
 	*ipis = (double)ipi_sum / KR_ROUNDS / KR_TIMED;
+	for (int r = 0, off = 0; r < KR_ROUNDS && off < (int)len; r++)
+		off += snprintf(rounds + off, len - (size_t)off, "%s%.3f", r ? " " : "", ms[r]);
 	return median(ms, KR_ROUNDS);
 }
 
@@ -582,16 +584,19 @@ static int run(struct kkb_ctx *ctx)
 		kkb_json_num(ctx, "idle_ipis_per_ms", (double)(kkb_ipi_count() - i0) / 100);
 
 	/* 4. the key registry */
-	double hp_ms = kr_run(&kr_shazptr, &kr_ipis);
+	char rounds_hp[256], rounds_rcu[256];
+	double hp_ms = kr_run(&kr_shazptr, &kr_ipis, rounds_hp, sizeof(rounds_hp));
 
 	kkb_json_num(ctx, "registry_unregister_ms_shazptr", hp_ms);
 	kkb_json_num(ctx, "registry_ipis_per_unregister_shazptr", kr_ipis);
-	double rcu_ms = kr_run(&kr_rcu, &kr_ipis);
+	double rcu_ms = kr_run(&kr_rcu, &kr_ipis, rounds_rcu, sizeof(rounds_rcu));
 
 	kkb_json_num(ctx, "registry_unregister_ms_rcu", rcu_ms);
 	kkb_json_num(ctx, "registry_ipis_per_unregister_rcu", kr_ipis);
 	if (hp_ms > 0)
 		kkb_json_num(ctx, "registry_speedup", rcu_ms / hp_ms);
+	kkb_note(ctx, "registry: ms per %d unregisters, each round: shazptr %s; rcu %s",
+		 KR_TIMED, rounds_hp, rounds_rcu);
 
 	/* 5. slot layout: scan cost with 64 more registered threads */
 	enum { NPARK = 64 };
