@@ -114,10 +114,11 @@ tests: all $(TLIBS) $(UNIT_BINS) $(STRESS_BINS) $(EXTRA_TESTS)
 deps:
 	@sh scripts/ensure-deps.sh
 
-# The README's test command.  Runs the suite on the default build, then on the
-# ASan+UBSan build, the KK_NO_JUMP_LABEL fallback build and a clang -Werror build.
+# The README's test command.  Runs the suite on the default build (gcc -Werror),
+# then on the ASan+UBSan build, the KK_NO_JUMP_LABEL fallback build, and checks
+# that clang -Wall -Wextra -Werror builds everything.
 check: deps
-	$(MAKE) tests
+	$(MAKE) EXTRA_CFLAGS=-Werror tests
 	sh scripts/run-tests.sh $(B) default
 	$(MAKE) check-variants
 	sh scripts/summary.sh $(B)

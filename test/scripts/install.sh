@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# `make install` into a staging directory, then build and run a program
+# against the installed headers and library through pkg-config.
+set -u
+[ "${KK_TEST_LABEL:-default}" = default ] || exit 77
+command -v pkg-config >/dev/null || { echo "no pkg-config"; exit 77; }
+B=${KK_BUILD:?}
+SRC=${KK_SRC:?}
+tmp=$(mktemp -d /tmp/kk-install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+make -s -C "$SRC" B="$B" PREFIX=/opt/kk DESTDIR="$tmp/root" install >"$tmp/log" 2>&1 ||
+	{ cat "$tmp/log"; fail "make install"; }
+for f in include/kernelkit/jump_label.h include/kernelkit/control.h lib/libkernelkit.a \
+	 lib/libkernelkit.so bin/kkctl lib/pkgconfig/kernelkit.pc share/man/man1/kkctl.1; do
+	[ -e "$tmp/root/opt/kk/$f" ] || fail "missing $f"
+done
+grep -q '^prefix=/opt/kk$' "$tmp/root/opt/kk/lib/pkgconfig/kernelkit.pc" || fail "pc prefix"
+
+cat > "$tmp/prog.c" <<'PROG'
+#include <kernelkit/jump_label.h>
+DEFINE_STATIC_KEY_FALSE(k);
+int main(void)
+{
+	int before = static_branch_unlikely(&k);
+	if (static_branch_enable(&k))
+		return 2;
+	return before == 0 && static_branch_unlikely(&k) == 1 ? 0 : 1;
+}
+PROG
+export PKG_CONFIG_PATH="$tmp/root/opt/kk/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$tmp/root"
+# shellcheck disable=SC2046
+cc -o "$tmp/prog" "$tmp/prog.c" $(pkg-config --cflags --libs kernelkit) -pthread ||
+	fail "building against the installed library"
+KK_CONTROL=0 LD_LIBRARY_PATH="$tmp/root/opt/kk/lib" "$tmp/prog" || fail "installed program exit $?"
+echo "install: ok"
