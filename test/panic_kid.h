@@ -22,6 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Under AddressSanitizer an unhandled SIGSEGV is reported by ASan (exit 1), not fatal. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KID_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KID_ASAN 1
+#endif
+#endif
+
 struct kid {
 	pid_t pid;
 	int fd;			/* read end of the child's output, -1 at EOF */
@@ -159,6 +168,17 @@ static inline int kid_finish(struct kid *k, unsigned timeout_ms)
 		k->fd = -1;
 	}
 	return killed ? -1 : 0;
+}
+
+/* Did the child die of an unhandled SIGSEGV (or ASan's report of one)? */
+static inline int kid_died_of_segv(const struct kid *k)
+{
+#ifdef KID_ASAN
+	if (WIFEXITED(k->status) && WEXITSTATUS(k->status) != 0 &&
+	    strstr(k->out, "ERROR: AddressSanitizer: "))
+		return 1;
+#endif
+	return WIFSIGNALED(k->status) && WTERMSIG(k->status) == SIGSEGV;
 }
 
 static inline int kid_exit_code(const struct kid *k)

@@ -290,7 +290,7 @@ Test(panic_api, panic_on_warn)
 	X("%5d|%-5d|%05d|%+d|% d", 42, 42, -42, 7, 7)				\
 	X("%x|%X|%#x|%#o|%o|%08x", 0xbeefu, 0xbeefu, 255u, 8u, 0u, 0xabcu)	\
 	X("%ld|%lu|%lld|%llu", -1234567890123L, 1234567890123UL, -9223372036854775807LL - 1, 18446744073709551615ULL) \
-	X("%zu|%zd|%hhu|%hd|%jd", (size_t)77, (ssize_t)-77, 300, 70000, (intmax_t)-5) \
+	X("%zu|%zd|%hhu|%hd|%jd", (size_t)77, (ssize_t)-77, (unsigned char)200, (short)-1234, (intmax_t)-5) \
 	X("%s|%10s|%-10s|%.3s|%.*s|%*d", "abc", "right", "left", "truncate", 2, "xyz", 6, 9) \
 	X("%c%c%%|%5c|", 'o', 'k', 'z')					\
 	X("%.2f|%f|%8.3f|%-8.1f|%.0f", 3.14159, -2.5, 1.0005, 0.25, 2.5)	\

@@ -395,18 +395,26 @@ Test(panic_flow, fatal_signal_kills_without_panic_on_oops)
 
 	kid_start(&k, segv_child, (void *)0L);
 	cr_assert_eq(kid_finish(&k, 10000), 0);
-	cr_assert_eq(kid_term_sig(&k), SIGSEGV, "%#x %s", k.status, k.out);
+	cr_assert(kid_died_of_segv(&k), "%#x %s", k.status, k.out);
 	cr_assert_null(strstr(k.out, "panic - not syncing"), "%s", k.out);
 }
 
 static void fpe_child(void *arg)
 {
-	volatile int num = 7, zero = 0;
-
 	(void)arg;
 	kk_panic_set_timeout(-1);
 	kk_panic_set_on_oops(1);
-	printf("%d\n", num / zero);
+#if defined(__x86_64__) || defined(__i386__)
+	{
+		/* a real divide error, out of UBSan's sight */
+		int a = 7, z = 0;
+
+		__asm__ volatile("cltd\n\tidivl %1" : "+a"(a) : "r"(z) : "edx", "cc");
+		printf("%d\n", a);
+	}
+#else
+	raise(SIGFPE);
+#endif
 }
 
 Test(panic_flow, sigfpe_panics_with_panic_on_oops)
@@ -415,10 +423,8 @@ Test(panic_flow, sigfpe_panics_with_panic_on_oops)
 
 	kid_start(&k, fpe_child, NULL);
 	cr_assert_eq(kid_finish(&k, 10000), 0);
-#if defined(__x86_64__) || defined(__i386__)
 	cr_assert_eq(kid_exit_code(&k), STATUS, "%#x %s", k.status, k.out);
 	cr_assert(strstr(k.out, "Fatal exception: SIGFPE"), "%s", k.out);
-#endif
 }
 
 static void off_again_child(void *arg)
@@ -435,7 +441,8 @@ Test(panic_flow, clearing_panic_on_oops_restores_the_old_handlers)
 
 	kid_start(&k, off_again_child, NULL);
 	cr_assert_eq(kid_finish(&k, 10000), 0);
-	cr_assert_eq(kid_term_sig(&k), SIGSEGV, "%#x %s", k.status, k.out);
+	cr_assert(kid_died_of_segv(&k), "%#x %s", k.status, k.out);
+	cr_assert_null(strstr(k.out, "panic - not syncing"), "%s", k.out);
 }
 
 static void bug_child(void *arg)
