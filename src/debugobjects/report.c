@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Debug objects: reports, the stack depot for init/activate backtraces, the
+ * on-stack check and the report of objects still active at exit.
+ *
+ * Reports are formatted into a buffer on the stack and written with write(2)
+ * (or handed to the printer callback), never with a lock held, so that they
+ * work from inside the preload library's free().
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+unsigned long odebug_warnings, odebug_fixups, odebug_maxchain, odebug_maxchecked;
+unsigned long odebug_stack_warnings, odebug_oom_count;
+int odebug_backtraces;
+int odebug_exit_report = 1;
+
+static unsigned long print_limit, stack_limit;
+
+static const char *const obj_states[ODEBUG_STATE_MAX] = {
+	[ODEBUG_STATE_NONE]		= "none",
+	[ODEBUG_STATE_INIT]		= "initialized",
+	[ODEBUG_STATE_INACTIVE]		= "inactive",
+	[ODEBUG_STATE_ACTIVE]		= "active",
+	[ODEBUG_STATE_DESTROYED]	= "destroyed",
+	[ODEBUG_STATE_NOTAVAILABLE]	= "not available",
+};
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static odebug_spin_t printer_lock;
+static kk_odebug_printer_fn printer_fn;
+static void *printer_arg;
+
+void kk_debug_objects_set_printer(kk_odebug_printer_fn fn, void *arg)
+{
+	odebug_spin_lock(&printer_lock);
+	printer_fn = fn;
+	printer_arg = arg;
+	odebug_spin_unlock(&printer_lock);
+}
+
+void odebug_print_text(const char *text)
+{
+	kk_odebug_printer_fn fn;
+	void *arg;
+	size_t len = strlen(text);
+
+	odebug_spin_lock(&printer_lock);
+	fn = printer_fn;
+	arg = printer_arg;
+	odebug_spin_unlock(&printer_lock);
+	if (fn) {
+		fn(text, arg);
+		return;
+	}
+	while (len) {
+		ssize_t w = write(STDERR_FILENO, text, len);
+
+		if (w <= 0)
+			break;
+		text += w;
+		len -= (size_t)w;
+	}
+}
+
+struct tbuf {
+	char buf[8192];
+	size_t len;
+};
+
+static void __attribute__((format(printf, 2, 3))) tb_printf(struct tbuf *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->len >= sizeof(t->buf) - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->buf + t->len, sizeof(t->buf) - t->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		t->len += (size_t)n;
+	if (t->len >= sizeof(t->buf))
+		t->len = sizeof(t->buf) - 1;
+}
+
+void odebug_printf(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	odebug_print_text(buf);
+}
+
+/* "symbol+0xoff/0xsize", as the kernel's %pS, or the bare address. */
+static void sym_name(const void *addr, char *out, size_t n)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+
+	if (!addr) {
+		snprintf(out, n, "0x0");
+		return;
+	}
+	if (dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
+	    info.dli_saddr) {
+		snprintf(out, n, "%s+0x%lx/0x%lx", info.dli_sname,
+			 (unsigned long)((const char *)addr - (const char *)info.dli_saddr),
+			 sym ? (unsigned long)sym->st_size : 0ul);
+		return;
+	}
+	snprintf(out, n, "%p", addr);
+}
+
+static void tb_frames(struct tbuf *t, void *const *frames, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		char sym[256];
+		const char *mod = "?";
+		Dl_info info;
+
+		sym_name(frames[i], sym, sizeof(sym));
+		if (dladdr(frames[i], &info) && info.dli_fname && *info.dli_fname) {
+			const char *s = strrchr(info.dli_fname, '/');
+
+			mod = s ? s + 1 : info.dli_fname;
+		}
+		tb_printf(t, "ODEBUG:   #%u %s (%s)\n", i, sym, mod);
+	}
+}
+
+/* ---- the stack depot ---------------------------------------------------------------- */
+
+#define DEPOT_FRAMES	16
+#define DEPOT_SKIP	2	/* odebug_stack_capture() and the hook */
+#define DEPOT_CAP	(1u << 15)
+#define DEPOT_HASH	(1u << 13)
+
+struct depot_rec {
+	uint32_t next;		/* handle of the next record in the hash chain */
+	uint32_t hash;
+	uint32_t n;
+	void *frames[DEPOT_FRAMES];
+};
+
+static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct depot_rec *depot;
+static uint32_t depot_used;
+static uint32_t depot_heads[DEPOT_HASH];
+
+void kk_debug_objects_set_backtraces(bool on)
+{
+	if (on) {
+		void *f[2];
+
+		backtrace(f, 2);	/* backtrace() loads libgcc_s on first use: not later */
+	}
+	ODEBUG_WRITE(odebug_backtraces, on ? 1 : 0);
+}
+
+__attribute__((noinline)) uint32_t odebug_stack_capture(void)
+{
+	void *frames[DEPOT_FRAMES + DEPOT_SKIP];
+	uint32_t h = 2166136261u, handle = 0;
+	int n = backtrace(frames, DEPOT_FRAMES + DEPOT_SKIP);
+	unsigned int cnt;
+
+	if (n <= DEPOT_SKIP)
+		return 0;
+	cnt = (unsigned int)(n - DEPOT_SKIP);
+	for (unsigned int i = 0; i < cnt; i++) {
+		uintptr_t v = (uintptr_t)frames[i + DEPOT_SKIP];
+
+		for (int b = 0; b < 8; b++, v >>= 8)
+			h = (h ^ (uint32_t)(v & 0xff)) * 16777619u;
+	}
+	pthread_mutex_lock(&depot_lock);
+	if (!depot) {
+		void *p = mmap(NULL, DEPOT_CAP * sizeof(struct depot_rec), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			goto out;
+		depot = p;
+	}
+	for (uint32_t x = depot_heads[h % DEPOT_HASH]; x; x = depot[x - 1].next) {
+		struct depot_rec *r = &depot[x - 1];
+
+		if (r->hash == h && r->n == cnt &&
+		    !memcmp(r->frames, frames + DEPOT_SKIP, cnt * sizeof(void *))) {
+			handle = x;
+			goto out;
+		}
+	}
+	if (depot_used < DEPOT_CAP) {
+		struct depot_rec *r = &depot[depot_used++];
+
+		r->hash = h;
+		r->n = cnt;
+		memcpy(r->frames, frames + DEPOT_SKIP, cnt * sizeof(void *));
+		r->next = depot_heads[h % DEPOT_HASH];
+		handle = depot_used;
+		depot_heads[h % DEPOT_HASH] = handle;
+	}
+out:
+	pthread_mutex_unlock(&depot_lock);
+	return handle;
+}
+
+static void tb_stack(struct tbuf *t, const char *what, uint32_t handle)
+{
+	const struct depot_rec *r;
+
+	if (!handle)
+		return;
+	pthread_mutex_lock(&depot_lock);
+	r = depot && handle <= depot_used ? &depot[handle - 1] : NULL;
+	pthread_mutex_unlock(&depot_lock);
+	if (!r)
+		return;
+	tb_printf(t, "ODEBUG:  %s backtrace:\n", what);
+	tb_frames(t, r->frames, r->n);
+}
+
+static void tb_here(struct tbuf *t)
+{
+	void *frames[DEPOT_FRAMES + 2];
+	int n = backtrace(frames, DEPOT_FRAMES + 2);
+
+	if (n > 2) {
+		tb_printf(t, "ODEBUG:  reported at:\n");
+		tb_frames(t, frames + 2, (unsigned int)(n - 2));
+	}
+}
+
+/* ---- reports ------------------------------------------------------------------------ */
+
+void odebug_print_object(const struct debug_obj *o, const char *msg)
+{
+	const struct debug_obj_descr *descr = o->descr;
+	struct tbuf t;
+	char hint[256];
+
+	/* tracking was switched off under us (out of trackers): stay quiet */
+	if (!ODEBUG_READ(odebug_enabled))
+		return;
+	ODEBUG_ADD(odebug_warnings, 1);
+	if (ODEBUG_ADD(print_limit, 1) >= ODEBUG_PRINT_LIMIT)
+		return;
+	sym_name(descr->debug_hint ? descr->debug_hint(o->object) : NULL, hint, sizeof(hint));
+	t.len = 0;
+	tb_printf(&t, "ODEBUG: %s %s (active state %u) object: %p object type: %s hint: %s\n",
+		  msg, o->state < ODEBUG_STATE_MAX ? obj_states[o->state] : "?", o->astate,
+		  o->object, descr->name ? descr->name : "(null)", hint);
+	if (ODEBUG_READ(odebug_backtraces)) {
+		tb_stack(&t, "init", o->init_stack);
+		tb_stack(&t, "activate", o->act_stack);
+		tb_here(&t);
+	}
+	odebug_print_text(t.buf);
+}
+
+/* ---- the calling thread's stack --------------------------------------------------------- */
+
+static ODEBUG_TLS uintptr_t stk_lo, stk_hi;
+
+bool odebug_on_stack(const void *addr)
+{
+	if (odebug_unlikely(!stk_hi)) {
+		pthread_attr_t a;
+		void *base;
+		size_t size;
+
+		if (!pthread_getattr_np(pthread_self(), &a)) {
+			if (!pthread_attr_getstack(&a, &base, &size)) {
+				stk_lo = (uintptr_t)base;
+				stk_hi = (uintptr_t)base + size;
+			}
+			pthread_attr_destroy(&a);
+		}
+		if (!stk_hi)
+			stk_hi = 1;	/* unknown: nothing is on the stack */
+	}
+	return (uintptr_t)addr >= stk_lo && (uintptr_t)addr < stk_hi;
+}
+
+void odebug_stack_warning(const void *addr, bool is_on_stack)
+{
+	ODEBUG_ADD(odebug_stack_warnings, 1);
+	if (ODEBUG_ADD(stack_limit, 1) >= ODEBUG_PRINT_LIMIT)
+		return;
+	if (is_on_stack)
+		odebug_printf("ODEBUG: object %p is on stack %p, but NOT annotated.\n", addr,
+			      (void *)stk_lo);
+	else
+		odebug_printf("ODEBUG: object %p is NOT on stack %p, but annotated.\n", addr,
+			      (void *)stk_lo);
+}
+
+/* ---- objects still active ------------------------------------------------------------------ */
+
+void odebug_for_each_object(void (*fn)(const struct debug_obj *obj, void *arg), void *arg);
+
+#define TALLY_TYPES	32
+#define TALLY_SAMPLES	5
+
+struct tally {
+	const struct debug_obj_descr *descr[TALLY_TYPES];
+	unsigned long cnt[TALLY_TYPES];
+	unsigned int ntypes;
+	unsigned long other, total;
+	struct debug_obj sample[TALLY_SAMPLES];
+	unsigned int nsamples;
+};
+
+static void tally_one(const struct debug_obj *obj, void *arg)
+{
+	struct tally *t = arg;
+	unsigned int i;
+
+	if (obj->state != ODEBUG_STATE_ACTIVE)
+		return;
+	t->total++;
+	if (t->nsamples < TALLY_SAMPLES)
+		t->sample[t->nsamples++] = *obj;
+	for (i = 0; i < t->ntypes; i++) {
+		if (t->descr[i] == obj->descr) {
+			t->cnt[i]++;
+			return;
+		}
+	}
+	if (i < TALLY_TYPES) {
+		t->descr[i] = obj->descr;
+		t->cnt[i] = 1;
+		t->ntypes++;
+	} else
+		t->other++;
+}
+
+static unsigned long report_active(const char *when)
+{
+	static struct tally t;		/* big: not on the stack; reports are rare */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct tbuf *tb;
+	unsigned long total;
+
+	pthread_mutex_lock(&lock);
+	memset(&t, 0, sizeof(t));
+	odebug_for_each_object(tally_one, &t);
+	total = t.total;
+	if (!total) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	tb = mmap(NULL, sizeof(*tb), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tb == MAP_FAILED) {
+		odebug_printf("ODEBUG: %lu active object%s%s\n", total, total == 1 ? "" : "s", when);
+		pthread_mutex_unlock(&lock);
+		return total;
+	}
+	tb->len = 0;
+	tb_printf(tb, "ODEBUG: %lu active object%s%s, by type:\n", total, total == 1 ? "" : "s",
+		  when);
+	for (unsigned int i = 0; i < t.ntypes; i++)
+		tb_printf(tb, "ODEBUG:   %-24s %lu\n",
+			  t.descr[i]->name ? t.descr[i]->name : "(null)", t.cnt[i]);
+	if (t.other)
+		tb_printf(tb, "ODEBUG:   %-24s %lu\n", "(other types)", t.other);
+	if (ODEBUG_READ(odebug_backtraces)) {
+		for (unsigned int i = 0; i < t.nsamples; i++) {
+			tb_printf(tb, "ODEBUG:  object %p object type: %s\n", t.sample[i].object,
+				  t.sample[i].descr->name ? t.sample[i].descr->name : "(null)");
+			tb_stack(tb, "init", t.sample[i].init_stack);
+			tb_stack(tb, "activate", t.sample[i].act_stack);
+		}
+	}
+	odebug_print_text(tb->buf);
+	munmap(tb, sizeof(*tb));
+	pthread_mutex_unlock(&lock);
+	return total;
+}
+
+unsigned long kk_debug_objects_report_active(void)
+{
+	return report_active("");
+}
+
+__attribute__((destructor)) static void odebug_exit(void)
+{
+	if (ODEBUG_READ(odebug_enabled) && ODEBUG_READ(odebug_exit_report))
+		report_active(" at exit");
+}
+
+void odebug_report_reset(void)
+{
+	ODEBUG_WRITE(print_limit, 0);
+	ODEBUG_WRITE(stack_limit, 0);
+	ODEBUG_WRITE(odebug_warnings, 0);
+	ODEBUG_WRITE(odebug_fixups, 0);
+	ODEBUG_WRITE(odebug_stack_warnings, 0);
+	ODEBUG_WRITE(odebug_oom_count, 0);
+}
+
+void odebug_report_atfork_prepare(void)
+{
+	pthread_mutex_lock(&depot_lock);
+}
+
+void odebug_report_atfork_parent(void)
+{
+	pthread_mutex_unlock(&depot_lock);
+}
+
+void odebug_report_atfork_child(void)
+{
+	pthread_mutex_unlock(&depot_lock);
+}
