@@ -139,6 +139,10 @@ static struct debug_obj *slab_alloc_batch(void)
 	int cnt;
 
 	pthread_mutex_lock(&slab_lock);
+	if (slab_max && slab_outstanding + ODEBUG_BATCH_SIZE > slab_max) {
+		pthread_mutex_unlock(&slab_lock);
+		return NULL;
+	}
 	for (cnt = 0; cnt < ODEBUG_BATCH_SIZE; cnt++) {
 		struct debug_obj *obj = slab_get_locked();
 
