@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernelkit/control.h"
 #include "panic/internal.h"
@@ -287,6 +288,15 @@ static const struct kk_control_file_ops panic_ops = {
 	.write = panic_write,
 	.max_write = 4096,
 };
+
+void kkp_control_gone(void)
+{
+	/* Its thread is parked now: remove the socket so clients do not hang on it. */
+	const char *path = kk_control_socket_path();
+
+	if (path)
+		unlink(path);
+}
 
 void kkp_control_init(void)
 {

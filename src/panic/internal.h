@@ -120,5 +120,7 @@ extern uint64_t kkp_init_mask;
 
 void kkp_env_init(void);
 void kkp_control_init(void);
+/* Remove the control socket (the endpoint's thread is parked). */
+void kkp_control_gone(void);
 
 #endif

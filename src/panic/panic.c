@@ -718,6 +718,7 @@ __attribute__((noreturn)) static void panic_body(void)
 		panic_stage = "stopping threads";
 		kkp_guarded("stopping threads", stop_others, NULL);
 	}
+	kkp_control_gone();
 	if (KKP_LOAD(kkp_set.core_dump))
 		kkp_guarded("the core dump", core_dump, NULL);
 	kkp_guarded("sd_notify", send_notify, NULL);

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
+#include <kernelkit/control.h>
 #include <kernelkit/panic.h>
 #include "panic_kid.h"
 
@@ -458,4 +459,38 @@ Test(panic_after, core_dump_from_a_forked_copy)
 	restart = strstr(k.out, "restart: exit");
 	cr_assert(dump && strstr(dump, "killed by signal 6"), "%s", k.out);
 	cr_assert(restart && dump < restart, "%s", k.out);
+}
+
+/* ---- the control endpoint dies with the panic ------------------------------------------ */
+
+static void control_child(void *arg)
+{
+	const char *path;
+
+	(void)arg;
+	kk_control_start();
+	path = kk_control_socket_path();
+	printf("<SOCK %s>\n", path ? path : "none");
+	panic("control");
+}
+
+Test(panic_after, the_control_socket_is_removed_when_its_thread_parks)
+{
+	char path[256] = "";
+	const char *p;
+	struct kid k;
+
+	kid_start(&k, control_child, NULL);
+	cr_assert(kid_wait_for(&k, END_LINE, 10000), "%s", k.out);
+	p = strstr(k.out, "<SOCK ");
+	cr_assert(p && sscanf(p, "<SOCK %255[^>]>", path) == 1, "%s", k.out);
+	if (!strcmp(path, "none")) {
+		kill(k.pid, SIGKILL);
+		kid_finish(&k, 5000);
+		cr_skip_test("no control endpoint here");
+	}
+	cr_assert_neq(access(path, F_OK), 0, "%s still exists", path);
+	kill(k.pid, SIGTERM);
+	cr_assert_eq(kid_finish(&k, 10000), 0);
+	cr_assert_eq(kid_exit_code(&k), STATUS, "%s", k.out);
 }
