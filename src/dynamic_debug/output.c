@@ -121,16 +121,16 @@ static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, siz
 	return pos;
 }
 
-static void dump_stack(const struct _ddebug *d)
+__attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 {
 	void *frames[32];
 	int n = backtrace(frames, 32);
 	char **names = backtrace_symbols(frames, n);
 	char line[512];
 
-	/* frame 0 is this function, 1 the print call */
-	for (int i = 2; i < n; i++) {
-		int m = snprintf(line, sizeof(line), " #%d %s\n", i - 2,
+	/* frames 0-2: this function, vprint(), __dynamic_pr_debug() */
+	for (int i = 3; i < n; i++) {
+		int m = snprintf(line, sizeof(line), " #%d %s\n", i - 3,
 				 names ? names[i] : "?");
 
 		if (m > 0)
@@ -141,7 +141,7 @@ static void dump_stack(const struct _ddebug *d)
 
 #define LINE_BUF 512
 
-static void vprint(struct _ddebug *d, const char *fmt, va_list ap)
+__attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt, va_list ap)
 {
 	unsigned int flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
 	char stack[LINE_BUF], *buf = stack;
