@@ -59,6 +59,8 @@ EXTRA_TESTS :=
 LINK_KK := -L$(B) -lkernelkit -Wl,-rpath,$(ABS_B)
 
 .PHONY: all lib tests check check-variants demo bench install uninstall clean deps
+# Keep generated sources (bench and demo modules) for reading and debugging.
+.SECONDARY:
 all: lib $(B)/kkctl $(B)/kk-bench $(B)/kernelkit.pc
 
 lib: $(B)/libkernelkit.a $(B)/libkernelkit.so

@@ -22,8 +22,12 @@ while [ ! -S "$KK_CONTROL_DIR/$pid.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$
 "$KKCTL" ls | grep -q "^$pid *jl_target" || fail "ls does not list $pid"
 "$KKCTL" -p "$pid" files | grep -q "static_keys" || fail "files"
 out=$("$KKCTL" -p "$pid" read static_keys) || fail "read exit $?"
-echo "$out" | grep -q '^target_key 0 0 1 jl_target$' || fail "listing: $out"
-echo "$out" | grep -q '^target_true_key 1 1 1 jl_target$' || fail "listing: $out"
+echo "$out" | grep -q '^# name enabled count sites module$' || fail "listing header: $out"
+# The fallback build has no sites, so untouched keys are unknown to the registry.
+if [ "${KK_TEST_LABEL:-default}" != fallback ]; then
+	echo "$out" | grep -q '^target_key 0 0 1 jl_target$' || fail "listing: $out"
+	echo "$out" | grep -q '^target_true_key 1 1 1 jl_target$' || fail "listing: $out"
+fi
 
 "$KKCTL" -p "$pid" read no/such/file 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "missing file: exit $rc"
