@@ -289,28 +289,13 @@ static int srv_running;
 static pid_t srv_pid;
 static char srv_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-static int send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void reply(int fd, int status, const struct kk_buf *body)
 {
 	char head[32];
 	int n = snprintf(head, sizeof(head), "%d\n", status);
 
-	if (send_all(fd, head, (size_t)n) == 0 && body->len)
-		send_all(fd, body->data, body->len);
+	if (kk_send_all(fd, head, (size_t)n) == 0 && body->len)
+		kk_send_all(fd, body->data, body->len);
 }
 
 static int peer_allowed(int fd)

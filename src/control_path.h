@@ -19,6 +19,9 @@ int kk_control_sock_path(char *buf, size_t len, pid_t pid);
  */
 int kk_control_dir_prepare(const char *dir);
 
+/* send() all of @n bytes without raising SIGPIPE.  0, or -1 with errno set. */
+int kk_send_all(int fd, const void *p, size_t n);
+
 /* The wire protocol, one request per connection:
  *   client -> "read NAME\n" | "write NAME\n" BODY | "list\n", then shutdown(SHUT_WR)
  *   server -> "<status>\n" BODY, status 0 or a negative errno, then close.

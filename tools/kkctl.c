@@ -72,21 +72,6 @@ static int connect_pid(pid_t pid)
 	return fd;
 }
 
-static int send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Read until EOF into a malloc'ed, NUL-terminated buffer. */
 static char *slurp(int fd, FILE *f, size_t *len)
 {
@@ -152,8 +137,8 @@ static int request(pid_t pid, const char *verb, const char *file, const char *bo
 	}
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
 	 * its reply (if any) says why. */
-	if (send_all(fd, head, (size_t)n) == 0 && blen)
-		send_all(fd, body, blen);
+	if (kk_send_all(fd, head, (size_t)n) == 0 && blen)
+		kk_send_all(fd, body, blen);
 	shutdown(fd, SHUT_WR);
 	resp = slurp(fd, NULL, &rlen);
 	close(fd);
