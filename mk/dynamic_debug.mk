@@ -34,6 +34,9 @@ dd_mod_field = $(word $(2),$(subst :, ,$(filter $(1):%,$(DD_MODULES))))
 
 EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 
+# Keep the generated sources for reading (they are intermediate files).
+.SECONDARY: $(patsubst %,$(B)/dyndbg-mods/%.c,$(DD_MOD_NAMES))
+
 $(B)/dyndbg-mods/%.c: examples/gen-dyndbg-module.sh mk/dynamic_debug.mk
 	@mkdir -p $(dir $@)
 	sh examples/gen-dyndbg-module.sh $* $(call dd_mod_field,$*,2) $(call dd_mod_field,$*,3) \

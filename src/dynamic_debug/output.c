@@ -4,6 +4,7 @@
  * sinks (stderr, a callback, syslog), hex dumps, the stack dump of the 'd'
  * flag, and the rate limit of pr_debug_ratelimited().
  */
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -123,14 +124,19 @@ static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, siz
 
 __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 {
-	void *frames[32];
-	int n = backtrace(frames, 32);
+	void *frames[40];
+	int n = backtrace(frames, 40), first = 1;
 	char **names = backtrace_symbols(frames, n);
 	char line[512];
+	Dl_info di;
 
-	/* frames 0-2: this function, vprint(), __dynamic_pr_debug() */
-	for (int i = 3; i < n; i++) {
-		int m = snprintf(line, sizeof(line), " #%d %s\n", i - 3,
+	/* start at the caller of __dynamic_pr_debug() (sanitizers may add frames) */
+	for (int i = 0; i < n && i < 10; i++)
+		if (dladdr(frames[i], &di) && di.dli_sname &&
+		    !strcmp(di.dli_sname, "__dynamic_pr_debug"))
+			first = i + 1;
+	for (int i = first; i < n; i++) {
+		int m = snprintf(line, sizeof(line), " #%d %s\n", i - first,
 				 names ? names[i] : "?");
 
 		if (m > 0)
@@ -176,8 +182,10 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt,
 	emit(d, buf, len);
 	if (buf != stack)
 		free(buf);
-	if (flags & _DPRINTK_FLAGS_INCL_STACK)
+	if (flags & _DPRINTK_FLAGS_INCL_STACK) {
 		dump_stack(d);
+		__asm__ volatile("");	/* not a tail call: dump_stack() skips this frame */
+	}
 }
 
 void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
