@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+# Debug objects (issue 4): the preload library, the timer-wheel example and
+# its demo, and a ThreadSanitizer build of the multi-thread stress test.
+
+# LD_PRELOAD library: free/realloc/munmap call debug_check_no_obj_freed().
+# Not part of libkernelkit (it interposes libc); it links libkernelkit.so.
+$(B)/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(HDRS) $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
+
+EXTRA_ALL += $(B)/libkernelkit-odebug.so
+
+# The timer-wheel example and its demo program.
+ODB_TW_OBJ  := $(B)/obj/examples/timerwheel/timerwheel.o
+ODB_TW_DEMO := $(B)/examples/timerwheel/tw-demo
+
+$(ODB_TW_OBJ): examples/timerwheel/timerwheel.c examples/timerwheel/timerwheel.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
+
+$(ODB_TW_DEMO): examples/timerwheel/tw-demo.c $(ODB_TW_OBJ) $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) -Iexamples/timerwheel $(CFLAGS) $(KK_CFLAGS) -rdynamic -o $@ $< \
+		$(ODB_TW_OBJ) $(LINK_KK) $(KK_LDFLAGS)
+
+EXTRA_ALL += $(ODB_TW_DEMO)
+
+TEST_LDLIBS_debugobjects_timerwheel := -Iexamples/timerwheel $(ODB_TW_OBJ)
+$(B)/test/unit/debugobjects_timerwheel: $(ODB_TW_OBJ)
+
+# ThreadSanitizer build of the stress test: the stress program and the
+# debug-objects sources only, standalone (no static-key patching, no control
+# endpoint), compiled by clang.  Run by test/scripts/debugobjects_tsan.sh.
+ODB_TSAN_CC  ?= clang
+ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
+ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c)
+
+$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h include/kernelkit/debugobjects.h \
+		include/kernelkit/jump_label.h test/kktest.h
+	@mkdir -p $(dir $@)
+	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
+		-fsanitize=thread -fno-omit-frame-pointer -pthread \
+		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SRC) -ldl
+
+EXTRA_TESTS += $(ODB_TSAN_BIN)
