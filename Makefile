@@ -133,10 +133,10 @@ check-variants:
 	$(MAKE) B=$(B)/clang CC=clang EXTRA_CFLAGS=-Werror all
 	@echo "clang -Wall -Wextra -Werror build: ok"
 
-bench: all
+bench: deps all
 	$(B)/kk-bench all --json $(B)/bench.json
 
-demo: all
+demo: deps all
 	sh examples/demo.sh $(B)
 
 install: all
