@@ -21,9 +21,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,15 +53,71 @@ struct linux_dirent64_ {
 	char d_name[];
 };
 
+/*
+ * A descriptor of /proc/self/task opened at load (and again in fork children),
+ * for a panic that happens because the process ran out of descriptors.  Its
+ * device and inode are checked before use, in case the program closed it
+ * and the number was reused.
+ */
+static int task_fd = -1;
+static pid_t task_fd_pid;
+static dev_t task_fd_dev;
+static ino_t task_fd_ino;
+
+static void open_task_fd(void)
+{
+	struct stat st;
+
+	task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	task_fd_pid = getpid();
+	if (task_fd >= 0 && fstat(task_fd, &st) == 0) {
+		task_fd_dev = st.st_dev;
+		task_fd_ino = st.st_ino;
+	} else if (task_fd >= 0) {
+		close(task_fd);
+		task_fd = -1;
+	}
+}
+
+static void task_fd_atfork_child(void)
+{
+	struct stat st;
+
+	/* Ours only if it still is the directory we opened. */
+	if (task_fd >= 0 && fstat(task_fd, &st) == 0 && st.st_dev == task_fd_dev &&
+	    st.st_ino == task_fd_ino)
+		close(task_fd);
+	task_fd = -1;
+	open_task_fd();
+}
+
+static int spare_task_fd(void)
+{
+	struct stat st;
+
+	if (task_fd < 0 || task_fd_pid != kkp_getpid() || fstat(task_fd, &st) ||
+	    st.st_dev != task_fd_dev || st.st_ino != task_fd_ino ||
+	    lseek(task_fd, 0, SEEK_SET) != 0)
+		return -1;
+	return task_fd;
+}
+
 int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 {
 	char buf[4096];
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int own = 1, ret = 0;
 	long n;
 
-	if (fd < 0)
-		return -errno;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	if (fd < 0) {
+		int e = errno;
+
+		fd = spare_task_fd();
+		own = 0;
+		if (fd < 0)
+			return -e;
+	}
+	while (!ret && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < n;) {
 			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
 			long v;
@@ -68,13 +126,14 @@ int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 			if (kkp_parse_long(d->d_name, strlen(d->d_name), &v) || v <= 0)
 				continue;
 			if (fn((pid_t)v, arg)) {
-				close(fd);
-				return 1;
+				ret = 1;
+				break;
 			}
 		}
 	}
-	close(fd);
-	return 0;
+	if (own)
+		close(fd);
+	return ret;
 }
 
 static void futex_wake_all(int *w)
@@ -147,6 +206,8 @@ void kkp_stop_init(void)
 	sigfillset(&sa.sa_mask);
 	if (sigaction(sig, &sa, NULL) == 0)
 		kkp_stop_sig = sig;
+	open_task_fd();
+	pthread_atfork(NULL, NULL, task_fd_atfork_child);
 }
 
 static int is_signalled(pid_t tid)

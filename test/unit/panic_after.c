@@ -494,3 +494,42 @@ Test(panic_after, the_control_socket_is_removed_when_its_thread_parks)
 	cr_assert_eq(kid_finish(&k, 10000), 0);
 	cr_assert_eq(kid_exit_code(&k), STATUS, "%s", k.out);
 }
+
+/* ---- a panic because the process ran out of descriptors -------------------------------- */
+
+static void nofile_child(void *arg)
+{
+	struct rlimit rl = { 64, 64 };
+
+	(void)arg;
+	kk_panic_set_timeout(0);
+	start_spinners(2);
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		_exit(3);
+	while (open("/dev/null", O_RDONLY) >= 0)
+		;
+	panic("out of descriptors (errno %d)", errno);
+}
+
+Test(panic_after, a_panic_with_no_free_descriptors_still_stops_threads_and_halts)
+{
+	unsigned long long c0, c1;
+	struct kid k;
+	const char *p;
+	int n = -1;
+
+	kid_start(&k, nofile_child, NULL);
+	cr_assert(kid_wait_for(&k, END_LINE, 10000), "%s", k.out);
+	cr_assert(strstr(k.out, "out of descriptors (errno 24)"), "%s", k.out);
+	p = strstr(k.out, "kernelkit: stopped ");
+	cr_assert(p && sscanf(p, "kernelkit: stopped %d other thread", &n) == 1 && n >= 2, "%s", k.out);
+	cr_assert(kid_wait_for(&k, "waiting in sigtimedwait", 5000), "%s", k.out);
+	kid_sleep_ms(50);
+	cr_assert_eq(kid_cpu(k.pid, &c0, NULL), 0);
+	kid_sleep_ms(1000);
+	cr_assert_eq(kid_cpu(k.pid, &c1, NULL), 0);
+	cr_assert_lt(c1 - c0, 100000000ull, "%llu ns of CPU in 1 s", c1 - c0);
+	kill(k.pid, SIGTERM);
+	cr_assert_eq(kid_finish(&k, 10000), 0);
+	cr_assert_eq(kid_exit_code(&k), STATUS, "%#x %s", k.status, k.out);
+}
