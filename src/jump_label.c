@@ -53,6 +53,7 @@ struct jl_use {
 
 struct jl_key {
 	struct jl_key *next;
+	struct jl_key **pprev;		/* O(1) unlink: objects can hold thousands */
 	struct static_key *key;
 	struct jl_use *uses;
 	size_t nuses, cap;
@@ -127,6 +128,9 @@ static struct jl_key *key_rec(struct static_key *key, int create)
 	k->queued = -1;
 	kk_addr_object(key, k->module, sizeof(k->module), &k->owner);
 	k->next = keys;
+	if (keys)
+		keys->pprev = &k->next;
+	k->pprev = &keys;
 	keys = k;
 	key->priv = k;
 	return k;
@@ -566,14 +570,9 @@ out:
 
 static void drop_key(struct jl_key *k)
 {
-	struct jl_key **pp;
-
-	for (pp = &keys; *pp; pp = &(*pp)->next) {
-		if (*pp == k) {
-			*pp = k->next;
-			break;
-		}
-	}
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
 	if (k->queued >= 0)
 		queue_del(k);
 	free(k->uses);
