@@ -1,10 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `make demo`: flip 16154 static-key sites in 8 shared objects while a worker
-# thread runs them, one key at a time and then queued with one apply, and
-# print the table.  (Dynamic debug's demo will take over this script.)
+# `make demo`, the main job:
+#  1. dynamic debug: the seed's 16154-site experiment, driven through kkctl
+#     (examples/dyndbg-demo.sh);
+#  2. the static keys underneath: 16154 sites in 8 shared objects flipped one
+#     key at a time and queued with one apply, and the cost of a disabled site.
 set -eu
 B=${1:-build}
+sh "$(dirname "$0")/dyndbg-demo.sh" "$B"
+echo
+echo "----------------------------------------------------------------------------"
+echo
 json=$B/demo-static-keys.json
 "$B/kk-bench" static_keys --json "$json" > "$B/demo-static-keys.txt"
 get() { sed -n "s/^ *\"$1\": *\([^,]*\),*$/\1/p" "$json"; }
