@@ -21,6 +21,27 @@
 
 DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
 
+#ifdef KK_ODEBUG_STANDALONE
+/*
+ * Built without the rest of kernelkit (the TSan stress test, with
+ * KK_NO_JUMP_LABEL): every object still registers its (empty) site table.
+ */
+int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
+{
+	(void)start;
+	(void)stop;
+	return 0;
+}
+
+void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
+			      const void *self)
+{
+	(void)start;
+	(void)stop;
+	(void)self;
+}
+#endif
+
 int odebug_enabled;
 
 struct odebug_bucket {
