@@ -146,7 +146,8 @@ install: all
 	install -m 644 $(B)/libkernelkit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libkernelkit.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/kkctl $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(B)/kernelkit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/kernelkit.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:

@@ -15,12 +15,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
@@ -289,13 +291,39 @@ static int srv_running;
 static pid_t srv_pid;
 static char srv_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Send the reply, then read what the client still sends until it closes its
+ * side.  Closing a Unix socket with unread data resets the connection, and
+ * the client would lose the reply (an early refusal: foreign uid, E2BIG).
+ * Bounded by time and bytes like everything else here.
+ */
 static void reply(int fd, int status, const struct kk_buf *body)
 {
-	char head[32];
+	uint64_t deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
+	char head[32], sink[4096];
+	size_t drained = 0;
 	int n = snprintf(head, sizeof(head), "%d\n", status);
 
 	if (kk_send_all(fd, head, (size_t)n) == 0 && body->len)
 		kk_send_all(fd, body->data, body->len);
+	shutdown(fd, SHUT_WR);
+	while (drained < 4 * KK_CONTROL_MAX_REQUEST && now_ms() < deadline) {
+		ssize_t r = recv(fd, sink, sizeof(sink), 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		drained += (size_t)r;
+	}
 }
 
 static int peer_allowed(int fd)
