@@ -117,7 +117,7 @@ static void expect_state(void *addr, int state)
 		cr_assert(!found, "expected untracked, found state %d", s);
 	else {
 		cr_assert(found, "expected state %d, untracked", state);
-		cr_assert_eq(s, state, "state %d, expected %d", s, state);
+		cr_assert_eq((int)s, state, "state %d, expected %d", (int)s, state);
 	}
 }
 
