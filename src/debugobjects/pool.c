@@ -465,19 +465,26 @@ static odebug_spin_t avg_lock;
 
 static void calc_usage(void)
 {
-	unsigned long now = now_ms();
+	unsigned long now = now_ms(), periods, avg;
 	long cur;
 
 	if (now < ODEBUG_READ(avg_period))
 		return;
 	if (!odebug_spin_trylock(&avg_lock))
 		return;
+	/* one step per 10 ms period that passed (several when nothing allocated) */
+	periods = ODEBUG_READ(avg_period) ?
+		  1 + (now - ODEBUG_READ(avg_period)) / ODEBUG_AVG_PERIOD_MS : 1;
+	if (periods > 512)
+		periods = 512;	/* 5 s: the old average is gone by then */
 	ODEBUG_WRITE(avg_period, now + ODEBUG_AVG_PERIOD_MS);
 	cur = ODEBUG_READ(cur_used);
 	if (cur < 0)
 		cur = 0;
-	ODEBUG_WRITE(avg_usage, calc_load(ODEBUG_READ(avg_usage), EXP_5,
-					  (unsigned long)cur * ODEBUG_FREE_WORK_MAX));
+	avg = ODEBUG_READ(avg_usage);
+	while (periods--)
+		avg = calc_load(avg, EXP_5, (unsigned long)cur * ODEBUG_FREE_WORK_MAX);
+	ODEBUG_WRITE(avg_usage, avg);
 	odebug_spin_unlock(&avg_lock);
 }
 
@@ -487,13 +494,22 @@ static int obj_freeing;			/* a worker round is pending */
 static pid_t worker_pid;		/* process whose worker thread runs, 0: none */
 static unsigned long inline_work_at;	/* no worker: when an inline round may run */
 
+static void kick_worker(void);
+
 static void free_obj_work(void)
 {
 	const struct odebug_policy *pol = policy();
 	unsigned long cur, last, max_free = 0;
+	bool rearm;
 
 	pthread_mutex_lock(&work_lock);
 	ODEBUG_WRITE(obj_freeing, 0);
+	/*
+	 * Beyond the kernel: the worker feeds the average too, so that it keeps
+	 * falling in a process that stopped allocating trackers.
+	 */
+	if (pol->ewma)
+		calc_usage();
 	cur = ODEBUG_READ(avg_usage);
 	last = last_use_avg;
 	last_use_avg = cur;
@@ -530,7 +546,14 @@ static void free_obj_work(void)
 		if (done)
 			break;
 	}
+	/* more to free later: while the average is above what is in use, or (no
+	 * EWMA) while anything is left */
+	rearm = pool_count(&pool_to_free) &&
+		(!pol->ewma || ODEBUG_READ(avg_usage) / ODEBUG_FREE_WORK_MAX >
+			       (unsigned long)(ODEBUG_READ(cur_used) > 0 ? ODEBUG_READ(cur_used) : 0));
 	pthread_mutex_unlock(&work_lock);
+	if (rearm)
+		kick_worker();
 }
 
 void kk_debug_objects_run_worker(void)

@@ -42,8 +42,11 @@ for mode in free-armed realloc-armed munmap-armed; do
 	grep -q "warnings=1 fired=0 pending=0" "$out" || { echo "FAIL: $mode: not fixed up"; cat "$out"; fail=1; }
 	# preloading switches tracking on by itself
 	check 0 "$report" $mode LD_PRELOAD="$lib"
-	# without the preload library nothing checks free(): the demo stops short
+	# without the preload library nothing checks free(): the demo stops short,
+	# and tracking (on from the environment) reports the armed timer at exit
 	check 3 "not caught" $mode KK_DEBUG_OBJECTS=1
+	grep -q "ODEBUG: 1 active object at exit, by type:" "$out" ||
+		{ echo "FAIL: $mode: no exit report"; cat "$out"; fail=1; }
 	# KK_DEBUG_OBJECTS=0 keeps it off even when preloaded
 	check 3 "not caught" $mode KK_DEBUG_OBJECTS=0 LD_PRELOAD="$lib"
 done

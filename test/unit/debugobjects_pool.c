@@ -295,3 +295,31 @@ Test(debugobjects_pool, fork_child_keeps_working, .init = setup)
 	waitpid(pid, &status, 0);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
+
+/* Beyond the kernel: an idle process still gives trackers back as the average falls. */
+Test(debugobjects_pool, ewma_idle_process_gives_memory_back, .init = setup)
+{
+	struct kk_debug_objects_stats st;
+	unsigned long held;
+
+	cr_assert_eq(kk_debug_objects_set_policy("ewma"), 0);
+	kk_debug_objects_reset();
+	for (int i = 0; i < N; i++)
+		debug_object_init(&items[i], &item_descr);
+	for (int k = 0; k < 30; k++) {		/* hold them while the average climbs */
+		sleep_ms(11);
+		debug_object_free(&items[k], &item_descr);	/* an allocation feeds it */
+		debug_object_init(&items[k], &item_descr);
+	}
+	for (int i = 0; i < N; i++)
+		debug_object_free(&items[i], &item_descr);
+	st = stats();
+	held = st.on_free_list;
+	cr_assert_gt(held, 0);
+	cr_assert_eq(st.objs_freed, 0);
+	sleep_ms(2000);				/* no calls at all: only the worker runs */
+	st = stats();
+	cr_assert_gt(st.objs_freed, 0, "the worker freed nothing while idle");
+	cr_assert_lt(st.on_free_list, held);
+	assert_accounted("idle");
+}
