@@ -560,7 +560,9 @@ static void atfork_child(void)
 {
 	int was_running = srv_running;
 
-	pthread_rwlock_unlock(&files_lock);
+	/* Not an unlock: glibc tells a writer's unlock from a reader's by the
+	 * kernel thread id, which is new in the child. */
+	pthread_rwlock_init(&files_lock, NULL);
 	close_fds();		/* the parent's socket stays; only the parent unlinks it */
 	srv_running = 0;
 	if (was_running)

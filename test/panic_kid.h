@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,6 +76,11 @@ static inline void kid_start(struct kid *k, void (*fn)(void *), void *arg)
 	if (k->pid == 0) {
 		struct rlimit rl = { 0, 0 };
 
+		/* A test runner that dies (timeout, ^C) must not leave a busy
+		 * child spinning behind it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(99);
 		setrlimit(RLIMIT_CORE, &rl);
 		close(p[0]);
 		dup2(p[1], 1);

@@ -229,3 +229,33 @@ Test(socket, foreign_uid_is_refused, .init = setup)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0, "still serving its owner");
 }
+
+/* fork() from a forked child: the registry lock must come through both. */
+Test(socket, fork_of_a_fork, .timeout = 30)
+{
+	int st;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pid_t gc = fork();
+		int gst;
+
+		if (gc < 0)
+			_exit(10);
+		if (gc == 0) {
+			char *txt = NULL;
+
+			/* the grandchild serves and reads its own registry */
+			_exit(kk_control_read("static_keys", &txt, NULL) == 0 &&
+			      kk_control_socket_path() ? 0 : 11);
+		}
+		if (waitpid(gc, &gst, 0) != gc || !WIFEXITED(gst))
+			_exit(12);
+		if (kk_control_create_file("test/after-fork", &echo_ops, "x"))
+			_exit(13);
+		_exit(WEXITSTATUS(gst));
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
