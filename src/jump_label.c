@@ -501,6 +501,27 @@ static void decode_entries(const struct jump_entry *start, const struct jump_ent
 	}
 }
 
+static int addr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Break copy-on-write on the object's site pages now (see kk_text_prepare). */
+static void prepare_text(const struct jl_object *o)
+{
+	uintptr_t *a = malloc(o->nsites * sizeof(*a));
+
+	if (!a)
+		return;
+	for (size_t i = 0; i < o->nsites; i++)
+		a[i] = o->sites[i].code;
+	qsort(a, o->nsites, sizeof(*a), addr_cmp);
+	kk_text_prepare(a, o->nsites);
+	free(a);
+}
+
 /* Sites were compiled for the key's initial value; bring them to its current one. */
 static void sync_new_sites(struct jl_object *o)
 {
@@ -562,6 +583,8 @@ int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_e
 	}
 	o->next = objects;
 	objects = o;
+	if (!getenv("KK_JUMP_LABEL_LAZY_COW"))
+		prepare_text(o);
 	sync_new_sites(o);
 out:
 	jump_label_unlock();

@@ -39,6 +39,15 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
  */
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen);
 
+/*
+ * Make the pages that hold @addrs privately writable now, by rewriting one
+ * byte of each with its own value.  The first write to a page of a file
+ * mapping replaces the page (copy-on-write), and that flushes the TLB of
+ * every CPU running the process: an IPI per page.  Paying it when an object
+ * loads keeps every later batch at its three syncs.  Best effort.
+ */
+void kk_text_prepare(const uintptr_t *addrs, size_t n);
+
 struct kk_text_stats {
 	unsigned long long syncs, batches, pokes, traps;
 };

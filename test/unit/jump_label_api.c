@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -324,9 +325,59 @@ Test(patching, never_writable_and_executable)
 	cr_expect_str_eq(kk_jump_label_method(), "proc-mem");
 }
 
+/* KB of anonymous (copy-on-write broken) memory in the mapping holding @addr. */
+static long anon_kb_at(const void *addr)
+{
+	char l[512];
+	unsigned long lo, hi;
+	long kb = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	while (f && fgets(l, sizeof(l), f)) {
+		if (sscanf(l, "%lx-%lx ", &lo, &hi) == 2 && strchr(l, ' ') == l + strcspn(l, " "))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && sscanf(l, "Anonymous: %ld kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * Registration breaks copy-on-write on the pages that hold sites, so that the
+ * first patch of a page does not cost a TLB-flush IPI per page.
+ */
+Test(patching, site_pages_are_private_before_any_patch)
+{
+	cr_expect_gt(anon_kb_at((const void *)u_f), 0, "the page of a site is still shared");
+}
+
+/*
+ * The write method is chosen when the first object registers, from the
+ * environment: run this test again in a fresh process with KK_TEXT_POKE=remap.
+ */
 Test(patching, remap_fallback)
 {
-	setenv("KK_TEXT_POKE", "remap", 1);
+	if (!getenv("KK_TEXT_POKE")) {
+		int st;
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			/* a clean environment: Criterion's worker variables would
+			 * make the new process think it is a worker */
+			char *const env[] = { "KK_TEXT_POKE=remap", "KK_CONTROL=0", NULL };
+
+			execle("/proc/self/exe", "jump_label_api", "--filter", "patching/remap_fallback",
+			       "--jobs", "1", (char *)NULL, env);
+			_exit(127);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "re-run with KK_TEXT_POKE=remap: %#x", st);
+		return;
+	}
 	cr_assert_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
 	cr_expect_str_eq(kk_jump_label_method(), "remap");
 	cr_expect_eq(u_f(), 1);
