@@ -238,16 +238,29 @@ static int check_key(struct static_key *key)
 	return 0;
 }
 
+/*
+ * The start of every immediate change: check the key and take it off the
+ * queue (an immediate call overrides a queued state).  Returns the count.
+ */
+static int begin_change(struct static_key *key, int *count)
+{
+	struct jl_key *k;
+	int ret = check_key(key);
+
+	if (ret)
+		return ret;
+	if ((k = key_rec(key, 0)) && k->queued >= 0)
+		queue_del(k);
+	*count = static_key_count(key);
+	return 0;
+}
+
 static int enable_locked(struct static_key *key)
 {
 	int v, ret;
-	struct jl_key *k;
 
-	if ((ret = check_key(key)))
+	if ((ret = begin_change(key, &v)))
 		return ret;
-	v = static_key_count(key);
-	if ((k = key_rec(key, 0)) && k->queued >= 0)
-		queue_del(k);
 	if (v > 0)
 		return 0;
 	ret = key_set(key, true);
@@ -259,13 +272,9 @@ static int enable_locked(struct static_key *key)
 static int disable_locked(struct static_key *key)
 {
 	int v, ret;
-	struct jl_key *k;
 
-	if ((ret = check_key(key)))
+	if ((ret = begin_change(key, &v)))
 		return ret;
-	v = static_key_count(key);
-	if ((k = key_rec(key, 0)) && k->queued >= 0)
-		queue_del(k);
 	if (v == 0)
 		return 0;
 	if (v > 1)
