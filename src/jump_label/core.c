@@ -27,7 +27,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/jump_label.h>
+#include "common.h"
 #include "internal.h"
+#include "jump_label/jl.h"
 #include "text_patch.h"
 
 struct jl_site {
@@ -73,10 +75,11 @@ static size_t queue_len, queue_cap;
 
 static __thread char jl_err[256];
 
+#define fail jl_fail
+
 /* ---- errors --------------------------------------------------------------------- */
 
-__attribute__((format(printf, 2, 3)))
-static int fail(int err, const char *fmt, ...)
+int jl_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -620,6 +623,7 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 	uintptr_t base;
 
 	kk_addr_object(self, name, sizeof(name), &base);
+	jl_deferred_forget_object(self);
 	jump_label_lock();
 	if (start && stop > start) {
 		for (pp = &objects; *pp && (*pp)->start != start; pp = &(*pp)->next)
@@ -646,152 +650,6 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 		free(o);
 	}
 	jump_label_unlock();
-}
-
-/* ---- deferred keys ------------------------------------------------------------------ */
-
-static pthread_mutex_t dw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t dw_cond;
-static int dw_cond_ready;
-static struct kk_delayed_work *dw_list, *dw_running;
-static pid_t dw_pid;
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
-static void dw_unlink(struct kk_delayed_work *w)
-{
-	struct kk_delayed_work **pp;
-
-	for (pp = &dw_list; *pp; pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	}
-	w->pending = 0;
-}
-
-static void *dw_worker(void *arg)
-{
-	(void)arg;
-	pthread_setname_np(pthread_self(), "kk-deferred");
-	pthread_mutex_lock(&dw_lock);
-	for (;;) {
-		struct kk_delayed_work *first = NULL;
-		unsigned long long t = now_ns();
-
-		for (struct kk_delayed_work *w = dw_list; w; w = w->next)
-			if (!first || w->deadline_ns < first->deadline_ns)
-				first = w;
-		if (!first) {
-			pthread_cond_wait(&dw_cond, &dw_lock);
-		} else if (first->deadline_ns <= t) {
-			dw_unlink(first);
-			dw_running = first;
-			pthread_mutex_unlock(&dw_lock);
-			static_key_slow_dec(first->key);
-			pthread_mutex_lock(&dw_lock);
-			dw_running = NULL;
-			pthread_cond_broadcast(&dw_cond);
-		} else {
-			struct timespec ts = { (time_t)(first->deadline_ns / 1000000000ull),
-					       (long)(first->deadline_ns % 1000000000ull) };
-
-			pthread_cond_timedwait(&dw_cond, &dw_lock, &ts);
-		}
-	}
-	return NULL;
-}
-
-/* Called with dw_lock held. */
-static int dw_start(void)
-{
-	pthread_t th;
-	pthread_attr_t a;
-	int ret;
-
-	if (dw_pid == getpid())
-		return 0;
-	if (!dw_cond_ready) {	/* timed waits use CLOCK_MONOTONIC deadlines */
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&dw_cond, &ca);
-		pthread_condattr_destroy(&ca);
-		dw_cond_ready = 1;
-	}
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&th, &a, dw_worker, NULL);
-	pthread_attr_destroy(&a);
-	if (ret)
-		return -ret;
-	dw_pid = getpid();
-	return 0;
-}
-
-int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
-				   unsigned long timeout)
-{
-	int v, ret = 0;
-
-	if (!key || !work)
-		return fail(-EINVAL, "NULL key");
-	/* Above one reference there is nothing to patch: drop it now. */
-	v = static_key_count(key);
-	while (v > 1)
-		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return 0;
-	if (v == 0)
-		return fail(-EINVAL, "deferred decrement of a key whose count is 0");
-	if (timeout == 0)
-		return static_key_slow_dec(key);
-	pthread_mutex_lock(&dw_lock);
-	if (!work->pending) {
-		ret = dw_start();
-		if (ret) {
-			pthread_mutex_unlock(&dw_lock);
-			return fail(ret, "cannot start the deferred-key thread");
-		}
-		work->key = key;
-		work->deadline_ns = now_ns() + (unsigned long long)timeout * 1000000ull;
-		work->pending = 1;
-		work->next = dw_list;
-		dw_list = work;
-		pthread_cond_broadcast(&dw_cond);
-	}
-	pthread_mutex_unlock(&dw_lock);
-	return 0;
-}
-
-void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work)
-{
-	int run = 0;
-
-	pthread_mutex_lock(&dw_lock);
-	if (work->pending) {
-		dw_unlink(work);
-		run = 1;
-	}
-	while (dw_cond_ready && dw_running == work)
-		pthread_cond_wait(&dw_cond, &dw_lock);
-	pthread_mutex_unlock(&dw_lock);
-	if (run)
-		static_key_slow_dec(key);
-}
-
-void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl)
-{
-	key->timeout = rl;
-	key->work.key = &key->key;
 }
 
 /* ---- listing and stats ------------------------------------------------------------- */
@@ -863,12 +721,10 @@ static void atfork_prepare(void)
 	 * code and no thread to finish it: wait for the batch. */
 	if (!lock_held())
 		pthread_mutex_lock(&jl_mutex);
-	pthread_mutex_lock(&dw_lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&dw_lock);
 	if (!lock_held())
 		pthread_mutex_unlock(&jl_mutex);
 }
@@ -882,16 +738,15 @@ static void atfork_child(void)
 		atomic_store(&jl_owner, pthread_self());
 	else
 		pthread_mutex_unlock(&jl_mutex);
-	/* The worker thread did not come along; start one if work is pending. */
-	dw_running = NULL;
-	if (dw_list)
-		dw_start();
-	pthread_mutex_unlock(&dw_lock);
 }
 
-__attribute__((constructor(150))) static void jump_label_init(void)
+static const struct kk_fork_ops jl_fork_ops = {
+	KK_INIT_JUMP_LABEL, atfork_prepare, atfork_parent, atfork_child
+};
+
+KK_INIT(150) static void jump_label_init(void)
 {
 	kk_text_init();
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	kk_fork_register(&jl_fork_ops);
 	kk_control_create_file("static_keys", &static_keys_fops, NULL);
 }

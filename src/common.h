@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared internal layer: what every facility needs from the process it
+ * lives in, written once so that the rules for a library that is a guest in
+ * someone else's process hold everywhere, not file by file.
+ *
+ *  - init order:   named constructor levels instead of bare priorities;
+ *  - fork:         one pthread_atfork() for the library, handlers in level order;
+ *  - settings:     KK_* variables read with secure-getenv semantics, one
+ *                  boolean grammar, one-line warnings for values we reject;
+ *  - descriptors:  a descriptor is used or closed only while it provably is
+ *                  still the file we opened (device + inode);
+ *  - time, futex:  CLOCK_MONOTONIC nanoseconds and absolute futex deadlines;
+ *  - threads:      every library thread is created here, with every signal
+ *                  blocked except synchronous faults and the park signal, and
+ *                  belongs to a service that kk_threads_stop() can stop;
+ *  - the worker:   one lazily started thread that runs the library's
+ *                  deferred work (the kernel's system workqueue).
+ *
+ * Nothing here allocates in a way a signal handler could deadlock on, except
+ * where a function says so.
+ */
+#ifndef KK_COMMON_H
+#define KK_COMMON_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* ---- init order ------------------------------------------------------------------
+ * Constructors of libkernelkit run in this order (lower first).  Destructors
+ * run in the reverse order and must need no syscall a sandbox could refuse.
+ */
+enum kk_init_level {
+	KK_INIT_COMMON = 110,		/* this layer: fork dispatch */
+	KK_INIT_TEXT = 120,		/* text patching: no syscalls, set-up is lazy */
+	KK_INIT_JUMP_LABEL = 150,
+	KK_INIT_DYNDBG = 160,
+	KK_INIT_CONTROL = 200,
+	KK_INIT_ODEBUG = 210,
+	KK_INIT_ODEBUG_PRELOAD = 220,
+	KK_INIT_PANIC = 300,
+	KK_INIT_SHAZPTR = 310,
+};
+/* The value must be a literal for the attribute; the enum documents it. */
+#define KK_INIT(level)	__attribute__((__constructor__(level)))
+#define KK_EXIT(level)	__attribute__((__destructor__(level)))
+
+/* ---- fork ------------------------------------------------------------------------
+ * One pthread_atfork() for the whole library.  prepare handlers run from the
+ * highest level down, parent and child handlers from the lowest up, so locks
+ * are taken in level order and released in reverse.  Call from constructors.
+ */
+struct kk_fork_ops {
+	int level;			/* an enum kk_init_level */
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+void kk_fork_register(const struct kk_fork_ops *ops);
+
+/* ---- settings --------------------------------------------------------------------- */
+
+/*
+ * getenv() with secure_getenv() semantics: NULL in a set-user-ID or
+ * set-group-ID program (AT_SECURE).  Takes no lock and does not allocate, so
+ * it may run in a constructor, a signal handler or a panic.
+ */
+const char *kk_getenv(const char *name);
+/* 1/0, y/n, yes/no, on/off, true/false (any case).  0, or -EINVAL. */
+int kk_parse_bool(const char *s, bool *out);
+/* The boolean value of @name, or @def when unset or invalid (warns once per call). */
+bool kk_env_bool(const char *name, bool def);
+/* An unsigned decimal/hex value of @name in [lo, hi], else @def with a warning. */
+unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
+			   unsigned long hi);
+/* "kernelkit: <message>\n" on stderr in one write(); async-signal-safe. */
+void kk_warn(const char *fmt, ...) __attribute__((__format__(__printf__, 1, 2)));
+/* kk_warn() only the first time for this @flag. */
+#define kk_warn_once(flag, ...) do {						\
+	static int flag;							\
+	if (!__atomic_exchange_n(&flag, 1, __ATOMIC_RELAXED))			\
+		kk_warn(__VA_ARGS__);						\
+} while (0)
+
+/* ---- descriptors -----------------------------------------------------------------
+ * The program owns every descriptor number.  It may close ours (closefrom,
+ * close_range), or dup2() something over them, at any time.  So a descriptor
+ * the library keeps is recorded with the identity of its file, and used or
+ * closed only while fstat() still shows that identity.  A number that fails
+ * the check is forgotten, never closed.
+ */
+struct kk_fd {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;		/* the process that opened it (fork children inherit) */
+};
+#define KK_FD_INIT	{ -1, 0, 0, 0 }
+/* Take ownership of a descriptor just opened (O_CLOEXEC): move it above 2 and
+ * record its identity.  Returns the descriptor, or -errno (and closes @fd). */
+int kk_fd_adopt(struct kk_fd *f, int fd);
+/* True while f->fd is still the file we opened. */
+bool kk_fd_ours(const struct kk_fd *f);
+/* Close it if it is still ours; forget the number either way. */
+void kk_fd_release(struct kk_fd *f);
+/* In a fork child: release the inherited copy (only if still ours). */
+#define kk_fd_release_inherited(f) kk_fd_release(f)
+
+/* ---- time and futex ---------------------------------------------------------------- */
+
+static inline uint64_t kk_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct timespec kk_ns_to_ts(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	return ts;
+}
+
+/* Wait while *@addr == @val, until @deadline_ns (CLOCK_MONOTONIC; 0 = none).
+ * 0 when woken (or the value differed), -ETIMEDOUT, -EINTR. */
+int kk_futex_wait(int *addr, int val, uint64_t deadline_ns);
+void kk_futex_wake(int *addr, int n);
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+/*
+ * The park signal: the real-time signal the library uses to stop its own
+ * threads (panic, kk_threads_stop()).  Chosen once: $KK_PANIC_SIGNAL, else the
+ * highest real-time signal in SIGRTMIN+4..SIGRTMAX-4 that has no handler.
+ */
+int kk_park_signal(void);
+
+/*
+ * Start a library thread.  It runs @fn with every signal blocked except the
+ * synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) and the park
+ * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.
+ */
+int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+
+/*
+ * A service owns library threads.  stop() must make them exit and join them
+ * before it returns; start() brings them back if they are still needed (or
+ * leaves them to start lazily).  While the library's threads are stopped,
+ * services must not start threads: check kk_threads_stopped().
+ */
+struct kk_service {
+	const char *name;
+	void (*stop)(void);
+	void (*start)(void);
+	struct kk_service *next;
+};
+void kk_service_register(struct kk_service *s);
+bool kk_threads_stopped(void);
+
+/* ---- the worker ---------------------------------------------------------------------- */
+
+/*
+ * Deferred work, run by one library thread ("kk-worker") that starts the
+ * first time work is queued.  A work item is owned by its caller and must stay
+ * valid until it has run or kk_cancel_work_sync() returned.
+ */
+struct kk_work {
+	void (*fn)(struct kk_work *w);
+	uint64_t deadline_ns;		/* CLOCK_MONOTONIC; 0: run as soon as possible */
+	struct kk_work *next;
+	int state;			/* internal */
+};
+#define KK_WORK_INIT(f)	{ (f), 0, 0, 0 }
+/* Queue @w to run after @delay_ns.  Queuing a pending item is a no-op (returns
+ * false).  -errno when the worker cannot start and @w could not be queued. */
+int kk_queue_work(struct kk_work *w, uint64_t delay_ns);
+/* Take @w off the queue and wait for a running instance.  True if it was pending. */
+bool kk_cancel_work_sync(struct kk_work *w);
+/* Run @w now in the caller if it is pending; wait for a running instance. */
+void kk_flush_work(struct kk_work *w);
+
+#endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Settings from the environment, one grammar for the whole library.
+ *
+ * kk_getenv() walks environ itself instead of calling getenv(): it must work
+ * in a constructor, a signal handler and a panic, and it must refuse every
+ * KK_* variable in a set-user-ID program, as secure_getenv() does.  The
+ * AT_SECURE check reads the auxiliary vector (no syscall).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "common.h"
+
+extern char **environ;
+
+const char *kk_getenv(const char *name)
+{
+	size_t n = strlen(name);
+	char **e = environ;
+
+	if (!e || getauxval(AT_SECURE))
+		return NULL;
+	for (; *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+int kk_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "1", "y", "yes", "on", "true" };
+	static const char *const no[] = { "0", "n", "no", "off", "false" };
+
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void kk_warn(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n = snprintf(line, sizeof(line), "kernelkit: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;		/* nowhere else to say it */
+}
+
+bool kk_env_bool(const char *name, bool def)
+{
+	const char *v = kk_getenv(name);
+	bool b;
+
+	if (!v)
+		return def;
+	if (kk_parse_bool(v, &b) == 0)
+		return b;
+	kk_warn("ignoring %s=%.64s: not a boolean (use 1/0, y/n, yes/no, on/off, true/false)",
+		name, v);
+	return def;
+}
+
+unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
+			   unsigned long hi)
+{
+	const char *v = kk_getenv(name);
+	unsigned long x;
+	char *end;
+
+	if (!v)
+		return def;
+	errno = 0;
+	x = strtoul(v, &end, 0);
+	if (!*v || *end || errno || v[0] == '-' || x < lo || x > hi) {
+		kk_warn("ignoring %s=%.64s: not a number in %lu..%lu", name, v, lo, hi);
+		return def;
+	}
+	return x;
+}

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Library threads, the park signal, the services that own threads, fork
+ * dispatch and futex waits.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <kernelkit/kernelkit.h>
+#include "common.h"
+
+/* ---- futex ------------------------------------------------------------------------- */
+
+int kk_futex_wait(int *addr, int val, uint64_t deadline_ns)
+{
+	struct timespec ts = kk_ns_to_ts(deadline_ns);
+	long r;
+
+	/* WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+	r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val,
+		    deadline_ns ? &ts : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r == 0 || errno == EAGAIN)
+		return 0;
+	return -errno;
+}
+
+void kk_futex_wake(int *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
+}
+
+/* ---- the park signal ----------------------------------------------------------------- */
+
+static pthread_once_t park_once = PTHREAD_ONCE_INIT;
+static int park_sig;
+
+static void park_choose(void)
+{
+	const char *e = kk_getenv("KK_PANIC_SIGNAL");
+	struct sigaction old;
+
+	if (e && *e) {
+		char *end;
+		long v = strtol(e, &end, 10);
+
+		if (!*end && v >= SIGRTMIN && v <= SIGRTMAX) {
+			park_sig = (int)v;
+			return;
+		}
+		kk_warn("ignoring KK_PANIC_SIGNAL=%.32s: not in %d..%d", e, SIGRTMIN, SIGRTMAX);
+	}
+	/* A real-time signal nobody has a handler for, from the top down. */
+	for (int s = SIGRTMAX - 4; s >= SIGRTMIN + 4; s--) {
+		if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL) {
+			park_sig = s;
+			return;
+		}
+	}
+	park_sig = SIGRTMAX - 4;
+}
+
+int kk_park_signal(void)
+{
+	pthread_once(&park_once, park_choose);
+	return park_sig;
+}
+
+/* ---- threads --------------------------------------------------------------------------- */
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	char name[16];
+};
+
+static void *thread_main(void *p)
+{
+	struct start s = *(struct start *)p;
+
+	free(p);
+	pthread_setname_np(pthread_self(), s.name);
+	return s.fn(s.arg);
+}
+
+int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+	struct start *s = malloc(sizeof(*s));
+	sigset_t all, old;
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->fn = fn;
+	s->arg = arg;
+	strncpy(s->name, name, sizeof(s->name) - 1);
+	s->name[sizeof(s->name) - 1] = '\0';
+	/* The new thread inherits the creator's mask: set it for the creation. */
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&all, faults[i]);
+	sigdelset(&all, kk_park_signal());
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(t, NULL, thread_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		free(s);
+		return -ret;
+	}
+	return 0;
+}
+
+/* ---- services ----------------------------------------------------------------------------- */
+
+static pthread_mutex_t svc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kk_service *services;
+static int threads_stopped;
+
+void kk_service_register(struct kk_service *s)
+{
+	pthread_mutex_lock(&svc_lock);
+	s->next = services;
+	services = s;
+	pthread_mutex_unlock(&svc_lock);
+}
+
+bool kk_threads_stopped(void)
+{
+	return __atomic_load_n(&threads_stopped, __ATOMIC_ACQUIRE);
+}
+
+int kk_threads_stop(void)
+{
+	pthread_mutex_lock(&svc_lock);
+	__atomic_store_n(&threads_stopped, 1, __ATOMIC_RELEASE);
+	for (struct kk_service *s = services; s; s = s->next)
+		if (s->stop)
+			s->stop();
+	pthread_mutex_unlock(&svc_lock);
+	return 0;
+}
+
+int kk_threads_start(void)
+{
+	pthread_mutex_lock(&svc_lock);
+	__atomic_store_n(&threads_stopped, 0, __ATOMIC_RELEASE);
+	for (struct kk_service *s = services; s; s = s->next)
+		if (s->start)
+			s->start();
+	pthread_mutex_unlock(&svc_lock);
+	return 0;
+}
+
+/* ---- fork dispatch --------------------------------------------------------------------------- */
+
+#define KK_FORK_MAX 16
+static const struct kk_fork_ops *fork_ops[KK_FORK_MAX];
+static int nfork_ops;
+
+/* Called from constructors, one thread: keep the table sorted by level. */
+void kk_fork_register(const struct kk_fork_ops *ops)
+{
+	int i;
+
+	if (nfork_ops == KK_FORK_MAX)
+		abort();	/* a build error, not a run-time condition */
+	for (i = nfork_ops; i > 0 && fork_ops[i - 1]->level > ops->level; i--)
+		fork_ops[i] = fork_ops[i - 1];
+	fork_ops[i] = ops;
+	nfork_ops++;
+}
+
+static void fork_prepare(void)
+{
+	for (int i = nfork_ops - 1; i >= 0; i--)
+		if (fork_ops[i]->prepare)
+			fork_ops[i]->prepare();
+}
+
+static void fork_parent(void)
+{
+	for (int i = 0; i < nfork_ops; i++)
+		if (fork_ops[i]->parent)
+			fork_ops[i]->parent();
+}
+
+static void fork_child(void)
+{
+	for (int i = 0; i < nfork_ops; i++)
+		if (fork_ops[i]->child)
+			fork_ops[i]->child();
+}
+
+KK_INIT(110) static void common_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Static keys, inside the library: what core.c and deferred.c share. */
+#ifndef KK_JL_H
+#define KK_JL_H
+
+/* Record the calling thread's error message (kk_jump_label_strerror) and return @err. */
+int jl_fail(int err, const char *fmt, ...) __attribute__((__format__(__printf__, 2, 3)));
+
+/* An object is being unloaded: cancel the pending deferred decrements whose
+ * work lives in it, and wait for one that runs.  @self is any address in it. */
+void jl_deferred_forget_object(const void *self);
+
+#endif
