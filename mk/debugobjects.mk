@@ -44,3 +44,16 @@ $(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h src/common.h includ
 		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SRC) -ldl
 
 EXTRA_TESTS += $(ODB_TSAN_BIN)
+
+# The same for the signal stress (hooks in handlers that interrupt hooks).
+ODB_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
+ODB_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(ODB_TSAN_SRC))
+
+$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) src/debugobjects/internal.h src/common.h \
+		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
+	@mkdir -p $(dir $@)
+	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
+		-fsanitize=thread -fno-omit-frame-pointer -pthread \
+		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SIG_SRC) -ldl
+
+EXTRA_TESTS += $(ODB_TSAN_SIG_BIN)
