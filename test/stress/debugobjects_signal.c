@@ -110,6 +110,12 @@ static void *worker(void *arg)
 {
 	struct tstate *t = arg;
 
+	/*
+	 * The thread's first hook looks up its stack bounds and registers its
+	 * pool, which may allocate: not async-signal-safe, so not in a handler
+	 * (docs/debugobjects.md, "Signal handlers").
+	 */
+	debug_object_init(&t->pg->hobj[0], &sig_descr);
 	self = t;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
 		step(t, (int)(rnd(&t->seed) % NOBJ));
