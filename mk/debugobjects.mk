@@ -33,9 +33,10 @@ $(B)/test/unit/debugobjects_timerwheel: $(ODB_TW_OBJ)
 # endpoint), compiled by clang.  Run by test/scripts/debugobjects_tsan.sh.
 ODB_TSAN_CC  ?= clang
 ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
-ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c)
+ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
+		$(wildcard src/common/*.c)
 
-$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h include/kernelkit/debugobjects.h \
+$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h src/common.h include/kernelkit/debugobjects.h \
 		include/kernelkit/jump_label.h test/kktest.h
 	@mkdir -p $(dir $@)
 	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
@@ -43,3 +44,16 @@ $(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h include/kernelkit/d
 		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SRC) -ldl
 
 EXTRA_TESTS += $(ODB_TSAN_BIN)
+
+# The same for the signal stress (hooks in handlers that interrupt hooks).
+ODB_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
+ODB_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(ODB_TSAN_SRC))
+
+$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) src/debugobjects/internal.h src/common.h \
+		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
+	@mkdir -p $(dir $@)
+	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
+		-fsanitize=thread -fno-omit-frame-pointer -pthread \
+		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SIG_SRC) -ldl
+
+EXTRA_TESTS += $(ODB_TSAN_SIG_BIN)

@@ -219,6 +219,9 @@ struct kk_debug_objects_stats {
 	unsigned long avg_usage;	/* EWMA of trackers handed to per-thread pools */
 	unsigned long stack_warnings;	/* on-stack annotation mismatches */
 	unsigned long oom;		/* times tracking was switched off for lack of trackers */
+	unsigned long nested_skips;	/* hooks skipped in a signal handler that interrupted
+					 * its thread inside debug objects (lock held, or
+					 * no spare tracker) */
 };
 void kk_debug_objects_get_stats(struct kk_debug_objects_stats *st);
 

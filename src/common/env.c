@@ -7,6 +7,7 @@
  * KK_* variable in a set-user-ID program, as secure_getenv() does.  The
  * AT_SECURE check reads the auxiliary vector (no syscall).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,7 +95,8 @@ unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo
 		return def;
 	errno = 0;
 	x = strtoul(v, &end, 0);
-	if (!*v || *end || errno || v[0] == '-' || x < lo || x > hi) {
+	/* strtoul() would take " 7", "+7" and " -1" (as ULONG_MAX): digits only */
+	if (!isdigit((unsigned char)v[0]) || *end || errno || x < lo || x > hi) {
 		kk_warn("ignoring %s=%.64s: not a number in %lu..%lu", name, v, lo, hi);
 		return def;
 	}

@@ -7,13 +7,19 @@
  * Every transition follows the kernel's table (see docs/debugobjects.md);
  * reports and fixups run after the bucket lock is dropped, on a copy of the
  * tracker, so a fixup may call the hooks again.
+ *
+ * Every entry point may run in a signal handler (free() calls
+ * __kk_odebug_check_no_obj_freed() under the preload library): see "signal
+ * safety" in internal.h for the rules a nested entry follows.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "internal.h"
 #ifndef KK_ODEBUG_STANDALONE
 #include <kernelkit/control.h>
@@ -43,6 +49,8 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 #endif
 
 int odebug_enabled;
+unsigned long odebug_nested_skips;
+ODEBUG_TLS __attribute__((visibility("hidden"))) unsigned int odebug_depth;
 
 struct odebug_bucket {
 	struct debug_obj *first;
@@ -88,6 +96,143 @@ static inline void update_max(unsigned long *m, unsigned long v)
 		;
 }
 
+static inline void nested_skip(void)
+{
+	ODEBUG_ADD(odebug_nested_skips, 1);
+}
+
+/* Lock @b.  A nested entry only tries: false means skip (counted). */
+static inline bool bucket_lock(struct odebug_bucket *b, bool nested)
+{
+	if (odebug_likely(!nested)) {
+		odebug_spin_lock(&b->lock);
+		return true;
+	}
+	if (odebug_spin_trylock(&b->lock))
+		return true;
+	nested_skip();
+	return false;
+}
+
+/*
+ * Spare trackers, for nested entries: a lock-free stack that a signal
+ * handler can push to and pop from while the code it interrupted holds any
+ * lock or is changing its per-thread pool.  A pop takes the whole stack with
+ * one exchange and pushes the rest back, so it has no ABA problem.  Entries
+ * that are not nested keep it between ODEBUG_SPARE_MIN and ODEBUG_SPARE_MAX
+ * (from and to the pools).  Its trackers count as free in the statistics.
+ */
+#define ODEBUG_SPARE_MIN	16
+#define ODEBUG_SPARE_MAX	64
+
+static struct debug_obj *spare_head;
+static long spare_cnt;			/* approximate while a pop is under way */
+
+static void spare_push_list(struct debug_obj *first, struct debug_obj *last)
+{
+	struct debug_obj *h = __atomic_load_n(&spare_head, __ATOMIC_RELAXED);
+
+	do
+		last->next = h;
+	while (!__atomic_compare_exchange_n(&spare_head, &h, first, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+}
+
+static struct debug_obj *spare_pop(void)
+{
+	struct debug_obj *obj = __atomic_exchange_n(&spare_head, NULL, __ATOMIC_ACQUIRE);
+	struct debug_obj *rest, *last;
+
+	if (!obj)
+		return NULL;
+	ODEBUG_ADD(spare_cnt, -1);
+	rest = obj->next;
+	if (rest) {
+		for (last = rest; last->next; last = last->next)
+			;
+		spare_push_list(rest, last);
+	}
+	return obj;
+}
+
+/* A list of trackers linked through ->next, to the spare stack. */
+static void spare_put(struct debug_obj *list)
+{
+	struct debug_obj *last = list;
+	long n = 1;
+
+	if (!list)
+		return;
+	for (; last->next; last = last->next)
+		n++;
+	spare_push_list(list, last);
+	ODEBUG_ADD(spare_cnt, n);
+}
+
+/* Not nested: top the spare stack up to its minimum, or give the excess back. */
+static void __attribute__((noinline)) spare_balance(void)
+{
+	struct debug_obj *list, *obj, *keep = NULL;
+	long n = 0;
+
+	while (ODEBUG_READ(spare_cnt) < ODEBUG_SPARE_MIN) {
+		if (!(obj = odebug_alloc_tracker()))
+			return;		/* out of trackers: the hooks will say so */
+		obj->next = NULL;
+		spare_put(obj);
+	}
+	if (ODEBUG_READ(spare_cnt) <= ODEBUG_SPARE_MAX)
+		return;
+	list = __atomic_exchange_n(&spare_head, NULL, __ATOMIC_ACQUIRE);
+	while ((obj = list)) {
+		list = obj->next;
+		if (n++ < ODEBUG_SPARE_MIN) {
+			obj->next = keep;
+			keep = obj;
+		} else {
+			ODEBUG_ADD(spare_cnt, -1);
+			odebug_free_tracker(obj);
+		}
+	}
+	if (keep) {
+		ODEBUG_ADD(spare_cnt, -(n < ODEBUG_SPARE_MIN ? n : ODEBUG_SPARE_MIN));
+		spare_put(keep);
+	}
+}
+
+static inline void spare_check(void)
+{
+	long n = ODEBUG_READ(spare_cnt);
+
+	if (odebug_unlikely((unsigned long)(n - ODEBUG_SPARE_MIN) >
+			    ODEBUG_SPARE_MAX - ODEBUG_SPARE_MIN))
+		spare_balance();
+}
+
+/* Every spare tracker back to the pools (quiescent, not nested). */
+static void spare_drain(void)
+{
+	struct debug_obj *list = __atomic_exchange_n(&spare_head, NULL, __ATOMIC_ACQUIRE);
+
+	while (list) {
+		struct debug_obj *next = list->next;
+
+		ODEBUG_ADD(spare_cnt, -1);
+		odebug_free_tracker(list);
+		list = next;
+	}
+}
+
+static inline void tracker_free(struct debug_obj *obj, bool nested)
+{
+	if (odebug_likely(!nested))
+		odebug_free_tracker(obj);
+	else {
+		obj->next = NULL;
+		spare_put(obj);
+	}
+}
+
 static struct debug_obj *lookup_object(const void *addr, struct odebug_bucket *b)
 {
 	unsigned long cnt = 0;
@@ -103,18 +248,20 @@ static struct debug_obj *lookup_object(const void *addr, struct odebug_bucket *b
 }
 
 #define ERR_NOT_STATIC	((struct debug_obj *)-1L)
+#define ERR_SKIP	((struct debug_obj *)-2L)
 
 /*
  * The tracker of @addr, or a new one.  A new one is made unconditionally for
  * init; for activate and assert_init (@alloc_ifstatic) only when the type
  * says the object is static, and then it starts as INIT.  NULL: out of
  * trackers, tracking is now off and *oom_owner tells whether this caller
- * turned it off.  *new_obj: a tracker was created.
+ * turned it off.  ERR_SKIP: nested, and no spare tracker (counted).
+ * *new_obj: a tracker was created.
  */
 static struct debug_obj *lookup_object_or_alloc(void *addr, struct odebug_bucket *b,
 						const struct debug_obj_descr *descr,
 						bool alloc_ifstatic, bool *new_obj,
-						bool *oom_owner)
+						bool *oom_owner, bool nested)
 {
 	struct debug_obj *obj = lookup_object(addr, b);
 	unsigned int state = ODEBUG_STATE_NONE;
@@ -126,7 +273,7 @@ static struct debug_obj *lookup_object_or_alloc(void *addr, struct odebug_bucket
 			return ERR_NOT_STATIC;
 		state = ODEBUG_STATE_INIT;
 	}
-	obj = odebug_alloc_tracker();
+	obj = odebug_likely(!nested) ? odebug_alloc_tracker() : spare_pop();
 	if (odebug_likely(obj)) {
 		obj->object = addr;
 		obj->descr = descr;
@@ -138,12 +285,19 @@ static struct debug_obj *lookup_object_or_alloc(void *addr, struct odebug_bucket
 		*new_obj = true;
 		return obj;
 	}
+	if (nested) {
+		nested_skip();
+		return ERR_SKIP;
+	}
 	*oom_owner = __atomic_exchange_n(&odebug_enabled, 0, __ATOMIC_RELAXED) != 0;
 	return NULL;
 }
 
-/* Take every tracker out of the hash and give it to the slab. */
-static void flush_hash(void)
+/*
+ * Take every tracker out of the hash and give it to the slab (nested: to the
+ * spare stack, and buckets that are locked are left alone).
+ */
+static void flush_hash(bool nested)
 {
 	for (unsigned int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 		struct odebug_bucket *b = &obj_hash[i];
@@ -152,10 +306,15 @@ static void flush_hash(void)
 
 		if (!__atomic_load_n(&b->first, __ATOMIC_RELAXED))
 			continue;
-		odebug_spin_lock(&b->lock);
+		if (!bucket_lock(b, nested))
+			continue;
 		list = b->first;
 		__atomic_store_n(&b->first, NULL, __ATOMIC_RELAXED);
 		odebug_spin_unlock(&b->lock);
+		if (nested) {
+			spare_put(list);
+			continue;
+		}
 		for (obj = list; obj; obj = obj->next)
 			n++;
 		odebug_free_to_slab(list, n);
@@ -166,7 +325,7 @@ static void debug_objects_oom(void)
 {
 	ODEBUG_ADD(odebug_oom_count, 1);
 	odebug_print_text("ODEBUG: Out of memory. ODEBUG disabled\n");
-	flush_hash();
+	flush_hash(false);
 #ifdef KK_ODEBUG_STANDALONE
 	__atomic_store_n(&kk_debug_objects_key.key.enabled, 0, __ATOMIC_RELEASE);
 #else
@@ -189,28 +348,37 @@ static inline bool enabled(void)
 	return ODEBUG_READ(odebug_enabled) != 0;
 }
 
+/*
+ * The hooks.  Each runs as one section (see internal.h) from its entry to its
+ * report; the fixup, which may call the hooks again, runs after the section.
+ */
 void __kk_odebug_init(void *addr, const struct debug_obj_descr *descr, int onstack)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
-	bool new_obj = false, oom = false, on_stack;
+	bool new_obj = false, oom = false, on_stack = !!onstack, nested;
 	uint32_t stack = 0;
 
 	if (!enabled())
 		return;
-	odebug_fill_pool();
-	on_stack = odebug_on_stack(addr);
-	if (ODEBUG_READ(odebug_backtraces))
-		stack = odebug_stack_capture();
+	nested = odebug_enter();
+	if (odebug_likely(!nested)) {
+		odebug_fill_pool();
+		spare_check();
+		on_stack = odebug_on_stack(addr);
+		if (ODEBUG_READ(odebug_backtraces))
+			stack = odebug_stack_capture();
+	}
 
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
-	obj = lookup_object_or_alloc(addr, db, descr, false, &new_obj, &oom);
-	if (odebug_unlikely(!obj)) {
+	if (!bucket_lock(db, nested))
+		goto out;
+	obj = lookup_object_or_alloc(addr, db, descr, false, &new_obj, &oom, nested);
+	if (odebug_unlikely(!obj || obj == ERR_SKIP)) {
 		odebug_spin_unlock(&db->lock);
 		if (oom)
 			debug_objects_oom();
-		return;
+		goto out;
 	}
 	switch (obj->state) {
 	case ODEBUG_STATE_NONE:
@@ -222,41 +390,53 @@ void __kk_odebug_init(void *addr, const struct debug_obj_descr *descr, int onsta
 		odebug_spin_unlock(&db->lock);
 		if (new_obj && on_stack != !!onstack)
 			odebug_stack_warning(addr, on_stack);
-		return;
+		goto out;
 	default:
 		break;
 	}
 	o = *obj;
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "init");
+	odebug_leave();
 	if (o.state == ODEBUG_STATE_ACTIVE)
 		debug_object_fixup(descr->fixup_init, addr, o.state);
+	return;
+out:
+	odebug_leave();
 }
 
 int __kk_odebug_activate(void *addr, const struct debug_obj_descr *descr)
 {
-	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
 	struct odebug_bucket *db;
-	struct debug_obj *obj;
-	bool new_obj = false, oom = false;
+	struct debug_obj *obj, o;
+	bool new_obj = false, oom = false, nested;
 	uint32_t stack = 0;
 
 	if (!enabled())
 		return 0;
-	odebug_fill_pool();
-	if (ODEBUG_READ(odebug_backtraces))
-		stack = odebug_stack_capture();
+	nested = odebug_enter();
+	if (odebug_likely(!nested)) {
+		odebug_fill_pool();
+		spare_check();
+		if (ODEBUG_READ(odebug_backtraces))
+			stack = odebug_stack_capture();
+	}
 
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
-	obj = lookup_object_or_alloc(addr, db, descr, true, &new_obj, &oom);
-	if (odebug_unlikely(!obj)) {
+	if (!bucket_lock(db, nested))
+		goto out;
+	obj = lookup_object_or_alloc(addr, db, descr, true, &new_obj, &oom, nested);
+	if (odebug_unlikely(!obj || obj == ERR_SKIP)) {
 		odebug_spin_unlock(&db->lock);
 		if (oom)
 			debug_objects_oom();
-		return 0;
+		goto out;
 	}
-	if (odebug_likely(obj != ERR_NOT_STATIC)) {
+	/* built only for a report: this is the hot path */
+	if (odebug_unlikely(obj == ERR_NOT_STATIC)) {
+		o = (struct debug_obj){ .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE,
+					.descr = descr };
+	} else {
 		switch (obj->state) {
 		case ODEBUG_STATE_ACTIVE:
 		case ODEBUG_STATE_DESTROYED:
@@ -273,11 +453,12 @@ int __kk_odebug_activate(void *addr, const struct debug_obj_descr *descr)
 			/* fall through */
 		default:
 			odebug_spin_unlock(&db->lock);
-			return 0;
+			goto out;
 		}
 	}
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "activate");
+	odebug_leave();
 
 	switch (o.state) {
 	case ODEBUG_STATE_ACTIVE:
@@ -288,18 +469,23 @@ int __kk_odebug_activate(void *addr, const struct debug_obj_descr *descr)
 	default:
 		return -EINVAL;
 	}
+out:
+	odebug_leave();
+	return 0;
 }
 
 void __kk_odebug_deactivate(void *addr, const struct debug_obj_descr *descr)
 {
-	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
 	struct odebug_bucket *db;
-	struct debug_obj *obj;
+	struct debug_obj *obj, o;
+	bool nested;
 
 	if (!enabled())
 		return;
+	nested = odebug_enter();
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
+	if (!bucket_lock(db, nested))
+		goto out;
 	obj = lookup_object(addr, db);
 	if (obj) {
 		switch (obj->state) {
@@ -314,27 +500,35 @@ void __kk_odebug_deactivate(void *addr, const struct debug_obj_descr *descr)
 			/* fall through */
 		default:
 			odebug_spin_unlock(&db->lock);
-			return;
+			goto out;
 		}
 		o = *obj;
+	} else {
+		o = (struct debug_obj){ .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE,
+					.descr = descr };
 	}
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "deactivate");
+out:
+	odebug_leave();
 }
 
 void __kk_odebug_destroy(void *addr, const struct debug_obj_descr *descr)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
+	bool nested;
 
 	if (!enabled())
 		return;
+	nested = odebug_enter();
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
+	if (!bucket_lock(db, nested))
+		goto out;
 	obj = lookup_object(addr, db);
 	if (!obj) {
 		odebug_spin_unlock(&db->lock);
-		return;
+		goto out;
 	}
 	switch (obj->state) {
 	case ODEBUG_STATE_ACTIVE:
@@ -347,13 +541,17 @@ void __kk_odebug_destroy(void *addr, const struct debug_obj_descr *descr)
 		/* fall through */
 	default:
 		odebug_spin_unlock(&db->lock);
-		return;
+		goto out;
 	}
 	o = *obj;
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "destroy");
+	odebug_leave();
 	if (o.state == ODEBUG_STATE_ACTIVE)
 		debug_object_fixup(descr->fixup_destroy, addr, o.state);
+	return;
+out:
+	odebug_leave();
 }
 
 /* @onstack: 1 from destroy_object_on_stack() (checked), -1 unchecked. */
@@ -361,28 +559,36 @@ void __kk_odebug_free(void *addr, const struct debug_obj_descr *descr, int onsta
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
+	bool nested;
 
 	if (!enabled())
 		return;
-	if (onstack == 1 && !odebug_on_stack(addr))
+	nested = odebug_enter();
+	/* nested: no stack bounds lookup (it may allocate on first use) */
+	if (onstack == 1 && !nested && !odebug_on_stack(addr))
 		odebug_stack_warning(addr, false);
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
+	if (!bucket_lock(db, nested))
+		goto out;
 	obj = lookup_object(addr, db);
 	if (!obj) {
 		odebug_spin_unlock(&db->lock);
-		return;
+		goto out;
 	}
 	if (obj->state != ODEBUG_STATE_ACTIVE) {
 		bucket_del(obj);
 		odebug_spin_unlock(&db->lock);
-		odebug_free_tracker(obj);
-		return;
+		tracker_free(obj, nested);
+		goto out;
 	}
 	o = *obj;
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "free");
+	odebug_leave();
 	debug_object_fixup(descr->fixup_free, addr, o.state);
+	return;
+out:
+	odebug_leave();
 }
 
 void __kk_odebug_assert_init(void *addr, const struct debug_obj_descr *descr)
@@ -390,25 +596,34 @@ void __kk_odebug_assert_init(void *addr, const struct debug_obj_descr *descr)
 	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
 	struct odebug_bucket *db;
 	struct debug_obj *obj;
-	bool new_obj = false, oom = false;
+	bool new_obj = false, oom = false, nested;
 
 	if (!enabled())
 		return;
-	odebug_fill_pool();
+	nested = odebug_enter();
+	if (odebug_likely(!nested)) {
+		odebug_fill_pool();
+		spare_check();
+	}
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
-	obj = lookup_object_or_alloc(addr, db, descr, true, &new_obj, &oom);
+	if (!bucket_lock(db, nested))
+		goto out;
+	obj = lookup_object_or_alloc(addr, db, descr, true, &new_obj, &oom, nested);
 	odebug_spin_unlock(&db->lock);
 	if (odebug_likely(obj && obj != ERR_NOT_STATIC))
-		return;
+		goto out;		/* tracked, or skipped */
 	if (!obj) {
 		if (oom)
 			debug_objects_oom();
-		return;
+		goto out;
 	}
 	/* neither tracked nor static: not initialised */
 	odebug_print_object(&o, "assert_init");
+	odebug_leave();
 	debug_object_fixup(descr->fixup_assert_init, addr, ODEBUG_STATE_NOTAVAILABLE);
+	return;
+out:
+	odebug_leave();
 }
 
 void __kk_odebug_active_state(void *addr, const struct debug_obj_descr *descr,
@@ -417,26 +632,35 @@ void __kk_odebug_active_state(void *addr, const struct debug_obj_descr *descr,
 	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
 	struct odebug_bucket *db;
 	struct debug_obj *obj;
+	bool nested;
 
 	if (!enabled())
 		return;
+	nested = odebug_enter();
 	db = get_bucket((unsigned long)addr);
-	odebug_spin_lock(&db->lock);
+	if (!bucket_lock(db, nested))
+		goto out;
 	obj = lookup_object(addr, db);
 	if (obj) {
 		if (obj->state == ODEBUG_STATE_ACTIVE && obj->astate == expect) {
 			obj->astate = next;
 			odebug_spin_unlock(&db->lock);
-			return;
+			goto out;
 		}
 		o = *obj;
 	}
 	odebug_spin_unlock(&db->lock);
 	odebug_print_object(&o, "active_state");
+out:
+	odebug_leave();
 }
 
-static void free_local(struct debug_obj *list)
+static void free_local(struct debug_obj *list, bool nested)
 {
+	if (nested) {
+		spare_put(list);
+		return;
+	}
 	while (list) {
 		struct debug_obj *next = list->next;
 
@@ -450,9 +674,10 @@ static void free_local(struct debug_obj *list)
  * their fixup_free runs; the kernel then rescans until none is left.  Where
  * the kernel would rescan forever (no fixup, or one that left the object
  * active), the tracker is dropped instead: its memory is going away.
+ * Called inside a section; the fixup runs outside it.
  */
 static unsigned long check_bucket(struct odebug_bucket *db, unsigned long saddr,
-				  unsigned long eaddr)
+				  unsigned long eaddr, bool nested)
 {
 	unsigned long cnt, total = 0;
 	struct debug_obj *obj, *next, o;
@@ -461,7 +686,8 @@ repeat:
 	cnt = 0;
 	struct debug_obj *freelist = NULL;
 
-	odebug_spin_lock(&db->lock);
+	if (!bucket_lock(db, nested))
+		return total;
 	for (obj = db->first; obj; obj = next) {
 		unsigned long oaddr = (unsigned long)obj->object;
 
@@ -472,11 +698,14 @@ repeat:
 		if (obj->state == ODEBUG_STATE_ACTIVE) {
 			o = *obj;
 			odebug_spin_unlock(&db->lock);
-			free_local(freelist);
+			free_local(freelist, nested);
 			total += cnt;
 			odebug_print_object(&o, "free");
+			odebug_leave();
 			debug_object_fixup(o.descr->fixup_free, o.object, o.state);
-			odebug_spin_lock(&db->lock);
+			odebug_enter();
+			if (!bucket_lock(db, nested))
+				return total;
 			obj = lookup_object(o.object, db);
 			if (obj && obj->state == ODEBUG_STATE_ACTIVE)
 				bucket_del(obj);	/* not fixed: drop it */
@@ -484,7 +713,7 @@ repeat:
 				obj = NULL;
 			odebug_spin_unlock(&db->lock);
 			if (obj)
-				odebug_free_tracker(obj);
+				tracker_free(obj, nested);
 			if (!enabled())
 				return total;
 			goto repeat;
@@ -494,7 +723,7 @@ repeat:
 		freelist = obj;
 	}
 	odebug_spin_unlock(&db->lock);
-	free_local(freelist);
+	free_local(freelist, nested);
 	if (cnt > ODEBUG_READ(odebug_maxchain))
 		update_max(&odebug_maxchain, cnt);
 	return total + cnt;
@@ -503,6 +732,7 @@ repeat:
 void __kk_odebug_check_no_obj_freed(const void *address, unsigned long size)
 {
 	unsigned long saddr = (unsigned long)address, eaddr, paddr, chunks, checked = 0;
+	bool nested;
 
 	if (!enabled() || !size)
 		return;
@@ -514,13 +744,14 @@ void __kk_odebug_check_no_obj_freed(const void *address, unsigned long size)
 	if (eaddr - paddr > ~0ul - ODEBUG_CHUNK_SIZE)
 		chunks = ~0ul;
 
+	nested = odebug_enter();
 	if (chunks >= ODEBUG_HASH_SIZE) {
 		/* a huge range: every bucket once is cheaper than every page */
 		for (unsigned int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 			if (__atomic_load_n(&obj_hash[i].first, __ATOMIC_RELAXED))
-				checked += check_bucket(&obj_hash[i], saddr, eaddr);
+				checked += check_bucket(&obj_hash[i], saddr, eaddr, nested);
 			if (!enabled())
-				return;
+				goto out;
 		}
 	} else {
 		for (; chunks > 0; chunks--, paddr += ODEBUG_CHUNK_SIZE) {
@@ -529,13 +760,15 @@ void __kk_odebug_check_no_obj_freed(const void *address, unsigned long size)
 			/* an empty bucket holds nothing of ours: skip its lock */
 			if (!__atomic_load_n(&db->first, __ATOMIC_RELAXED))
 				continue;
-			checked += check_bucket(db, saddr, eaddr);
+			checked += check_bucket(db, saddr, eaddr, nested);
 			if (!enabled())
-				return;
+				goto out;
 		}
 	}
 	if (checked > ODEBUG_READ(odebug_maxchecked))
 		update_max(&odebug_maxchecked, checked);
+out:
+	odebug_leave();
 }
 
 /* ---- extras ------------------------------------------------------------------------- */
@@ -544,30 +777,35 @@ bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state, unsig
 {
 	struct odebug_bucket *db = get_bucket((unsigned long)addr);
 	struct debug_obj *obj;
-	bool found = false;
+	bool found = false, nested = odebug_enter();
 
-	odebug_spin_lock(&db->lock);
-	obj = lookup_object(addr, db);
-	if (obj) {
-		found = true;
-		if (state)
-			*state = (enum debug_obj_state)obj->state;
-		if (astate)
-			*astate = obj->astate;
+	if (bucket_lock(db, nested)) {
+		obj = lookup_object(addr, db);
+		if (obj) {
+			found = true;
+			if (state)
+				*state = (enum debug_obj_state)obj->state;
+			if (astate)
+				*astate = obj->astate;
+		}
+		odebug_spin_unlock(&db->lock);
 	}
-	odebug_spin_unlock(&db->lock);
+	odebug_leave();
 	return found;
 }
 
-/* Visit every tracker (bucket locked); for reports. */
+/* Visit every tracker (bucket locked); for reports.  Call inside a section. */
 void odebug_for_each_object(void (*fn)(const struct debug_obj *obj, void *arg), void *arg)
 {
+	bool nested = odebug_nested();
+
 	for (unsigned int i = 0; i < ODEBUG_HASH_SIZE; i++) {
 		struct odebug_bucket *b = &obj_hash[i];
 
 		if (!__atomic_load_n(&b->first, __ATOMIC_RELAXED))
 			continue;
-		odebug_spin_lock(&b->lock);
+		if (!bucket_lock(b, nested))
+			continue;
 		for (struct debug_obj *obj = b->first; obj; obj = obj->next)
 			fn(obj, arg);
 		odebug_spin_unlock(&b->lock);
@@ -581,6 +819,7 @@ int kk_debug_objects_enable(void)
 	int ret = 0;
 
 	odebug_pool_init();
+	odebug_enter();
 	pthread_mutex_lock(&enable_lock);
 	odebug_worker_start();
 	ODEBUG_WRITE(odebug_enabled, 1);
@@ -591,13 +830,17 @@ int kk_debug_objects_enable(void)
 	if (ret)
 		ODEBUG_WRITE(odebug_enabled, 0);
 #endif
+	if (!ret)
+		spare_balance();	/* before a signal handler may need one */
 	pthread_mutex_unlock(&enable_lock);
+	odebug_leave();
 	return ret;
 }
 
 int kk_debug_objects_disable(void)
 {
 	int ret = 0;
+	bool nested = odebug_enter();
 
 	pthread_mutex_lock(&enable_lock);
 #ifdef KK_ODEBUG_STANDALONE
@@ -607,9 +850,10 @@ int kk_debug_objects_disable(void)
 #endif
 	if (!ret) {
 		ODEBUG_WRITE(odebug_enabled, 0);
-		flush_hash();
+		flush_hash(nested);
 	}
 	pthread_mutex_unlock(&enable_lock);
+	odebug_leave();
 	return ret;
 }
 
@@ -620,15 +864,22 @@ bool kk_debug_objects_enabled(void)
 
 void kk_debug_objects_reset(void)
 {
-	flush_hash();
+	odebug_enter();
+	flush_hash(false);
+	spare_drain();
 	odebug_pool_reset();
 	odebug_report_reset();
 	ODEBUG_WRITE(odebug_maxchain, 0);
 	ODEBUG_WRITE(odebug_maxchecked, 0);
+	ODEBUG_WRITE(odebug_nested_skips, 0);
+	odebug_leave();
 }
 
 void kk_debug_objects_get_stats(struct kk_debug_objects_stats *st)
 {
+	unsigned long spare;
+	long sc;
+
 	memset(st, 0, sizeof(*st));
 	st->max_chain = ODEBUG_READ(odebug_maxchain);
 	st->max_checked = ODEBUG_READ(odebug_maxchecked);
@@ -636,16 +887,35 @@ void kk_debug_objects_get_stats(struct kk_debug_objects_stats *st)
 	st->fixups = ODEBUG_READ(odebug_fixups);
 	st->stack_warnings = ODEBUG_READ(odebug_stack_warnings);
 	st->oom = ODEBUG_READ(odebug_oom_count);
+	st->nested_skips = ODEBUG_READ(odebug_nested_skips);
+	/* the pool statistics take the pools' locks: not when nested */
+	if (odebug_enter()) {
+		odebug_leave();
+		return;
+	}
 	odebug_pool_stats(st);
+	odebug_leave();
+	/* spare trackers are in use as far as the pools know, but free */
+	sc = ODEBUG_READ(spare_cnt);
+	spare = sc > 0 ? (unsigned long)sc : 0;
+	if (spare > st->pool_used)
+		spare = st->pool_used;
+	st->pool_used -= spare;
+	st->pool_free += spare;
 }
 
 /* ---- fork, the control files, load-time settings -------------------------------------- */
 
 static bool fork_locked_buckets;		/* under enable_lock */
 
-/* While tracking is off no thread is inside a bucket lock for long: skip them. */
+/*
+ * While tracking is off no thread is inside a bucket lock for long: skip them.
+ * The section lasts from prepare to parent/child, so that a signal handler
+ * in between only try-locks.
+ */
 static void atfork_prepare(void)
 {
+	odebug_enter();
 	pthread_mutex_lock(&enable_lock);
 	odebug_report_atfork_prepare();
 	fork_locked_buckets = enabled();
@@ -668,6 +938,7 @@ static void atfork_parent(void)
 	unlock_buckets();
 	odebug_report_atfork_parent();
 	pthread_mutex_unlock(&enable_lock);
+	odebug_leave();
 }
 
 static void atfork_child(void)
@@ -676,7 +947,12 @@ static void atfork_child(void)
 	unlock_buckets();
 	odebug_report_atfork_child();
 	pthread_mutex_unlock(&enable_lock);
+	odebug_leave();
 }
+
+static const struct kk_fork_ops odebug_fork_ops = {
+	KK_INIT_ODEBUG, atfork_prepare, atfork_parent, atfork_child
+};
 
 #ifndef KK_ODEBUG_STANDALONE
 static int stats_show(struct kk_buf *out, void *priv)
@@ -698,6 +974,7 @@ static int stats_show(struct kk_buf *out, void *priv)
 	kk_buf_printf(out, "objs_allocated: %lu\n", st.objs_allocated);
 	kk_buf_printf(out, "objs_freed    : %lu\n", st.objs_freed);
 	kk_buf_printf(out, "avg_usage     : %lu\n", st.avg_usage);
+	kk_buf_printf(out, "nested_skips  : %lu\n", st.nested_skips);
 	return out->error;
 }
 
@@ -734,34 +1011,28 @@ static const struct kk_control_file_ops policy_ops = {
 };
 #endif
 
-static bool env_true(const char *name)
-{
-	const char *e = getenv(name);
-
-	return e && (e[0] == '1' || e[0] == 'y' || e[0] == 'Y');
-}
-
 extern int odebug_exit_report;
 
-__attribute__((constructor(210))) static void odebug_ctor(void)
+KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
 {
 	const char *e;
+	unsigned long max;
 
 	odebug_pool_init();
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	if ((e = getenv("KK_DEBUG_OBJECTS_POLICY")) && *e &&
-	    kk_debug_objects_set_policy(e))
-		fprintf(stderr, "ODEBUG: unknown policy KK_DEBUG_OBJECTS_POLICY=%s\n", e);
-	if ((e = getenv("KK_DEBUG_OBJECTS_MAX_TRACKERS")) && *e)
-		kk_debug_objects_set_max_trackers(strtoul(e, NULL, 0));
-	if (env_true("KK_DEBUG_OBJECTS_BACKTRACE"))
+	kk_fork_register(&odebug_fork_ops);
+	if ((e = kk_getenv("KK_DEBUG_OBJECTS_POLICY")) && kk_debug_objects_set_policy(e))
+		kk_warn("ignoring KK_DEBUG_OBJECTS_POLICY=%.64s: not base, pcpu2x, refill or ewma", e);
+	max = kk_env_ulong("KK_DEBUG_OBJECTS_MAX_TRACKERS", 0, 0, ULONG_MAX);
+	if (max)
+		kk_debug_objects_set_max_trackers(max);
+	if (kk_env_bool("KK_DEBUG_OBJECTS_BACKTRACE", false))
 		kk_debug_objects_set_backtraces(true);
-	if ((e = getenv("KK_DEBUG_OBJECTS_EXIT_REPORT")) && e[0] == '0')
+	if (!kk_env_bool("KK_DEBUG_OBJECTS_EXIT_REPORT", true))
 		ODEBUG_WRITE(odebug_exit_report, 0);
 #ifndef KK_ODEBUG_STANDALONE
 	kk_control_create_file("debug_objects/stats", &stats_ops, NULL);
 	kk_control_create_file("debug_objects/policy", &policy_ops, NULL);
 #endif
-	if (env_true("KK_DEBUG_OBJECTS"))
+	if (kk_env_bool("KK_DEBUG_OBJECTS", false))
 		kk_debug_objects_enable();
 }

@@ -89,9 +89,51 @@ static inline void odebug_spin_unlock(odebug_spin_t *l)
 #define ODEBUG_WRITE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define ODEBUG_ADD(x, v)	__atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 
+/* ---- signal safety --------------------------------------------------------------
+ *
+ * free() may run in a signal handler, and with the preload library free()
+ * calls a hook.  The handler may have interrupted its own thread inside a
+ * debug-objects operation that holds a bucket lock, a pool lock or the
+ * depot lock, or that is half-way through changing the thread's tracker pool
+ * (which has no lock: only its thread uses it).
+ *
+ * So every entry point that may take a lock counts itself in odebug_depth
+ * (initial-exec TLS) for as long as it may hold one; fixups, which may call
+ * the hooks again, run outside that section.  An entry that finds the depth
+ * already raised on its thread is nested: it only try-locks (and skips, and
+ * counts the skip in nested_skips, when it cannot get the lock), takes and
+ * returns trackers through the lock-free spare list instead of the pools,
+ * captures no backtrace and calls nothing that takes a lock.
+ */
+extern ODEBUG_TLS __attribute__((visibility("hidden"))) unsigned int odebug_depth;
+
+/* Enter a section; true when this thread was already inside one (nested). */
+static inline bool odebug_enter(void)
+{
+	unsigned int d = odebug_depth;
+
+	odebug_depth = d + 1;
+	/* a handler on this thread must see the depth before any lock is taken */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return d != 0;
+}
+
+static inline void odebug_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	odebug_depth--;
+}
+
+/* Inside a section: was another one interrupted (or called into) on this thread? */
+static inline bool odebug_nested(void)
+{
+	return odebug_depth > 1;
+}
+
 /* ---- core.c ------------------------------------------------------------------- */
 
 extern int odebug_enabled;		/* tracking is on (checked by every slow path) */
+extern unsigned long odebug_nested_skips;	/* nested entries that could not take a lock */
 
 /* ---- pool.c ------------------------------------------------------------------- */
 

@@ -91,9 +91,11 @@ static unsigned long objs_allocated, objs_freed;
 
 void kk_debug_objects_set_max_trackers(unsigned long max)
 {
+	odebug_enter();		/* a signal handler's free() must not wait for slab_lock */
 	pthread_mutex_lock(&slab_lock);
 	slab_max = max;
 	pthread_mutex_unlock(&slab_lock);
+	odebug_leave();
 }
 
 static struct debug_obj *slab_get_locked(void)
@@ -298,6 +300,7 @@ static void pcp_dtor(void *arg)
 {
 	struct pcpu_pool *p = arg;
 
+	odebug_enter();		/* a signal handler's free() must not wait for our locks */
 	pthread_mutex_lock(&reg_lock);
 	if (p->pprev) {
 		*p->pprev = p->next;
@@ -308,6 +311,7 @@ static void pcp_dtor(void *arg)
 	pthread_mutex_unlock(&reg_lock);
 	p->state = PCP_DEAD;
 	pcp_drain(p);
+	odebug_leave();
 }
 
 static struct pcpu_pool *this_pool(void)

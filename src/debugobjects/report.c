@@ -5,7 +5,12 @@
  *
  * Reports are formatted into a buffer on the stack and written with write(2)
  * (or handed to the printer callback), never with a lock held, so that they
- * work from inside the preload library's free().
+ * work from inside the preload library's free(), also in a signal handler:
+ * the printer and the stack depot are read without a lock, and a nested
+ * report (see internal.h) skips the backtrace of where it was made.
+ *
+ * The report at exit needs no syscall but write(2): its buffer is static, and
+ * the symbol names of recorded backtraces come from dladdr() (no file access).
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -17,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "internal.h"
 
 unsigned long odebug_warnings, odebug_fixups, odebug_maxchain, odebug_maxchecked;
@@ -37,16 +43,51 @@ static const char *const obj_states[ODEBUG_STATE_MAX] = {
 
 /* ---- output ---------------------------------------------------------------------- */
 
+/*
+ * The printer: written under printer_lock, read locklessly (a sequence count:
+ * odd while a writer is changing it), so that a report in a signal handler
+ * never waits for the code it interrupted.
+ */
 static odebug_spin_t printer_lock;
+static unsigned int printer_seq;
 static kk_odebug_printer_fn printer_fn;
 static void *printer_arg;
 
 void kk_debug_objects_set_printer(kk_odebug_printer_fn fn, void *arg)
 {
+	odebug_enter();
 	odebug_spin_lock(&printer_lock);
-	printer_fn = fn;
-	printer_arg = arg;
+	__atomic_store_n(&printer_seq, printer_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&printer_fn, fn, __ATOMIC_RELAXED);
+	__atomic_store_n(&printer_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&printer_seq, printer_seq + 1, __ATOMIC_RELEASE);
 	odebug_spin_unlock(&printer_lock);
+	odebug_leave();
+}
+
+/* The printer, or NULL for stderr (also when nested and a change is half done). */
+static kk_odebug_printer_fn get_printer(void **arg)
+{
+	for (;;) {
+		unsigned int seq = __atomic_load_n(&printer_seq, __ATOMIC_ACQUIRE);
+
+		if (!(seq & 1)) {
+			kk_odebug_printer_fn fn = __atomic_load_n(&printer_fn, __ATOMIC_RELAXED);
+			void *a = __atomic_load_n(&printer_arg, __ATOMIC_RELAXED);
+
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&printer_seq, __ATOMIC_RELAXED) == seq) {
+				*arg = a;
+				return fn;
+			}
+		}
+		if (odebug_nested()) {	/* the writer may be the code we interrupted */
+			*arg = NULL;
+			return NULL;
+		}
+		odebug_cpu_relax();
+	}
 }
 
 void odebug_print_text(const char *text)
@@ -55,10 +96,7 @@ void odebug_print_text(const char *text)
 	void *arg;
 	size_t len = strlen(text);
 
-	odebug_spin_lock(&printer_lock);
-	fn = printer_fn;
-	arg = printer_arg;
-	odebug_spin_unlock(&printer_lock);
+	fn = get_printer(&arg);
 	if (fn) {
 		fn(text, arg);
 		return;
@@ -156,6 +194,11 @@ struct depot_rec {
 	void *frames[DEPOT_FRAMES];
 };
 
+/*
+ * Records are added under depot_lock and never change afterwards: a record
+ * is complete before depot_used (store-release) counts it, so reports read
+ * the depot without the lock.
+ */
 static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct depot_rec *depot;
 static uint32_t depot_used;
@@ -194,7 +237,7 @@ __attribute__((noinline)) uint32_t odebug_stack_capture(void)
 
 		if (p == MAP_FAILED)
 			goto out;
-		depot = p;
+		__atomic_store_n(&depot, (struct depot_rec *)p, __ATOMIC_RELEASE);
 	}
 	for (uint32_t x = depot_heads[h % DEPOT_HASH]; x; x = depot[x - 1].next) {
 		struct depot_rec *r = &depot[x - 1];
@@ -206,13 +249,14 @@ __attribute__((noinline)) uint32_t odebug_stack_capture(void)
 		}
 	}
 	if (depot_used < DEPOT_CAP) {
-		struct depot_rec *r = &depot[depot_used++];
+		struct depot_rec *r = &depot[depot_used];
 
 		r->hash = h;
 		r->n = cnt;
 		memcpy(r->frames, frames + DEPOT_SKIP, cnt * sizeof(void *));
 		r->next = depot_heads[h % DEPOT_HASH];
-		handle = depot_used;
+		handle = depot_used + 1;
+		__atomic_store_n(&depot_used, handle, __ATOMIC_RELEASE);
 		depot_heads[h % DEPOT_HASH] = handle;
 	}
 out:
@@ -222,15 +266,11 @@ out:
 
 static void tb_stack(struct tbuf *t, const char *what, uint32_t handle)
 {
-	const struct depot_rec *r;
+	const struct depot_rec *d = __atomic_load_n(&depot, __ATOMIC_ACQUIRE), *r;
 
-	if (!handle)
+	if (!handle || !d || handle > __atomic_load_n(&depot_used, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&depot_lock);
-	r = depot && handle <= depot_used ? &depot[handle - 1] : NULL;
-	pthread_mutex_unlock(&depot_lock);
-	if (!r)
-		return;
+	r = &d[handle - 1];
 	tb_printf(t, "ODEBUG:  %s backtrace:\n", what);
 	tb_frames(t, r->frames, r->n);
 }
@@ -268,7 +308,9 @@ void odebug_print_object(const struct debug_obj *o, const char *msg)
 	if (ODEBUG_READ(odebug_backtraces)) {
 		tb_stack(&t, "init", o->init_stack);
 		tb_stack(&t, "activate", o->act_stack);
-		tb_here(&t);
+		/* the unwinder may take a lock the interrupted code holds */
+		if (!odebug_nested())
+			tb_here(&t);
 	}
 	odebug_print_text(t.buf);
 }
@@ -350,46 +392,50 @@ static void tally_one(const struct debug_obj *obj, void *arg)
 		t->other++;
 }
 
+/*
+ * Static buffers (under the lock): big for the stack, and the report at exit
+ * must not allocate (a sandbox may refuse mmap, and malloc may fail).
+ */
+static struct tally report_tally;
+static struct tbuf report_buf;
+
 static unsigned long report_active(const char *when)
 {
-	static struct tally t;		/* big: not on the stack; reports are rare */
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct tbuf *tb;
-	unsigned long total;
+	struct tally *tp = &report_tally;
+	struct tbuf *tb = &report_buf;
+	unsigned long total = 0;
+	bool nested = odebug_enter();
 
-	pthread_mutex_lock(&lock);
-	memset(&t, 0, sizeof(t));
-	odebug_for_each_object(tally_one, &t);
-	total = t.total;
+	if (nested ? pthread_mutex_trylock(&lock) : pthread_mutex_lock(&lock))
+		goto out;
+	memset(tp, 0, sizeof(*tp));
+	odebug_for_each_object(tally_one, tp);
+	total = tp->total;
 	if (!total) {
 		pthread_mutex_unlock(&lock);
-		return 0;
-	}
-	tb = mmap(NULL, sizeof(*tb), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tb == MAP_FAILED) {
-		odebug_printf("ODEBUG: %lu active object%s%s\n", total, total == 1 ? "" : "s", when);
-		pthread_mutex_unlock(&lock);
-		return total;
+		goto out;
 	}
 	tb->len = 0;
 	tb_printf(tb, "ODEBUG: %lu active object%s%s, by type:\n", total, total == 1 ? "" : "s",
 		  when);
-	for (unsigned int i = 0; i < t.ntypes; i++)
+	for (unsigned int i = 0; i < tp->ntypes; i++)
 		tb_printf(tb, "ODEBUG:   %-24s %lu\n",
-			  t.descr[i]->name ? t.descr[i]->name : "(null)", t.cnt[i]);
-	if (t.other)
-		tb_printf(tb, "ODEBUG:   %-24s %lu\n", "(other types)", t.other);
+			  tp->descr[i]->name ? tp->descr[i]->name : "(null)", tp->cnt[i]);
+	if (tp->other)
+		tb_printf(tb, "ODEBUG:   %-24s %lu\n", "(other types)", tp->other);
 	if (ODEBUG_READ(odebug_backtraces)) {
-		for (unsigned int i = 0; i < t.nsamples; i++) {
-			tb_printf(tb, "ODEBUG:  object %p object type: %s\n", t.sample[i].object,
-				  t.sample[i].descr->name ? t.sample[i].descr->name : "(null)");
-			tb_stack(tb, "init", t.sample[i].init_stack);
-			tb_stack(tb, "activate", t.sample[i].act_stack);
+		for (unsigned int i = 0; i < tp->nsamples; i++) {
+			tb_printf(tb, "ODEBUG:  object %p object type: %s\n", tp->sample[i].object,
+				  tp->sample[i].descr->name ? tp->sample[i].descr->name : "(null)");
+			tb_stack(tb, "init", tp->sample[i].init_stack);
+			tb_stack(tb, "activate", tp->sample[i].act_stack);
 		}
 	}
 	odebug_print_text(tb->buf);
-	munmap(tb, sizeof(*tb));
 	pthread_mutex_unlock(&lock);
+out:
+	odebug_leave();
 	return total;
 }
 
@@ -398,7 +444,8 @@ unsigned long kk_debug_objects_report_active(void)
 	return report_active("");
 }
 
-__attribute__((destructor)) static void odebug_exit(void)
+/* Only write(2) (or the printer): see the top of this file. */
+KK_EXIT(KK_INIT_ODEBUG) static void odebug_exit(void)
 {
 	if (ODEBUG_READ(odebug_enabled) && ODEBUG_READ(odebug_exit_report))
 		report_active(" at exit");

@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
+#include "common.h"
 #include "internal.h"
 #include "dynamic_debug/dd.h"
 #include "dynamic_debug/query.h"
@@ -848,6 +850,9 @@ extern char **environ;
 
 static void read_module_env(void)
 {
+	/* secure_getenv() semantics, as kk_getenv(): none in a setuid program */
+	if (getauxval(AT_SECURE))
+		return;
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '='), *name, *val;
 		char mod[128];
@@ -893,7 +898,7 @@ static void dd_init_once(void)
 			srcroot_len = 0;
 		}
 	}
-	if ((e = getenv("KK_DYNDBG_SRCROOT")) && *e) {
+	if ((e = kk_getenv("KK_DYNDBG_SRCROOT")) && *e) {
 		snprintf(srcroot, sizeof(srcroot) - 1, "%s", e);
 		srcroot_len = strlen(srcroot);
 		if (srcroot[srcroot_len - 1] != '/') {
@@ -901,11 +906,10 @@ static void dd_init_once(void)
 			srcroot[srcroot_len] = '\0';
 		}
 	}
-	e = getenv("KK_DYNDBG_VERBOSE");
-	dd_verbose = e && *e && strcmp(e, "0");
+	dd_verbose = kk_env_bool("KK_DYNDBG_VERBOSE", false);
 	/* Every object mapped now was loaded with the program. */
 	dl_iterate_phdr(collect_ranges, NULL);
-	e = getenv("KK_DYNDBG");
+	e = kk_getenv("KK_DYNDBG");
 	if (e && *e) {
 		struct ddq_msgs m = { 0 };
 
@@ -930,8 +934,12 @@ static void dd_atfork_release(void)
 	pthread_mutex_unlock(&dd_lock);
 }
 
-__attribute__((constructor(160))) static void dd_init(void)
+static const struct kk_fork_ops dd_fork_ops = {
+	KK_INIT_DYNDBG, dd_atfork_prepare, dd_atfork_release, dd_atfork_release
+};
+
+KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 {
 	pthread_once(&dd_once, dd_init_once);
-	pthread_atfork(dd_atfork_prepare, dd_atfork_release, dd_atfork_release);
+	kk_fork_register(&dd_fork_ops);
 }

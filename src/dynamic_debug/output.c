@@ -18,6 +18,7 @@
 
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/ratelimit.h>
+#include "common.h"
 #include "dynamic_debug/dd.h"
 
 /* ---- sinks --------------------------------------------------------------------------- */
@@ -354,7 +355,9 @@ int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *d)
 	return ok;
 }
 
-__attribute__((constructor(160))) static void output_init(void)
+static const struct kk_fork_ops output_fork_ops = { KK_INIT_DYNDBG, NULL, NULL, reset_tid };
+
+KK_INIT(KK_INIT_DYNDBG) static void output_init(void)
 {
-	pthread_atfork(NULL, NULL, reset_tid);
+	kk_fork_register(&output_fork_ops);
 }

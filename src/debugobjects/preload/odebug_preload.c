@@ -18,16 +18,20 @@
  * allocates) goes to glibc's __libc_free/__libc_realloc or the raw syscall.
  * The checks themselves never allocate: trackers come from kernelkit's own
  * mmap'ed slab, and per-thread state is initial-exec TLS.
+ *
+ * free() may run in a signal handler that interrupted its thread inside
+ * debug objects: the check then only try-locks and takes no pool lock (see
+ * src/debugobjects/internal.h); what it cannot check it skips and counts.
  */
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <kernelkit/debugobjects.h>
+#include "common.h"
 
 extern void __libc_free(void *p);
 extern void *__libc_realloc(void *p, size_t n);
@@ -79,9 +83,10 @@ int munmap(void *addr, size_t len)
 	return (int)syscall(SYS_munmap, addr, len);
 }
 
-__attribute__((constructor(220))) static void odebug_preload_init(void)
+KK_INIT(KK_INIT_ODEBUG_PRELOAD) static void odebug_preload_init(void)
 {
-	const char *e = getenv("KK_DEBUG_OBJECTS");
+	const char *e = kk_getenv("KK_DEBUG_OBJECTS");
+	bool on = true;
 	void *f;
 
 	/* dlsym may allocate and free: those calls take the fallbacks above */
@@ -91,6 +96,10 @@ __attribute__((constructor(220))) static void odebug_preload_init(void)
 		__atomic_store_n(&real_realloc, (void *(*)(void *, size_t))f, __ATOMIC_RELEASE);
 	if ((f = dlsym(RTLD_NEXT, "munmap")) && f != (void *)munmap)
 		__atomic_store_n(&real_munmap, (int (*)(void *, size_t))f, __ATOMIC_RELEASE);
-	if (!e || strcmp(e, "0"))
+	/* an invalid value was already reported by libkernelkit's constructor:
+	 * parse quietly, and keep the default (on) */
+	if (e)
+		kk_parse_bool(e, &on);
+	if (on)
 		kk_debug_objects_enable();
 }
