@@ -33,7 +33,8 @@ $(B)/test/unit/debugobjects_timerwheel: $(ODB_TW_OBJ)
 # endpoint), compiled by clang.  Run by test/scripts/debugobjects_tsan.sh.
 ODB_TSAN_CC  ?= clang
 ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
-ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c)
+ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
+		$(wildcard src/common/*.c)
 
 $(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h include/kernelkit/debugobjects.h \
 		include/kernelkit/jump_label.h test/kktest.h
