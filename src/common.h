@@ -147,6 +147,8 @@ int kk_park_signal(void);
  * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.
  */
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+/* Is @tid a running library thread?  Lock-free (a panic asks). */
+bool kk_is_library_thread(pid_t tid);
 
 /*
  * A service owns library threads.  stop() must make them exit and join them

@@ -81,13 +81,47 @@ struct start {
 	char name[16];
 };
 
+/*
+ * The tids of the running library threads, so that a panic can tell a library
+ * thread that failed to park (a library bug) from a program thread that
+ * blocks the park signal.  Lock-free: read from a panic.
+ */
+#define KK_MAX_LIB_THREADS	8
+static pid_t lib_tids[KK_MAX_LIB_THREADS];
+
+static int lib_tid_add(pid_t tid)
+{
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++) {
+		pid_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&lib_tids[i], &zero, tid, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return i;
+	}
+	return -1;
+}
+
+bool kk_is_library_thread(pid_t tid)
+{
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++)
+		if (tid && __atomic_load_n(&lib_tids[i], __ATOMIC_ACQUIRE) == tid)
+			return true;
+	return false;
+}
+
 static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;
+	int slot;
+	void *ret;
 
 	free(p);
 	pthread_setname_np(pthread_self(), s.name);
-	return s.fn(s.arg);
+	slot = lib_tid_add((pid_t)syscall(SYS_gettid));
+	ret = s.fn(s.arg);
+	if (slot >= 0)
+		__atomic_store_n(&lib_tids[slot], 0, __ATOMIC_RELEASE);
+	return ret;
 }
 
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
@@ -194,6 +228,9 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	/* Only the forking thread came along, and it is the program's. */
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++)
+		__atomic_store_n(&lib_tids[i], 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < nfork_ops; i++)
 		if (fork_ops[i]->child)
 			fork_ops[i]->child();
