@@ -212,10 +212,12 @@ bool kk_cancel_work_sync(struct kk_work *w);
 void kk_flush_work(struct kk_work *w);
 /*
  * Cancel every pending item for which @match returns true and wait until none
- * that matches runs (for an object being unloaded: jump_label).  Makes no
- * system call beyond futex waits.
+ * that matches runs (for an object being unloaded: jump_label).  @match gets
+ * the item's function separately and must not dereference a running item
+ * (its function may have freed it).  Makes no system call beyond futex waits.
  */
-void kk_cancel_work_matching(bool (*match)(const struct kk_work *w, void *arg), void *arg);
+void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
+					   void (*fn)(struct kk_work *), void *arg), void *arg);
 /* The kernel's work_pending(): queued and not yet started. */
 bool kk_work_pending(const struct kk_work *w);
 /* True on the worker thread (inside a work function). */

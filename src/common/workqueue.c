@@ -43,6 +43,8 @@ static struct {
 	struct kk_work *list;		/* pending items by deadline (lock) */
 	struct kk_work *current;	/* running on the worker (lock) */
 	struct kk_work *caller;		/* running in a flushing caller (lock) */
+	void (*current_fn)(struct kk_work *), (*caller_fn)(struct kk_work *);
+					/* their functions: the item may be freed by now */
 	int seq;			/* futex: bumped on every queue; the worker sleeps on it */
 	int sleeping;			/* the worker is (about to be) in its futex wait */
 	int done;			/* futex: bumped when an item finished */
@@ -152,17 +154,22 @@ static void finished_locked(void)
 
 /* ---- the thread --------------------------------------------------------------------- */
 
-static void run_locked(struct kk_work *w, struct kk_work **slot)
+static void run_locked(struct kk_work *w, struct kk_work **slot,
+		       void (**slot_fn)(struct kk_work *))
 {
+	void (*fn)(struct kk_work *) = w->fn;
+
 	unlink_locked(w);
 	/* Clear pending and count the start in one step: @w may be queued again
 	 * from here on (by its own function, too). */
 	__atomic_fetch_add(&w->state, W_START - W_PENDING, __ATOMIC_ACQ_REL);
 	*slot = w;
+	*slot_fn = fn;
 	pthread_mutex_unlock(&wq.lock);
-	w->fn(w);		/* may free @w: not touched after this */
+	fn(w);			/* may free @w: not touched after this */
 	pthread_mutex_lock(&wq.lock);
 	*slot = NULL;
+	*slot_fn = NULL;
 	finished_locked();
 }
 
@@ -189,7 +196,7 @@ static void *worker_main(void *arg)
 		}
 		if (w) {
 			if (w->deadline_ns <= kk_now_ns()) {
-				run_locked(w, &wq.current);
+				run_locked(w, &wq.current, &wq.current_fn);
 				continue;
 			}
 			deadline = w->deadline_ns;
@@ -340,7 +347,7 @@ void kk_flush_work(struct kk_work *w)
 		if (pending && !running && !worker_serves_locked()) {
 			/* Threads are stopped, or this is the worker: run it here. */
 			if (!wq.caller) {
-				run_locked(w, &wq.caller);
+				run_locked(w, &wq.caller, &wq.caller_fn);
 				break;
 			}
 		} else if (!waiting) {
@@ -364,7 +371,8 @@ void kk_flush_work(struct kk_work *w)
 	pthread_mutex_unlock(&wq.lock);
 }
 
-void kk_cancel_work_matching(bool (*match)(const struct kk_work *w, void *arg), void *arg)
+void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
+					    void (*fn)(struct kk_work *), void *arg), void *arg)
 {
 	pthread_mutex_lock(&wq.lock);
 	for (;;) {
@@ -372,7 +380,7 @@ void kk_cancel_work_matching(bool (*match)(const struct kk_work *w, void *arg), 
 
 		drain_locked();
 		while ((w = *pp)) {
-			if (match(w, arg)) {
+			if (match(w, w->fn, arg)) {
 				*pp = w->next;
 				__atomic_fetch_and(&w->state, ~W_PENDING, __ATOMIC_RELEASE);
 			} else {
@@ -380,8 +388,10 @@ void kk_cancel_work_matching(bool (*match)(const struct kk_work *w, void *arg), 
 			}
 		}
 		/* A matching item that runs may queue itself again: go round. */
-		if (!((wq.current && !on_worker && match(wq.current, arg)) ||
-		      (wq.caller && match(wq.caller, arg))))
+		/* (A running item's memory may be gone: match it by address and
+		 * the function it was started with.) */
+		if (!((wq.current && !on_worker && match(wq.current, wq.current_fn, arg)) ||
+		      (wq.caller && match(wq.caller, wq.caller_fn, arg))))
 			break;
 		wait_done_locked();
 	}
@@ -444,8 +454,11 @@ static void wq_fork_child(void)
 	 * Pending items stay queued for the next worker. */
 	pthread_mutex_init(&wq.lock, NULL);
 	wq.current = NULL;
-	if (!on_worker)
+	wq.current_fn = NULL;
+	if (!on_worker) {
 		wq.caller = NULL;
+		wq.caller_fn = NULL;
+	}
 	wq.sleeping = 0;
 	wq.done_waiters = 0;
 	wq.stop = 0;

@@ -133,11 +133,11 @@ static bool in_ranges(const struct obj_ranges *r, uintptr_t a)
 }
 
 /* Work that lives in the object, or whose function does. */
-static bool work_in_object(const struct kk_work *w, void *arg)
+static bool work_in_object(const struct kk_work *w, void (*fn)(struct kk_work *), void *arg)
 {
 	const struct obj_ranges *r = arg;
 
-	return in_ranges(r, (uintptr_t)w) || in_ranges(r, (uintptr_t)w->fn);
+	return in_ranges(r, (uintptr_t)w) || in_ranges(r, (uintptr_t)fn);
 }
 
 /*

@@ -243,9 +243,10 @@ static struct item range[4] = {
 	{ KK_WORK_INIT(record), '2', 0 }, { KK_WORK_INIT(record), '3', 0 },
 };
 
-static bool in_first_two(const struct kk_work *w, void *arg)
+static bool in_first_two(const struct kk_work *w, void (*fn)(struct kk_work *), void *arg)
 {
 	(void)arg;
+	(void)fn;
 	return (const void *)w >= (const void *)&range[0] && (const void *)w < (const void *)&range[2];
 }
 
