@@ -45,10 +45,10 @@ struct static_key_false_deferred {
 
 #define DEFINE_STATIC_KEY_DEFERRED_TRUE(name, rl)				\
 	struct static_key_true_deferred name = {				\
-		.key = __KK_KEY_INIT(1, #name), .timeout = (rl), .work = { 0, { 0, 0, 0, 0 } } }
+		__KK_KEY_INIT(1, #name), (rl), { 0, { 0, 0, 0, 0 } } }
 #define DEFINE_STATIC_KEY_DEFERRED_FALSE(name, rl)				\
 	struct static_key_false_deferred name = {				\
-		.key = __KK_KEY_INIT(0, #name), .timeout = (rl), .work = { 0, { 0, 0, 0, 0 } } }
+		__KK_KEY_INIT(0, #name), (rl), { 0, { 0, 0, 0, 0 } } }
 
 int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
 				   unsigned long timeout);
