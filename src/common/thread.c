@@ -120,7 +120,8 @@ static void *thread_main(void *p)
 
 	pthread_setname_np(pthread_self(), st->name);
 	slot = lib_tid_add((pid_t)syscall(SYS_gettid));
-	/* Last touch of *st: it is on the creator's stack. */
+	/* Last touch of *st (it is on the creator's stack); the wake below uses
+	 * only its address, and our waits all recheck their condition. */
 	__atomic_store_n(&st->started, 1, __ATOMIC_RELEASE);
 	kk_futex_wake(&st->started, 1);
 	ret = fn(arg);
