@@ -11,7 +11,15 @@
  * measured inside the child (kk_panic_get_stats(), read by a panic notifier)
  * over 9 panics: the median is reported.
  *
- * JSON: busy_cpu_ms, halt_cpu_ms, halt_ctxsw, threads_parked_ms.
+ * The "lib" runs add the library's own threads, busy (issue 9's target):
+ * debug objects on with the free worker queued, a deferred decrement pending
+ * and the shazptr scan busy (a reader holds a pointer, another thread waits
+ * in synchronize_shazptr()).  Every thread must park in <= 10 ms and use no
+ * CPU after the halt.
+ *
+ * JSON: busy_cpu_ms, halt_cpu_ms, halt_ctxsw, threads_parked_ms,
+ * lib_threads_parked_ms, lib_threads_parked_max_ms, lib_threads_missing,
+ * lib_halt_cpu_ms, lib_halt_ctxsw.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kernelkit/debugobjects.h>
+#include <kernelkit/jump_label_ratelimit.h>
 #include <kernelkit/panic.h>
+#include <kernelkit/shazptr.h>
 #include "bench.h"
 
 #define NWORKERS 4
@@ -57,10 +68,12 @@ static int report(struct kk_panic_notifier *nb, unsigned long action, void *data
 	(void)action;
 	(void)data;
 	if (kk_panic_get_stats(&st) || !st.parked_ns)
-		n = snprintf(line, sizeof(line), "parked -1 %d\n", st.threads_missing);
+		n = snprintf(line, sizeof(line), "parked -1 %d %d\n", st.threads_missing,
+			     st.threads_signalled);
 	else
-		n = snprintf(line, sizeof(line), "parked %llu %d\n",
-			     (unsigned long long)(st.parked_ns - st.enter_ns), st.threads_parked);
+		n = snprintf(line, sizeof(line), "parked %llu %d %d\n",
+			     (unsigned long long)(st.parked_ns - st.enter_ns), st.threads_parked,
+			     st.threads_signalled);
 	if (write(report_fd, line, (size_t)n) < 0)
 		return KK_NOTIFY_DONE;
 	return KK_NOTIFY_DONE;
@@ -68,7 +81,70 @@ static int report(struct kk_panic_notifier *nb, unsigned long action, void *data
 
 static struct kk_panic_notifier report_nb = { report, 0, NULL };
 
-__attribute__((noreturn)) static void child(const char *policy, int wfd)
+/* ---- the library's threads, busy ------------------------------------------------ */
+
+static int shz_obj;
+static atomic_int lib_ready;
+
+static void *shz_holder(void *arg)
+{
+	struct shazptr_guard g = shazptr_acquire(&shz_obj);
+
+	(void)arg;
+	atomic_fetch_add(&lib_ready, 1);
+	for (;;)
+		pause();
+	shazptr_clear(g);
+	return NULL;
+}
+
+static void *shz_waiter(void *arg)
+{
+	(void)arg;
+	synchronize_shazptr(&shz_obj);		/* the holder never lets go */
+	return NULL;
+}
+
+struct bench_obj {
+	int v;
+};
+
+static const struct debug_obj_descr bench_descr = { .name = "kk-bench-panic" };
+static struct bench_obj bench_objs[4096];
+
+DEFINE_STATIC_KEY_DEFERRED_FALSE(bench_dk, 60000);
+
+static void busy_library(void)
+{
+	struct kk_shazptr_stats st;
+	pthread_t t;
+
+	/* Debug objects on; tracker churn queues the free worker. */
+	if (kk_debug_objects_enable())
+		_exit(5);
+	for (int r = 0; r < 4; r++) {
+		for (size_t i = 0; i < sizeof(bench_objs) / sizeof(bench_objs[0]); i++)
+			debug_object_init(&bench_objs[i], &bench_descr);
+		for (size_t i = 0; i < sizeof(bench_objs) / sizeof(bench_objs[0]); i++)
+			debug_object_free(&bench_objs[i], &bench_descr);
+	}
+	if (static_branch_deferred_inc(&bench_dk) || static_branch_slow_dec_deferred(&bench_dk))
+		_exit(5);
+	/* The scan: a reader holds the pointer, a waiter waits for it. */
+	kk_shazptr_set_skip_synchronize_self_scan(true);
+	if (pthread_create(&t, NULL, shz_holder, NULL))
+		_exit(4);
+	while (atomic_load(&lib_ready) < 1)
+		sched_yield();
+	if (pthread_create(&t, NULL, shz_waiter, NULL))
+		_exit(4);
+	do {
+		kk_shazptr_get_stats(&st);
+		sched_yield();
+	} while (st.sync_scan_thread < 1 || st.scan_rounds < 100);
+}
+
+__attribute__((noreturn)) static void child(const char *policy, int lib, int wfd)
 {
 	int devnull = open("/dev/null", O_WRONLY);
 	pthread_t t;
@@ -84,8 +160,10 @@ __attribute__((noreturn)) static void child(const char *policy, int wfd)
 			_exit(4);
 	while (atomic_load(&workers_started) < NWORKERS)
 		sched_yield();
+	if (lib)
+		busy_library();
 	usleep(20000);		/* let them spin */
-	kk_panic("kk-bench panic (%s)", policy);
+	kk_panic("kk-bench panic (%s%s)", policy, lib ? ", library threads busy" : "");
 }
 
 /* CPU ns and context switches of every thread of pid. */
@@ -137,13 +215,14 @@ static void sleep_ns(unsigned long long ns)
 struct run {
 	double cpu_ms;
 	unsigned long long ctxsw;
-	double parked_ms;
+	double parked_ms;		/* < 0: not every thread parked */
 	int parked_threads;
+	int signalled_threads;
 	int exit_status;
 };
 
 /* One child: panic, measure over window_ns (0: none), SIGTERM it. */
-static int run_child(const char *policy, unsigned long long window_ns, struct run *r)
+static int run_child(const char *policy, int lib, unsigned long long window_ns, struct run *r)
 {
 	int p[2], st = 0;
 	char buf[128];
@@ -163,7 +242,7 @@ static int run_child(const char *policy, unsigned long long window_ns, struct ru
 		return -1;
 	if (pid == 0) {
 		close(p[0]);
-		child(policy, p[1]);
+		child(policy, lib, p[1]);
 	}
 	close(p[1]);
 	pfd.fd = p[0];
@@ -171,13 +250,17 @@ static int run_child(const char *policy, unsigned long long window_ns, struct ru
 	if (poll(&pfd, 1, 10000) == 1)
 		n = read(p[0], buf, sizeof(buf) - 1);
 	close(p[0]);
-	if (n <= 0 || (buf[n] = '\0', sscanf(buf, "parked %llu %d", &ns, &threads) != 2)) {
+	if (n > 0 && (buf[n] = '\0', sscanf(buf, "parked -1 %d %d", &threads, &r->signalled_threads) == 2)) {
+		r->parked_ms = -1;	/* some thread did not park: measure the rest anyway */
+		r->parked_threads = r->signalled_threads - threads;
+	} else if (n <= 0 || sscanf(buf, "parked %llu %d %d", &ns, &threads, &r->signalled_threads) != 3) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		return -1;
+	} else {
+		r->parked_ms = ns / 1e6;
+		r->parked_threads = threads;
 	}
-	r->parked_ms = ns / 1e6;
-	r->parked_threads = threads;
 	if (window_ns) {
 		sleep_ns(200000000ull);	/* the owner reaches its wait */
 		if (sample(pid, &c0, &x0))
@@ -213,25 +296,52 @@ static int bench_panic(struct kkb_ctx *ctx)
 	const char *w = getenv("KK_BENCH_PANIC_WINDOW_S");
 	double window_s = w && atof(w) > 0 ? atof(w) : 10.0;
 	unsigned long long window_ns = (unsigned long long)(window_s * 1e9);
-	struct run busy, halt, extra;
-	double parked[NPARK_RUNS], maxp;
-	int np = 0;
+	struct run busy, halt, extra, lib;
+	double parked[NPARK_RUNS], maxp, lparked[NPARK_RUNS], lmaxp;
+	int np = 0, nl = 0, lmissing = 0;
 
-	if (run_child("busy", window_ns, &busy) || run_child("halt", window_ns, &halt)) {
+	if (run_child("busy", 0, window_ns, &busy) || run_child("halt", 0, window_ns, &halt)) {
 		kkb_note(ctx, "a child did not panic as expected");
 		return -1;
 	}
 	parked[np++] = busy.parked_ms;
 	parked[np++] = halt.parked_ms;
-	while (np < NPARK_RUNS && !run_child("halt", 0, &extra))
+	while (np < NPARK_RUNS && !run_child("halt", 0, 0, &extra))
 		parked[np++] = extra.parked_ms;
 	qsort(parked, (size_t)np, sizeof(parked[0]), cmp_double);
 	maxp = parked[np - 1];
+
+	/* The library's threads busy: parking time over 9 panics, CPU after one. */
+	if (run_child("halt", 1, window_ns, &lib)) {
+		kkb_note(ctx, "the library-threads child did not panic as expected");
+		return -1;
+	}
+	lparked[nl++] = lib.parked_ms;
+	while (nl < NPARK_RUNS && !run_child("halt", 1, 0, &extra))
+		lparked[nl++] = extra.parked_ms;
+	for (int i = 0; i < nl; i++)
+		if (lparked[i] < 0) {
+			lmissing++;
+			lparked[i] = 1e9;	/* sorts last */
+		}
+	qsort(lparked, (size_t)nl, sizeof(lparked[0]), cmp_double);
+	lmaxp = lparked[nl - 1];
 
 	kkb_json_num(ctx, "busy_cpu_ms", busy.cpu_ms);
 	kkb_json_num(ctx, "halt_cpu_ms", halt.cpu_ms);
 	kkb_json_num(ctx, "halt_ctxsw", (double)halt.ctxsw);
 	kkb_json_num(ctx, "threads_parked_ms", parked[np / 2]);
+	if (lmissing)
+		kkb_json_null(ctx, "lib_threads_parked_ms");
+	else
+		kkb_json_num(ctx, "lib_threads_parked_ms", lparked[nl / 2]);
+	if (lmissing)
+		kkb_json_null(ctx, "lib_threads_parked_max_ms");
+	else
+		kkb_json_num(ctx, "lib_threads_parked_max_ms", lmaxp);
+	kkb_json_num(ctx, "lib_threads_missing", lmissing);
+	kkb_json_num(ctx, "lib_halt_cpu_ms", lib.cpu_ms);
+	kkb_json_num(ctx, "lib_halt_ctxsw", (double)lib.ctxsw);
 	kkb_note(ctx, "window %.1f s after the panic; child: %d busy workers (+ the control thread)",
 		 window_s, NWORKERS);
 	kkb_note(ctx, "busy: %.1f ms CPU, %llu context switches; halt: %.4f ms CPU, %llu context switches",
@@ -242,9 +352,20 @@ static int bench_panic(struct kkb_ctx *ctx)
 		kkb_note(ctx, "halt/busy CPU = 0 (no CPU at all while halted)");
 	kkb_note(ctx, "threads parked: median %.3f ms, max %.3f ms over %d panics (%d threads each)",
 		 parked[np / 2], maxp, np, halt.parked_threads);
-	kkb_note(ctx, "exit status after SIGTERM: busy %d, halt %d (panic status %d)",
-		 busy.exit_status, halt.exit_status, KK_PANIC_EXIT_STATUS_DEFAULT);
-	if (busy.exit_status != KK_PANIC_EXIT_STATUS_DEFAULT || halt.exit_status != KK_PANIC_EXIT_STATUS_DEFAULT)
+	kkb_note(ctx, "library threads busy (debug objects + free worker, deferred key, shazptr "
+		 "reader + waiter): %d threads signalled", lib.signalled_threads);
+	if (lmissing)
+		kkb_note(ctx, "  in %d of %d panics some thread did not park (the library's?)",
+			 lmissing, nl);
+	else
+		kkb_note(ctx, "  parked: median %.3f ms, max %.3f ms over %d panics (target <= 10 ms)",
+			 lparked[nl / 2], lmaxp, nl);
+	kkb_note(ctx, "  after the halt: %.4f ms CPU, %llu context switches in %.1f s (target 0)",
+		 lib.cpu_ms, lib.ctxsw, window_s);
+	kkb_note(ctx, "exit status after SIGTERM: busy %d, halt %d, lib %d (panic status %d)",
+		 busy.exit_status, halt.exit_status, lib.exit_status, KK_PANIC_EXIT_STATUS_DEFAULT);
+	if (busy.exit_status != KK_PANIC_EXIT_STATUS_DEFAULT || halt.exit_status != KK_PANIC_EXIT_STATUS_DEFAULT ||
+	    lib.exit_status != KK_PANIC_EXIT_STATUS_DEFAULT)
 		return -1;
 	return 0;
 }

@@ -31,7 +31,8 @@ $(B)/test/stress/shazptr_reclaim: $(SHZ_KEYREG_HP)
 # compiled by clang with -fsanitize=thread.  Run by test/scripts/shazptr_tsan.sh.
 SHZ_TSAN_CC  ?= clang
 SHZ_TSAN_BIN := $(B)/test/tsan/shazptr_reclaim
-SHZ_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c
+SHZ_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c \
+		$(wildcard src/common/*.c)
 
 $(SHZ_TSAN_BIN): $(SHZ_TSAN_SRC) examples/shazptr/keyreg.h include/kernelkit/shazptr.h test/kktest.h
 	@mkdir -p $(dir $@)

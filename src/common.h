@@ -147,6 +147,8 @@ int kk_park_signal(void);
  * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.
  */
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+/* Is @tid a running library thread?  Lock-free (a panic asks). */
+bool kk_is_library_thread(pid_t tid);
 
 /*
  * A service owns library threads.  stop() must make them exit and join them
@@ -166,23 +168,59 @@ bool kk_threads_stopped(void);
 /* ---- the worker ---------------------------------------------------------------------- */
 
 /*
- * Deferred work, run by one library thread ("kk-worker") that starts the
- * first time work is queued.  A work item is owned by its caller and must stay
- * valid until it has run or kk_cancel_work_sync() returned.
+ * Deferred work, run by one library thread ("kk-worker", the kernel's system
+ * workqueue) that starts the first time work is queued.  Items run one at a
+ * time, the earliest deadline first (FIFO among equal deadlines), so an item
+ * never runs concurrently with itself or with any other item.
+ *
+ * A work item is owned by its caller and must stay valid until it has run
+ * (the worker does not touch it after its function returned: the function
+ * may free it) or kk_cancel_work_sync() returned.
+ *
+ * While the library's threads are stopped (kk_threads_stop()) queued items
+ * wait; kk_flush_work() then runs a pending item in the caller instead.  In a
+ * fork child the worker is gone: items pending at the fork stay queued and run
+ * once the worker restarts, on the next kk_queue_work() or kk_threads_start().
  */
 struct kk_work {
 	void (*fn)(struct kk_work *w);
 	uint64_t deadline_ns;		/* CLOCK_MONOTONIC; 0: run as soon as possible */
 	struct kk_work *next;
-	int state;			/* internal */
+	int state;			/* internal: pending, canceling, start count */
 };
 #define KK_WORK_INIT(f)	{ (f), 0, 0, 0 }
-/* Queue @w to run after @delay_ns.  Queuing a pending item is a no-op (returns
- * false).  -errno when the worker cannot start and @w could not be queued. */
+/*
+ * Queue @w to run after @delay_ns.  1 when queued; 0 when it already was
+ * pending (the kernel's queue_delayed_work(): the old deadline stays) or is
+ * being cancelled; -errno when the worker cannot be started (then @w is not
+ * queued).  Lock-free and async-signal-safe once the worker runs (or while
+ * threads are stopped); the call that starts the worker is not.
+ */
 int kk_queue_work(struct kk_work *w, uint64_t delay_ns);
-/* Take @w off the queue and wait for a running instance.  True if it was pending. */
+/*
+ * The kernel's cancel_delayed_work_sync(): take @w off the queue and wait for
+ * a running instance; queuing @w meanwhile is refused.  True if it was
+ * pending.  Not from @w itself (it does not wait for itself).
+ */
 bool kk_cancel_work_sync(struct kk_work *w);
-/* Run @w now in the caller if it is pending; wait for a running instance. */
+/*
+ * The kernel's flush_delayed_work(): a pending @w runs now (on the worker,
+ * ahead of its deadline) and the call returns when that instance finished; a
+ * running instance is waited for.  With threads stopped, or from the worker
+ * itself, a pending @w runs in the caller.
+ */
 void kk_flush_work(struct kk_work *w);
+/*
+ * Cancel every pending item for which @match returns true and wait until none
+ * that matches runs (for an object being unloaded: jump_label).  @match gets
+ * the item's function separately and must not dereference a running item
+ * (its function may have freed it).  Makes no system call beyond futex waits.
+ */
+void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
+					   void (*fn)(struct kk_work *), void *arg), void *arg);
+/* The kernel's work_pending(): queued and not yet started. */
+bool kk_work_pending(const struct kk_work *w);
+/* True on the worker thread (inside a work function). */
+bool kk_in_worker(void);
 
 #endif

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Simple hazard pointers: per-thread slots, a self-scanning synchronize and a
- * scan thread that batches blocked waiters.  See include/kernelkit/shazptr.h
+ * scan, run on the library's worker, that batches blocked waiters.  See include/kernelkit/shazptr.h
  * and docs/shazptr.md.
  *
  * Slots.  Each thread owns one record; the record's first cache line holds the
@@ -15,37 +15,39 @@
  * Waiting.  synchronize_shazptr(p) issues a full fence (pairing with the one
  * in shazptr_acquire()) and scans every slot.  If a slot holds p or the
  * wildcard, it queues a waiter carrying p and the set of slot groups (slot
- * index mod 64) that blocked it, wakes the scan thread and sleeps on a futex.
- * The scan thread takes one snapshot of all slots per round, serving every
- * queued waiter from it: a waiter's group bit is dropped once a snapshot shows
- * no slot of that group holding the waiter's pointer (or the wildcard); when no
- * bits are left the waiter is woken.  While waiters remain, the scan thread
- * rescans a few times at once, then with an exponential back-off sleep
- * (2 us .. 256 us) that a new waiter cuts short.
+ * index mod 64) that blocked it, queues the scan work on the library's worker
+ * (src/common/workqueue.c, "kk-worker") and sleeps on a futex.  The scan takes
+ * one snapshot of all slots per round, serving every queued waiter from it: a
+ * waiter's group bit is dropped once a snapshot shows no slot of that group
+ * holding the waiter's pointer (or the wildcard); when no bits are left the
+ * waiter is woken.  While waiters remain, the scan rescans a few times at
+ * once, then queues itself again after an exponential back-off (2 us ..
+ * 256 us) that a new waiter cuts short (it queues the immediate scan, which
+ * the worker runs before any delayed item).
+ *
+ * Without the worker (kk_threads_stop(), or it cannot start) a waiter scans
+ * in its own thread, sleeping between rounds.
  */
 #include <errno.h>
 #include <stddef.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/shazptr.h>
+#include "common.h"
 #ifndef KK_SHAZPTR_NO_CONTROL
 #include <kernelkit/control.h>
 #endif
 
 #define SHZ_LINE	64
 #define SHZ_GROUPS	64
-#define SHZ_QUICK_ROUNDS	8	/* scan-thread rescans before it sleeps */
+#define SHZ_QUICK_ROUNDS	8	/* rescans before the scan backs off */
 #define SHZ_MAX_BACKOFF_US	256	/* longest sleep between rescans */
 
 struct shz_rec {
@@ -63,7 +65,7 @@ struct shz_waiter {
 	void *ptr;			/* the pointer being waited for */
 	uint64_t mask;			/* slot groups not yet seen clear */
 	uint64_t blocked;		/* scratch: groups blocking in this round */
-	unsigned int done;		/* futex word: 1 once the wait is over */
+	int done;			/* futex word: SHZ_DONE, SHZ_POLL (wait yourself) */
 	struct shz_waiter *next;
 };
 
@@ -85,38 +87,23 @@ static struct {
 	uint64_t scan_rounds;
 } shz_stats;
 
+#define SHZ_DONE	1
+#define SHZ_POLL	2
+
+static void scan_fn(struct kk_work *w);
+
 static struct {
-	pthread_mutex_t lock;		/* protects queue and state */
-	struct shz_waiter *queue;	/* waiters not yet taken by the thread */
-	unsigned int seq;		/* futex word, bumped on every enqueue */
-	int state;			/* 0: not started, 1: running, -1: failed */
-} scan = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
+	pthread_mutex_t lock;		/* protects queue */
+	struct shz_waiter *queue;	/* waiters not yet taken by the scan */
+	struct shz_waiter *active;	/* waiters the scan serves (the scan's own) */
+	unsigned int backoff_us, quick;	/* the scan's back-off (the scan's own) */
+	struct kk_work now;		/* queued by a new waiter: runs first */
+	struct kk_work later;		/* queued by the scan to back off */
+} scan = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, KK_WORK_INIT(scan_fn),
+	   KK_WORK_INIT(scan_fn) };
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static long sys_futex(unsigned int *uaddr, int op, unsigned int val,
-		      const struct timespec *ts)
-{
-	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
-static void futex_wait(unsigned int *uaddr, unsigned int val, const struct timespec *ts)
-{
-	sys_futex(uaddr, FUTEX_WAIT_PRIVATE, val, ts);
-}
-
-static void futex_wake(unsigned int *uaddr, int n)
-{
-	sys_futex(uaddr, FUTEX_WAKE_PRIVATE, (unsigned int)n, NULL);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void stat_max(uint64_t *p, uint64_t v)
 {
@@ -191,19 +178,20 @@ static void shz_atfork_child(void)
 		__atomic_store_n(&r->in_use, 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&rec_in_use, n, __ATOMIC_RELAXED);
-	/* The scan thread and its waiters belonged to the parent. */
+	/* The waiters belonged to the parent's other threads.  A scan still
+	 * queued on the worker finds nothing to do. */
 	pthread_mutex_init(&scan.lock, NULL);
 	scan.queue = NULL;
-	scan.state = 0;
+	scan.active = NULL;
+	scan.backoff_us = scan.quick = 0;
 }
 
 static void shz_init(void)
 {
 	shz_key_ok = pthread_key_create(&shz_key, shz_thread_exit) == 0;
 	if (!shz_key_ok)
-		fprintf(stderr, "kernelkit: shazptr: pthread_key_create failed; "
-			"slots of exiting threads will not be released\n");
-	pthread_atfork(shz_atfork_prepare, shz_atfork_parent, shz_atfork_child);
+		kk_warn("shazptr: pthread_key_create failed; "
+			"slots of exiting threads will not be released");
 }
 
 static struct shz_rec *rec_claim_free(void)
@@ -265,7 +253,7 @@ void **__kk_shazptr_register_thread(void)
 	if (!r)
 		r = rec_alloc_page();
 	if (!r) {
-		fprintf(stderr, "kernelkit: shazptr: out of memory for a slot\n");
+		kk_warn("shazptr: out of memory for a slot");
 		abort();
 	}
 	__atomic_store_n(&r->slot, NULL, __ATOMIC_RELAXED);
@@ -311,7 +299,7 @@ int kk_shazptr_scan(const void *ptr)
 	return scan_groups(ptr) ? -EBUSY : 0;
 }
 
-/* One round of the scan thread over @active; returns the waiters left. */
+/* One scan round over @active; returns the waiters left. */
 static struct shz_waiter *scan_round(struct shz_waiter *active)
 {
 	struct shz_waiter *w, **pp;
@@ -339,94 +327,97 @@ static struct shz_waiter *scan_round(struct shz_waiter *active)
 		}
 		*pp = w->next;
 		/* Last touch of *w: the waiter may return as soon as it sees done. */
-		__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
-		futex_wake(&w->done, 1);
+		__atomic_store_n(&w->done, SHZ_DONE, __ATOMIC_RELEASE);
+		kk_futex_wake(&w->done, 1);
 	}
 	return active;
 }
 
-static void *scan_thread(void *arg)
+/* Take the waiters queued since the last round. */
+static bool scan_take_fresh(void)
 {
-	struct shz_waiter *active = NULL;
-	unsigned int backoff_us = 0, quick = 0;
+	struct shz_waiter *fresh, *tail;
 
-	(void)arg;
-	prctl(PR_SET_NAME, "shazptr-scan", 0, 0, 0);
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);	/* precise back-off sleeps */
+	pthread_mutex_lock(&scan.lock);
+	fresh = scan.queue;
+	scan.queue = NULL;
+	pthread_mutex_unlock(&scan.lock);
+	if (!fresh)
+		return false;
+	for (tail = fresh; tail->next; tail = tail->next)
+		;
+	tail->next = scan.active;
+	scan.active = fresh;
+	return true;
+}
+
+/*
+ * The scan, on the worker (scan.now and scan.later both run this; the worker
+ * runs one item at a time, so scan.active and the back-off are its own).
+ */
+static void scan_fn(struct kk_work *w)
+{
+	(void)w;
 	for (;;) {
-		unsigned int seq = __atomic_load_n(&scan.seq, __ATOMIC_ACQUIRE);
-		struct shz_waiter *fresh;
-
-		pthread_mutex_lock(&scan.lock);
-		fresh = scan.queue;
-		scan.queue = NULL;
-		pthread_mutex_unlock(&scan.lock);
-		if (fresh) {
-			struct shz_waiter *tail = fresh;
-
-			while (tail->next)
-				tail = tail->next;
-			tail->next = active;
-			active = fresh;
-			backoff_us = 0;
-			quick = 0;
-		}
-		if (!active) {
-			futex_wait(&scan.seq, seq, NULL);
-			continue;
-		}
-		active = scan_round(active);
-		if (!active) {
-			backoff_us = 0;
-			quick = 0;
-			continue;
+		if (scan_take_fresh())
+			scan.backoff_us = scan.quick = 0;
+		if (!scan.active)
+			return;
+		scan.active = scan_round(scan.active);
+		if (!scan.active) {
+			scan.backoff_us = scan.quick = 0;
+			continue;	/* serve waiters that came meanwhile */
 		}
 		/*
 		 * Readers still hold.  Read sections are short: rescan a few
-		 * times at once, then sleep 2 us, 4 us, ... up to 256 us between
-		 * rounds (a new waiter cuts the sleep short).
+		 * times at once, then back off 2 us, 4 us, ... up to 256 us
+		 * between rounds, giving the worker back (a new waiter queues
+		 * scan.now, which runs first).
 		 */
-		if (++quick <= SHZ_QUICK_ROUNDS) {
+		if (++scan.quick <= SHZ_QUICK_ROUNDS) {
 			for (int i = 0; i < 64; i++)
 				shz_relax();
 			continue;
 		}
-		backoff_us = backoff_us ? backoff_us * 2 : 2;
-		if (backoff_us > SHZ_MAX_BACKOFF_US)
-			backoff_us = SHZ_MAX_BACKOFF_US;
-		struct timespec ts = { 0, (long)backoff_us * 1000 };
-
-		futex_wait(&scan.seq, seq, &ts);
+		scan.backoff_us = scan.backoff_us ? scan.backoff_us * 2 : 2;
+		if (scan.backoff_us > SHZ_MAX_BACKOFF_US)
+			scan.backoff_us = SHZ_MAX_BACKOFF_US;
+		if (kk_queue_work(&scan.later, (uint64_t)scan.backoff_us * 1000) >= 0)
+			return;
 	}
-	return NULL;
 }
 
-/* Called with scan.lock held.  Returns true when the scan thread runs. */
-static bool scan_thread_start_locked(void)
+/*
+ * kk_threads_stop(): the worker is about to go.  Stop the scan and hand every
+ * waiter back to its own thread, which then polls.
+ */
+static void scan_service_stop(void)
 {
-	pthread_attr_t attr;
-	pthread_t tid;
-	sigset_t all, old;
-	int err;
+	struct shz_waiter *w, *next, *all;
 
-	if (scan.state)
-		return scan.state > 0;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);	/* the thread inherits it */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	err = pthread_create(&tid, &attr, scan_thread, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	scan.state = err ? -1 : 1;
-	if (err)
-		fprintf(stderr, "kernelkit: shazptr: cannot start the scan thread (%s); "
-			"synchronize_shazptr() will poll\n", strerror(err));
-	return !err;
+	kk_cancel_work_sync(&scan.now);
+	kk_cancel_work_sync(&scan.later);
+	pthread_mutex_lock(&scan.lock);
+	all = scan.queue;
+	scan.queue = NULL;
+	for (w = scan.active; w; w = next) {
+		next = w->next;
+		w->next = all;
+		all = w;
+	}
+	scan.active = NULL;
+	scan.backoff_us = scan.quick = 0;
+	pthread_mutex_unlock(&scan.lock);
+	for (w = all; w; w = next) {
+		next = w->next;
+		__atomic_store_n(&w->done, SHZ_POLL, __ATOMIC_RELEASE);
+		kk_futex_wake(&w->done, 1);
+	}
 }
 
-/* No scan thread: wait in the caller, sleeping between scans. */
+static struct kk_service scan_service = { "shazptr", scan_service_stop, NULL, NULL };
+
+/* No worker: wait in the caller, sleeping between scans. */
 static void wait_polling(struct shz_waiter *w)
 {
 	unsigned int us = 1;
@@ -444,18 +435,15 @@ static void wait_polling(struct shz_waiter *w)
 
 static void warn_self_deadlock(void)
 {
-	static int warned;
-
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "kernelkit: shazptr: synchronize_shazptr() called while "
-			"this thread holds a guard: it waits for itself\n");
+	kk_warn_once(warned, "shazptr: synchronize_shazptr() called while this thread "
+		     "holds a guard: it waits for itself");
 }
 
 void synchronize_shazptr(void *ptr)
 {
 	struct shz_waiter w;
 	uint64_t t0, mask = ~0ull;
-	bool started;
+	bool queued;
 
 	if (bad_ptr(ptr))
 		return;
@@ -468,7 +456,7 @@ void synchronize_shazptr(void *ptr)
 			return;
 	}
 	/* Blocked: from here on the caller waits (and the wait is timed). */
-	t0 = now_ns();
+	t0 = kk_now_ns();
 	if (__kk_shazptr_slot && blocks(__atomic_load_n(__kk_shazptr_slot, __ATOMIC_RELAXED), ptr))
 		warn_self_deadlock();
 
@@ -480,22 +468,37 @@ void synchronize_shazptr(void *ptr)
 	w.next = NULL;
 
 	pthread_once(&shz_once, shz_init);
+	/* Checked under the lock: kk_threads_stop() sets the flag, then takes
+	 * the lock to hand back every queued waiter. */
 	pthread_mutex_lock(&scan.lock);
-	started = scan_thread_start_locked();
-	if (started) {
+	queued = !kk_threads_stopped();
+	if (queued) {
 		w.next = scan.queue;
 		scan.queue = &w;
 	}
 	pthread_mutex_unlock(&scan.lock);
-	if (!started) {
-		wait_polling(&w);
-	} else {
-		__atomic_fetch_add(&scan.seq, 1, __ATOMIC_RELEASE);
-		futex_wake(&scan.seq, 1);
-		while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
-			futex_wait(&w.done, 0, NULL);
+	if (queued && kk_queue_work(&scan.now, 0) < 0) {
+		/* No worker: take our waiter back, unless a scan has it already. */
+		pthread_mutex_lock(&scan.lock);
+		for (struct shz_waiter **pp = &scan.queue; *pp; pp = &(*pp)->next) {
+			if (*pp == &w) {
+				*pp = w.next;
+				queued = false;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&scan.lock);
 	}
-	stat_max(&shz_stats.longest_wait_ns, now_ns() - t0);
+	if (queued) {
+		int d;
+
+		while (!(d = __atomic_load_n(&w.done, __ATOMIC_ACQUIRE)))
+			kk_futex_wait(&w.done, 0, 0);
+		queued = d == SHZ_DONE;
+	}
+	if (!queued)
+		wait_polling(&w);	/* bits already dropped stay dropped */
+	stat_max(&shz_stats.longest_wait_ns, kk_now_ns() - t0);
 }
 
 /* ---- settings and statistics ------------------------------------------- */
@@ -604,12 +607,16 @@ static const struct kk_control_file_ops skip_ops = {
 };
 #endif
 
-__attribute__((constructor)) static void shazptr_ctor(void)
+KK_INIT(310) static void shazptr_ctor(void)
 {
-	const char *e = getenv("KK_SHAZPTR_SKIP_SELF_SCAN");
+	static const struct kk_fork_ops fork_ops = {
+		KK_INIT_SHAZPTR, shz_atfork_prepare, shz_atfork_parent, shz_atfork_child
+	};
 
 	pthread_once(&shz_once, shz_init);
-	if (e && (e[0] == '1' || e[0] == 'y' || e[0] == 'Y'))
+	kk_fork_register(&fork_ops);
+	kk_service_register(&scan_service);
+	if (kk_env_bool("KK_SHAZPTR_SKIP_SELF_SCAN", false))
 		kk_shazptr_set_skip_synchronize_self_scan(true);
 #ifndef KK_SHAZPTR_NO_CONTROL
 	kk_control_create_file("shazptr/stats", &stats_ops, NULL);

@@ -3,8 +3,12 @@
  * Deferred static keys: the last decrement is carried out only after a
  * timeout, so a key that is incremented and decremented in quick succession
  * does not patch code every time (the kernel's jump_label_ratelimit.h).
- * Timeouts are in milliseconds.  The delayed decrement runs on a helper thread
- * that is started on first use.
+ * Timeouts are in milliseconds.  The delayed decrement runs on the library's
+ * worker thread ("kk-worker"), started on first use.  While the library's
+ * threads are stopped (kk_threads_stop()) a pending decrement waits;
+ * static_key_deferred_flush() then carries it out in the caller.  A pending
+ * decrement whose work lives in a shared object is cancelled when the object
+ * is unloaded.
  */
 #ifndef KERNELKIT_JUMP_LABEL_RATELIMIT_H
 #define KERNELKIT_JUMP_LABEL_RATELIMIT_H
@@ -17,10 +21,8 @@ extern "C" {
 
 /* The analogue of the kernel's delayed_work for one deferred key. */
 struct kk_delayed_work {
-	unsigned long long deadline_ns;	/* CLOCK_MONOTONIC; valid while pending */
-	int pending;
-	struct static_key *key;
-	struct kk_delayed_work *next;
+	struct static_key *key;		/* set by the first deferred decrement */
+	unsigned long long __work[4];	/* the library's work item: opaque */
 };
 
 struct static_key_deferred {
@@ -43,10 +45,10 @@ struct static_key_false_deferred {
 
 #define DEFINE_STATIC_KEY_DEFERRED_TRUE(name, rl)				\
 	struct static_key_true_deferred name = {				\
-		.key = __KK_KEY_INIT(1, #name), .timeout = (rl), .work = { 0, 0, 0, 0 } }
+		__KK_KEY_INIT(1, #name), (rl), { 0, { 0, 0, 0, 0 } } }
 #define DEFINE_STATIC_KEY_DEFERRED_FALSE(name, rl)				\
 	struct static_key_false_deferred name = {				\
-		.key = __KK_KEY_INIT(0, #name), .timeout = (rl), .work = { 0, 0, 0, 0 } }
+		__KK_KEY_INIT(0, #name), (rl), { 0, { 0, 0, 0, 0 } } }
 
 int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
 				   unsigned long timeout);

@@ -68,8 +68,9 @@ int kk_panic_in_progress(void);
 
 /*
  * Set up the calling thread's alternate signal stack, so that a stack
- * overflow in this thread can still be reported.  The thread that loads the
- * library gets one automatically.  0 or -errno (-ENOMEM).
+ * overflow in this thread can still be reported.  The thread that turns
+ * panic_on_oops on (kk_panic_set_on_oops(1), or KK_PANIC_ON_OOPS=1 at load)
+ * gets one automatically.  0 or -errno (-ENOMEM).
  */
 int kk_panic_thread_init(void);
 
@@ -177,7 +178,11 @@ int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int perio
  */
 int kk_panic_apply_settings(const char *text, char *err, int errlen);
 
-/* The reserved real-time signal that stops threads (KK_PANIC_SIGNAL overrides). */
+/*
+ * The real-time signal that stops threads (KK_PANIC_SIGNAL overrides): the
+ * library's park signal, chosen once (the highest real-time signal without a
+ * handler); its handler is installed at the panic.
+ */
 int kk_panic_stop_signal(void);
 
 /* ---- what the last panic measured (for notifiers and benchmarks) --------- */

@@ -79,30 +79,70 @@ struct start {
 	void *(*fn)(void *);
 	void *arg;
 	char name[16];
+	int started;		/* futex: the thread is named and recorded */
 };
+
+/*
+ * The tids of the running library threads, so that a panic can tell a library
+ * thread that failed to park (a library bug) from a program thread that
+ * blocks the park signal.  Lock-free: read from a panic.
+ */
+#define KK_MAX_LIB_THREADS	8
+static pid_t lib_tids[KK_MAX_LIB_THREADS];
+
+static int lib_tid_add(pid_t tid)
+{
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++) {
+		pid_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&lib_tids[i], &zero, tid, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return i;
+	}
+	return -1;
+}
+
+bool kk_is_library_thread(pid_t tid)
+{
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++)
+		if (tid && __atomic_load_n(&lib_tids[i], __ATOMIC_ACQUIRE) == tid)
+			return true;
+	return false;
+}
 
 static void *thread_main(void *p)
 {
-	struct start s = *(struct start *)p;
+	struct start *st = p;
+	void *(*fn)(void *) = st->fn;
+	void *arg = st->arg;
+	int slot;
+	void *ret;
 
-	free(p);
-	pthread_setname_np(pthread_self(), s.name);
-	return s.fn(s.arg);
+	pthread_setname_np(pthread_self(), st->name);
+	slot = lib_tid_add((pid_t)syscall(SYS_gettid));
+	/* Last touch of *st (it is on the creator's stack); the wake below uses
+	 * only its address, and our waits all recheck their condition. */
+	__atomic_store_n(&st->started, 1, __ATOMIC_RELEASE);
+	kk_futex_wake(&st->started, 1);
+	ret = fn(arg);
+	if (slot >= 0)
+		__atomic_store_n(&lib_tids[slot], 0, __ATOMIC_RELEASE);
+	return ret;
 }
 
+/*
+ * Returns once the thread runs, named and recorded as a library thread (so
+ * that /proc and a panic see it as ours from the start).
+ */
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
-	struct start *s = malloc(sizeof(*s));
+	struct start st = { fn, arg, "", 0 };
+	struct start *s = &st;
 	sigset_t all, old;
 	int ret;
 
-	if (!s)
-		return -ENOMEM;
-	s->fn = fn;
-	s->arg = arg;
 	strncpy(s->name, name, sizeof(s->name) - 1);
-	s->name[sizeof(s->name) - 1] = '\0';
 	/* The new thread inherits the creator's mask: set it for the creation. */
 	sigfillset(&all);
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
@@ -111,10 +151,10 @@ int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(t, NULL, thread_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret) {
-		free(s);
+	if (ret)
 		return -ret;
-	}
+	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
+		kk_futex_wait(&st.started, 0, 0);
 	return 0;
 }
 
@@ -194,6 +234,9 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	/* Only the forking thread came along, and it is the program's. */
+	for (int i = 0; i < KK_MAX_LIB_THREADS; i++)
+		__atomic_store_n(&lib_tids[i], 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < nfork_ops; i++)
 		if (fork_ops[i]->child)
 			fork_ops[i]->child();

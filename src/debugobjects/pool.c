@@ -22,17 +22,15 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "internal.h"
 
 /* ---- policies ------------------------------------------------------------------ */
@@ -495,7 +493,6 @@ static void calc_usage(void)
 static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long last_use_avg;	/* under work_lock */
 static int obj_freeing;			/* a worker round is pending */
-static pid_t worker_pid;		/* process whose worker thread runs, 0: none */
 static unsigned long inline_work_at;	/* no worker: when an inline round may run */
 
 static void kick_worker(void);
@@ -565,56 +562,39 @@ void kk_debug_objects_run_worker(void)
 	free_obj_work();
 }
 
-static void *worker_main(void *arg)
+/* The kernel's debug_obj_work, on the library's worker (src/common/workqueue.c). */
+static void free_obj_fn(struct kk_work *w)
 {
-	(void)arg;
-	prctl(PR_SET_NAME, "kk-odebug", 0, 0, 0);
-	for (;;) {
-		struct timespec d = { 0, ODEBUG_FREE_WORK_DELAY_MS * 1000000L };
-
-		while (!__atomic_load_n(&obj_freeing, __ATOMIC_ACQUIRE))
-			syscall(SYS_futex, &obj_freeing, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-		while (nanosleep(&d, &d) && errno == EINTR)
-			;
-		free_obj_work();
-	}
-	return NULL;
+	(void)w;
+	free_obj_work();
 }
 
+static struct kk_work free_work = KK_WORK_INIT(free_obj_fn);
+
+/*
+ * Nothing to start: the worker starts when the first round is queued.  Kept
+ * for core.c, which calls it when tracking is switched on.
+ */
 void odebug_worker_start(void)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	sigset_t all, old;
-	pid_t me = getpid();
-
-	pthread_mutex_lock(&work_lock);
-	if (ODEBUG_READ(worker_pid) == me) {
-		pthread_mutex_unlock(&work_lock);
-		return;
-	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	if (!pthread_create(&t, &attr, worker_main, NULL))
-		ODEBUG_WRITE(worker_pid, me);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_mutex_unlock(&work_lock);
 }
 
+/*
+ * schedule_delayed_work(&debug_obj_work, ODEBUG_FREE_WORK_DELAY) once trackers
+ * wait on the to-free list.  Reached from free() (the preload library), maybe
+ * in a signal handler: queuing is lock-free once the worker runs.  While the
+ * library's threads are stopped the round waits (the trackers stay pooled).
+ */
 static void kick_worker(void)
 {
 	if (ODEBUG_READ(obj_freeing) || !pool_count(&pool_to_free))
 		return;
-	if (ODEBUG_READ(worker_pid) == getpid()) {
-		if (!__atomic_exchange_n(&obj_freeing, 1, __ATOMIC_RELEASE))
-			syscall(SYS_futex, &obj_freeing, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (__atomic_exchange_n(&obj_freeing, 1, __ATOMIC_ACQ_REL))
 		return;
-	}
-	/* No worker thread in this process (a fork child): run a round inline. */
+	if (kk_queue_work(&free_work, ODEBUG_FREE_WORK_DELAY_MS * 1000000ull) >= 0)
+		return;
+	/* No worker thread (it cannot start): run a round inline, rate-limited. */
+	ODEBUG_WRITE(obj_freeing, 0);
 	unsigned long now = now_ms();
 
 	if (now >= ODEBUG_READ(inline_work_at)) {
@@ -825,7 +805,8 @@ void odebug_pool_atfork_child(void)
 		pcp_drain(p);
 	}
 	pthread_mutex_unlock(&reg_lock);
-	ODEBUG_WRITE(worker_pid, 0);
-	ODEBUG_WRITE(obj_freeing, 0);
+	/* A pending round stays queued: it runs once the child's worker starts.
+	 * One the parent's worker was running did not come along. */
+	ODEBUG_WRITE(obj_freeing, kk_work_pending(&free_work));
 	pthread_mutex_unlock(&work_lock);
 }

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * Deferred static keys (jump_label_ratelimit.h): the last decrement of a key
- * runs only after a timeout, on a library thread.
+ * runs only after a timeout, on the library's worker (src/common/workqueue.c),
+ * as the kernel runs jump_label_update_timeout() from the system workqueue.
+ *
+ * The struct kk_delayed_work of a key holds a struct kk_work in opaque
+ * storage.  Keys may live in shared objects: when one is unloaded, its
+ * pending decrements are cancelled (jl_deferred_forget_object()) before its
+ * memory goes away, and one that runs is waited for.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
+#include <link.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <kernelkit/jump_label.h>
 #include "common.h"
@@ -16,179 +20,136 @@
 
 #define fail jl_fail
 
-static pthread_mutex_t dw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t dw_cond;
-static int dw_cond_ready;
-static struct kk_delayed_work *dw_list, *dw_running;
-static pid_t dw_pid;
+_Static_assert(sizeof(struct kk_work) <= sizeof(((struct kk_delayed_work *)0)->__work),
+	       "struct kk_delayed_work has no room for a struct kk_work");
+_Static_assert(_Alignof(struct kk_work) <= _Alignof(unsigned long long),
+	       "struct kk_delayed_work is not aligned for a struct kk_work");
 
-static unsigned long long now_ns(void)
+static struct kk_work *dw_work(struct kk_delayed_work *dw)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+	return (struct kk_work *)(void *)dw->__work;
 }
 
-static void dw_unlink(struct kk_delayed_work *w)
+static struct kk_delayed_work *dw_of(struct kk_work *w)
 {
-	struct kk_delayed_work **pp;
-
-	for (pp = &dw_list; *pp; pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	}
-	w->pending = 0;
+	return (struct kk_delayed_work *)(void *)((char *)w - offsetof(struct kk_delayed_work, __work));
 }
 
-static void *dw_worker(void *arg)
+/* The kernel's jump_label_update_timeout(). */
+static void dw_timeout(struct kk_work *w)
 {
-	(void)arg;
-	pthread_setname_np(pthread_self(), "kk-deferred");
-	pthread_mutex_lock(&dw_lock);
-	for (;;) {
-		struct kk_delayed_work *first = NULL;
-		unsigned long long t = now_ns();
+	struct kk_delayed_work *dw = dw_of(w);
 
-		for (struct kk_delayed_work *w = dw_list; w; w = w->next)
-			if (!first || w->deadline_ns < first->deadline_ns)
-				first = w;
-		if (!first) {
-			pthread_cond_wait(&dw_cond, &dw_lock);
-		} else if (first->deadline_ns <= t) {
-			dw_unlink(first);
-			dw_running = first;
-			pthread_mutex_unlock(&dw_lock);
-			static_key_slow_dec(first->key);
-			pthread_mutex_lock(&dw_lock);
-			dw_running = NULL;
-			pthread_cond_broadcast(&dw_cond);
-		} else {
-			struct timespec ts = { (time_t)(first->deadline_ns / 1000000000ull),
-					       (long)(first->deadline_ns % 1000000000ull) };
-
-			pthread_cond_timedwait(&dw_cond, &dw_lock, &ts);
-		}
-	}
-	return NULL;
+	static_key_slow_dec(__atomic_load_n(&dw->key, __ATOMIC_ACQUIRE));
 }
 
-/* Called with dw_lock held. */
-static int dw_start(void)
+static void dw_init(struct kk_delayed_work *dw, struct static_key *key)
 {
-	pthread_t th;
-	pthread_attr_t a;
-	int ret;
-
-	if (dw_pid == getpid())
-		return 0;
-	if (!dw_cond_ready) {	/* timed waits use CLOCK_MONOTONIC deadlines */
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&dw_cond, &ca);
-		pthread_condattr_destroy(&ca);
-		dw_cond_ready = 1;
-	}
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&th, &a, dw_worker, NULL);
-	pthread_attr_destroy(&a);
-	if (ret)
-		return -ret;
-	dw_pid = getpid();
-	return 0;
+	__atomic_store_n(&dw->key, key, __ATOMIC_RELEASE);
+	__atomic_store_n(&dw_work(dw)->fn, dw_timeout, __ATOMIC_RELEASE);
 }
 
 int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
 				   unsigned long timeout)
 {
-	int v, ret = 0;
+	int v, ret;
 
 	if (!key || !work)
 		return fail(-EINVAL, "NULL key");
-	/* Above one reference there is nothing to patch: drop it now. */
+	/* static_key_dec_not_one(): above one reference there is nothing to
+	 * patch, drop it now. */
 	v = static_key_count(key);
 	while (v > 1)
 		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return 0;
-	if (v == 0)
-		return fail(-EINVAL, "deferred decrement of a key whose count is 0");
-	if (timeout == 0)
-		return static_key_slow_dec(key);
-	pthread_mutex_lock(&dw_lock);
-	if (!work->pending) {
-		ret = dw_start();
-		if (ret) {
-			pthread_mutex_unlock(&dw_lock);
-			return fail(ret, "cannot start the deferred-key thread");
-		}
-		work->key = key;
-		work->deadline_ns = now_ns() + (unsigned long long)timeout * 1000000ull;
-		work->pending = 1;
-		work->next = dw_list;
-		dw_list = work;
-		pthread_cond_broadcast(&dw_cond);
-	}
-	pthread_mutex_unlock(&dw_lock);
+	if (v <= 0)
+		return fail(-EINVAL, "deferred decrement of a key whose count is %d", v);
+	/* schedule_delayed_work(): a no-op while the decrement is pending. */
+	dw_init(work, key);
+	ret = kk_queue_work(dw_work(work), (uint64_t)timeout * 1000000ull);
+	if (ret < 0)
+		return fail(ret, "cannot start the worker thread for a deferred decrement");
 	return 0;
 }
 
 void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work)
 {
-	int run = 0;
-
-	pthread_mutex_lock(&dw_lock);
-	if (work->pending) {
-		dw_unlink(work);
-		run = 1;
-	}
-	while (dw_cond_ready && dw_running == work)
-		pthread_cond_wait(&dw_cond, &dw_lock);
-	pthread_mutex_unlock(&dw_lock);
-	if (run)
-		static_key_slow_dec(key);
+	(void)key;
+	/* flush_delayed_work(); the work was never queued if it has no function. */
+	if (work && __atomic_load_n(&dw_work(work)->fn, __ATOMIC_ACQUIRE))
+		kk_flush_work(dw_work(work));
 }
 
 void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl)
 {
 	key->timeout = rl;
-	key->work.key = &key->key;
+	dw_init(&key->work, &key->key);
 }
 
-void jl_deferred_forget_object(const void *self)
-{
-	(void)self;	/* TODO(worker): cancel pending work that lives in the object */
-}
+/* ---- unloading ----------------------------------------------------------------------- */
 
-static void dw_fork_prepare(void)
-{
-	pthread_mutex_lock(&dw_lock);
-}
+#define JL_MAX_RANGES	16
 
-static void dw_fork_parent(void)
-{
-	pthread_mutex_unlock(&dw_lock);
-}
-
-static void dw_fork_child(void)
-{
-	/* The worker thread did not come along; start one if work is pending. */
-	dw_running = NULL;
-	if (dw_list)
-		dw_start();
-	pthread_mutex_unlock(&dw_lock);
-}
-
-static const struct kk_fork_ops dw_fork_ops = {
-	KK_INIT_JUMP_LABEL + 1, dw_fork_prepare, dw_fork_parent, dw_fork_child
+struct obj_ranges {
+	uintptr_t self;
+	int n;
+	uintptr_t lo[JL_MAX_RANGES], hi[JL_MAX_RANGES];
 };
 
-KK_INIT(151) static void deferred_init(void)
+/* dl_iterate_phdr() callback: record the PT_LOAD ranges of the object holding self. */
+static int find_ranges(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	kk_fork_register(&dw_fork_ops);
+	struct obj_ranges *r = arg;
+	bool found = false;
+
+	(void)size;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < info->dlpi_phnum; i++) {
+			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+			uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+			if (ph->p_type != PT_LOAD)
+				continue;
+			if (pass == 0 && r->self >= lo && r->self < hi)
+				found = true;
+			if (pass == 1 && r->n < JL_MAX_RANGES) {
+				r->lo[r->n] = lo;
+				r->hi[r->n++] = hi;
+			}
+		}
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+static bool in_ranges(const struct obj_ranges *r, uintptr_t a)
+{
+	for (int i = 0; i < r->n; i++)
+		if (a >= r->lo[i] && a < r->hi[i])
+			return true;
+	return false;
+}
+
+/* Work that lives in the object, or whose function does. */
+static bool work_in_object(const struct kk_work *w, void (*fn)(struct kk_work *), void *arg)
+{
+	const struct obj_ranges *r = arg;
+
+	return in_ranges(r, (uintptr_t)w) || in_ranges(r, (uintptr_t)fn);
+}
+
+/*
+ * Called from the object's destructor (inside dlclose(), maybe in a seccomp
+ * sandbox): dl_iterate_phdr() and the worker's lock only, no system call but
+ * futex waits.
+ */
+void jl_deferred_forget_object(const void *self)
+{
+	struct obj_ranges r = { .self = (uintptr_t)self };
+
+	if (!self || !dl_iterate_phdr(find_ranges, &r) || !r.n)
+		return;
+	kk_cancel_work_matching(work_in_object, &r);
 }

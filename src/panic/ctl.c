@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kernelkit/control.h"
+#include "common.h"
 #include "panic/internal.h"
 
 static const char *const restart_names[] = { "exit", "abort", "reexec" };
@@ -221,7 +222,7 @@ void kkp_env_init(void)
 	};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i][0]);
+		const char *v = kk_getenv(vars[i][0]);
 		char line[128], err[128];
 
 		if (!v)
@@ -259,7 +260,7 @@ static int panic_show(struct kk_buf *out, void *priv)
 	kk_buf_printf(out, "sd_watchdog: %d\n", KKP_LOAD(kkp_set.sd_watchdog));
 	kk_buf_printf(out, "blink_ms: %d%s\n", KKP_LOAD(kkp_set.blink_ms),
 		      kkp_blink_fn ? "" : " (no blink hook)");
-	kk_buf_printf(out, "stop_signal: %d\n", kkp_stop_sig);
+	kk_buf_printf(out, "stop_signal: %d\n", kk_park_signal());
 	kk_buf_printf(out, "taint: %lu\n", kk_get_taint());
 	kk_buf_printf(out, "tainted: %s\n", kk_print_tainted(tainted, sizeof(tainted)));
 	kk_buf_printf(out, "warn_count: %lu\n", kk_warn_count());

@@ -514,18 +514,3 @@ int kkp_tracer_pid(pid_t tid)
 		return -1;
 	return (int)v;
 }
-
-extern char **environ;
-
-const char *kkp_getenv(const char *name)
-{
-	size_t n = strlen(name);
-	char **e = environ;
-
-	if (!e)
-		return NULL;
-	for (; *e; e++)
-		if (!strncmp(*e, name, n) && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}

@@ -48,8 +48,6 @@ uint64_t kkp_now_ns(void);
 ssize_t kkp_read_file(const char *path, char *buf, size_t n);
 /* TracerPid of a thread (tid 0: the calling thread), -1 if unknown. */
 int kkp_tracer_pid(pid_t tid);
-/* Value of an environment variable by scanning environ (no locks), or NULL. */
-const char *kkp_getenv(const char *name);
 
 /* ---- settings (panic.c) ----------------------------------------------- */
 
@@ -78,10 +76,12 @@ extern void *volatile kkp_blink_arg;
 
 /* ---- panic.c: the flow ------------------------------------------------- */
 
-extern int kkp_stop_sig;
+extern int kkp_stop_sig;			/* the park signal, once its handler is in */
 extern int kkp_panic_owner;		/* tid, 0 = none */
 extern char kkp_panic_msg[1024];
 
+/* Reserve the panic stacks and load libgcc_s for backtrace(), once (first configuration). */
+void kkp_prepare(void);
 /* Park the calling thread for good (it has lost the race or was stopped). */
 __attribute__((noreturn)) void kkp_park_self(void);
 /* Run fn(arg) so that a panic or a fault inside it returns here: 0 ok, 1 recovered. */
@@ -93,7 +93,6 @@ __attribute__((noreturn)) void kkp_restart(void);
 
 /* ---- stop.c ------------------------------------------------------------ */
 
-void kkp_stop_init(void);
 /* Call fn for each thread of the process until it returns nonzero (then 1); 0, or -errno. */
 int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg);
 void kkp_stop_others(struct kk_panic_stats *st);

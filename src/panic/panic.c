@@ -3,10 +3,17 @@
  * panic(): the flow.  See include/kernelkit/panic.h for the contract.
  *
  * Everything after the compare-and-swap runs in one thread (the owner) with
- * every signal but the synchronous fault signals blocked, on a stack reserved
- * at load time, and uses only system calls and this facility's own
- * formatting (fmt.c): the heap, stdio and any lock may belong to a thread that
- * is being stopped.
+ * every signal but the synchronous fault signals blocked, on a reserved
+ * stack, and uses only system calls and this facility's own formatting
+ * (fmt.c): the heap, stdio and any lock may belong to a thread that is being
+ * stopped.
+ *
+ * Load costs nothing but a look at the signal mask and the settings: the
+ * reserved stacks and libgcc_s (which glibc's backtrace() loads on first use)
+ * come with the first call that configures panic (kkp_prepare()), or at the
+ * panic itself; the calling thread's alternate signal stack comes with
+ * panic_on_oops (the fault handlers need it), the park signal's handler with
+ * the panic.
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -23,6 +30,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "panic/internal.h"
 
 #if defined(__has_feature)
@@ -235,6 +243,7 @@ int kk_panic_notifier_register(struct kk_panic_notifier *nb)
 {
 	struct kk_panic_notifier **pp, *it;
 
+	kkp_prepare();
 	if (!nb || !nb->notifier_call)
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -284,6 +293,7 @@ static int bool_ok(int on)
 
 int kk_panic_set_timeout(int seconds)
 {
+	kkp_prepare();
 	KKP_STORE(kkp_set.timeout, seconds);
 	return 0;
 }
@@ -295,6 +305,7 @@ int kk_panic_get_timeout(void)
 
 int kk_panic_set_on_warn(int on)
 {
+	kkp_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	KKP_STORE(kkp_set.on_warn, on);
@@ -339,10 +350,14 @@ int kk_panic_set_on_oops(int on)
 {
 	int rc;
 
+	kkp_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	if (kk_panic_in_progress())
 		return -EBUSY;
+	/* A stack overflow in this thread must find a stack for the handler. */
+	if (on)
+		kk_panic_thread_init();
 	pthread_mutex_lock(&reg_lock);
 	rc = hook_faults(on);
 	if (!rc)
@@ -358,6 +373,7 @@ int kk_panic_get_on_oops(void)
 
 int kk_panic_set_restart(enum kk_panic_restart how)
 {
+	kkp_prepare();
 	if ((int)how < KK_PANIC_RESTART_EXIT || how > KK_PANIC_RESTART_REEXEC)
 		return -EINVAL;
 	KKP_STORE(kkp_set.restart, (int)how);
@@ -371,6 +387,7 @@ enum kk_panic_restart kk_panic_get_restart(void)
 
 int kk_panic_set_exit_status(int status)
 {
+	kkp_prepare();
 	if (status < 1 || status > 255)
 		return -EINVAL;
 	KKP_STORE(kkp_set.exit_status, status);
@@ -384,6 +401,7 @@ int kk_panic_get_exit_status(void)
 
 int kk_panic_set_policy(const char *name)
 {
+	kkp_prepare();
 	return kkp_policy_select(name);
 }
 
@@ -394,6 +412,7 @@ const char *kk_panic_get_policy(void)
 
 int kk_panic_set_core_dump(int on)
 {
+	kkp_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	KKP_STORE(kkp_set.core_dump, on);
@@ -402,6 +421,7 @@ int kk_panic_set_core_dump(int on)
 
 int kk_panic_set_stop_timeout_ms(int ms)
 {
+	kkp_prepare();
 	if (ms < 1 || ms > 60000)
 		return -EINVAL;
 	KKP_STORE(kkp_set.stop_timeout_ms, ms);
@@ -410,6 +430,7 @@ int kk_panic_set_stop_timeout_ms(int ms)
 
 int kk_panic_set_notifiers_first(int on)
 {
+	kkp_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	KKP_STORE(kkp_set.notifiers_first, on);
@@ -418,6 +439,7 @@ int kk_panic_set_notifiers_first(int on)
 
 int kk_panic_set_sd_watchdog(int on)
 {
+	kkp_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	KKP_STORE(kkp_set.sd_watchdog, on);
@@ -426,6 +448,7 @@ int kk_panic_set_sd_watchdog(int on)
 
 int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int period_ms)
 {
+	kkp_prepare();
 	if (blink && (period_ms < 10 || period_ms > 60000))
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -442,7 +465,7 @@ int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int perio
 
 int kk_panic_stop_signal(void)
 {
-	return kkp_stop_sig;
+	return kk_park_signal();
 }
 
 int kk_panic_get_stats(struct kk_panic_stats *st)
@@ -556,8 +579,26 @@ static void reserve_stacks(void)
 		return;
 	mprotect(m, pg, PROT_NONE);
 	mprotect(m + pg + KKP_PANIC_STACK, pg, PROT_NONE);
-	panic_stack = m + pg;
-	owner_altstack = m + pg + KKP_PANIC_STACK + pg;
+	__atomic_store_n(&owner_altstack, m + pg + KKP_PANIC_STACK + pg, __ATOMIC_RELAXED);
+	__atomic_store_n(&panic_stack, m + pg, __ATOMIC_RELEASE);
+}
+
+/*
+ * The first call that configures panic prepares it: reserve the stacks, and
+ * have glibc's backtrace() load libgcc_s now rather than in a panic (where
+ * descriptors or memory may have run out, or another thread may hold the
+ * loader's lock).  A panic that comes first does both itself.
+ */
+void kkp_prepare(void)
+{
+	static int done;
+	void *bt[2];
+
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	backtrace(bt, 2);
+	if (!__atomic_load_n(&panic_stack, __ATOMIC_ACQUIRE))
+		reserve_stacks();
 }
 
 int kk_panic_thread_init(void)
@@ -566,6 +607,7 @@ int kk_panic_thread_init(void)
 	stack_t ss, old;
 	char *m;
 
+	kkp_prepare();
 	if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
 		return 0;
 	m = mmap(NULL, pg + KKP_ALT_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -740,6 +782,9 @@ __attribute__((noreturn)) static void switch_stack_and_run(void)
 {
 	stack_t ss;
 
+	if (!__atomic_load_n(&panic_stack, __ATOMIC_ACQUIRE))
+		reserve_stacks();	/* nobody configured panic before */
+
 	/* A signal stack for faults in notifiers, unless the thread has one. */
 	if (owner_altstack && sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_DISABLE)) {
 		ss.ss_sp = owner_altstack;
@@ -800,10 +845,12 @@ int kkp_argc;
 char **kkp_argv;
 static char *saved_argv[1025];
 
-__attribute__((constructor(300))) static void panic_init(int argc, char **argv, char **envp)
+/*
+ * Nothing that can fail or that a sandbox could refuse: one look at the
+ * signal mask (restored by a re-exec), argv, the settings.
+ */
+KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 {
-	void *bt[2];
-
 	(void)envp;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &kkp_init_mask, KSIGSET_SIZE);
 	if (argc > 0 && argc < (int)(sizeof(saved_argv) / sizeof(saved_argv[0])) && argv) {
@@ -813,11 +860,6 @@ __attribute__((constructor(300))) static void panic_init(int argc, char **argv, 
 		kkp_argc = argc;
 		kkp_argv = saved_argv;
 	}
-	/* glibc's backtrace() loads libgcc_s on first use: do it now, not in a panic. */
-	backtrace(bt, 2);
-	reserve_stacks();
-	kk_panic_thread_init();
-	kkp_stop_init();
 	kkp_policy_init();
 	kkp_env_init();
 	kkp_control_init();

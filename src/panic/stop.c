@@ -3,8 +3,10 @@
  * Stopping the other threads of a panicking process.
  *
  * The owner lists /proc/self/task with open(2)+getdents64(2) (no malloc, no
- * opendir) and sends each thread the reserved real-time signal with
- * tgkill(2).  The handler blocks every signal, records its tid, wakes the
+ * opendir) and sends each thread the library's park signal (kk_park_signal(),
+ * the one signal library threads leave unblocked) with tgkill(2).  The
+ * handler is installed then, not at load: the signal's disposition is the
+ * program's until it panics.  The handler blocks every signal, records its tid, wakes the
  * owner with a futex and parks in rt_sigtimedwait() on an empty set: a sleep
  * that no signal ends (the mask blocks them all) and that costs no CPU.  It
  * returns only with EINTR when the thread is stopped and continued (SIGSTOP,
@@ -15,9 +17,17 @@
  * then lists /proc/self/task again for threads created meanwhile, until a
  * listing finds no new thread.  Threads that did not park in time (they block
  * the signal, or sit in an uninterruptible sleep) are reported by tid, name
- * and state.
+ * and state: a program thread that blocks the signal is named as such, a
+ * library thread that did not park is reported as a library bug.
+ *
+ * Out of descriptors, the listing is done by a helper process that shares
+ * our memory but has a copy of our descriptor table (clone(CLONE_VM) without
+ * CLONE_FILES): it may close descriptors of its copy to open the directory,
+ * and writes the tids straight into our memory.  No descriptor is kept open
+ * from load to panic.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -27,9 +37,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "panic/internal.h"
 
 int kkp_stop_sig;
@@ -37,6 +49,7 @@ int kkp_debug_evfd = -1;
 int kkp_debug_wanted;
 
 #define KKP_MAX_THREADS	4096
+#define KKP_LISTER_STACK	(32 * 1024)
 
 static int parked_count;		/* futex word: number of parked threads */
 static int parked_slots;
@@ -53,71 +66,20 @@ struct linux_dirent64_ {
 	char d_name[];
 };
 
-/*
- * A descriptor of /proc/self/task opened at load (and again in fork children),
- * for a panic that happens because the process ran out of descriptors.  Its
- * device and inode are checked before use, in case the program closed it
- * and the number was reused.
- */
-static int task_fd = -1;
-static pid_t task_fd_pid;
-static dev_t task_fd_dev;
-static ino_t task_fd_ino;
+/* ---- listing the threads ------------------------------------------------------------- */
 
-static void open_task_fd(void)
-{
-	struct stat st;
+static pid_t listed[KKP_MAX_THREADS];
+static int nlisted, list_err;
+static char lister_stack[KKP_LISTER_STACK] __attribute__((aligned(64)));
 
-	task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	task_fd_pid = getpid();
-	if (task_fd >= 0 && fstat(task_fd, &st) == 0) {
-		task_fd_dev = st.st_dev;
-		task_fd_ino = st.st_ino;
-	} else if (task_fd >= 0) {
-		close(task_fd);
-		task_fd = -1;
-	}
-}
-
-static void task_fd_atfork_child(void)
-{
-	struct stat st;
-
-	/* Ours only if it still is the directory we opened. */
-	if (task_fd >= 0 && fstat(task_fd, &st) == 0 && st.st_dev == task_fd_dev &&
-	    st.st_ino == task_fd_ino)
-		close(task_fd);
-	task_fd = -1;
-	open_task_fd();
-}
-
-static int spare_task_fd(void)
-{
-	struct stat st;
-
-	if (task_fd < 0 || task_fd_pid != kkp_getpid() || fstat(task_fd, &st) ||
-	    st.st_dev != task_fd_dev || st.st_ino != task_fd_ino ||
-	    lseek(task_fd, 0, SEEK_SET) != 0)
-		return -1;
-	return task_fd;
-}
-
-int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
+/* getdents64() over an open task directory: the tids into listed[]. */
+static void collect_tids(int fd)
 {
 	char buf[4096];
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int own = 1, ret = 0;
 	long n;
 
-	if (fd < 0) {
-		int e = errno;
-
-		fd = spare_task_fd();
-		own = 0;
-		if (fd < 0)
-			return -e;
-	}
-	while (!ret && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+	nlisted = 0;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < n;) {
 			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
 			long v;
@@ -125,15 +87,73 @@ int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 			off += d->d_reclen;
 			if (kkp_parse_long(d->d_name, strlen(d->d_name), &v) || v <= 0)
 				continue;
-			if (fn((pid_t)v, arg)) {
-				ret = 1;
-				break;
-			}
+			if (nlisted < KKP_MAX_THREADS)
+				listed[nlisted++] = (pid_t)v;
 		}
 	}
-	if (own)
+}
+
+/*
+ * In the helper process: our memory, its own copy of our descriptor table.
+ * Raw system calls only (errno is the panicking thread's).
+ */
+static int lister(void *arg)
+{
+	char path[64];
+	long fd;
+
+	kkp_snprintf(path, sizeof(path), "/proc/%d/task", (int)(intptr_t)arg);
+	fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		/* Closing here closes the copies, not the program's descriptors. */
+		for (int i = 0; i < 1024 && fd < 0; i++) {
+			syscall(SYS_close, i);
+			fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+	}
+	if (fd < 0) {
+		list_err = (int)-fd;
+		return 0;
+	}
+	collect_tids((int)fd);
+	return 0;
+}
+
+/* Fill listed[] with the threads of this process.  0 or -errno. */
+static int list_tasks(void)
+{
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int e = errno, st;
+	long pid;
+
+	if (fd >= 0) {
+		collect_tids(fd);
 		close(fd);
-	return ret;
+		return 0;
+	}
+	if (e != EMFILE && e != ENFILE)
+		return -e;
+	/* CLONE_VFORK: we sleep until the helper has exited. */
+	list_err = 0;
+	nlisted = 0;
+	pid = clone(lister, lister_stack + sizeof(lister_stack), CLONE_VM | CLONE_VFORK,
+		    (void *)(intptr_t)kkp_getpid());
+	if (pid < 0)
+		return -e;
+	waitpid((pid_t)pid, &st, __WCLONE);
+	return list_err ? -list_err : 0;
+}
+
+int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	int ret = list_tasks();
+
+	if (ret < 0)
+		return ret;
+	for (int i = 0; i < nlisted; i++)
+		if (fn(listed[i], arg))
+			return 1;
+	return 0;
 }
 
 static void futex_wake_all(int *w)
@@ -177,37 +197,19 @@ static void stop_handler(int sig, siginfo_t *si, void *uc)
 	kkp_park_self();
 }
 
-void kkp_stop_init(void)
+/* Install the park handler (at the panic: the signal is the program's until then). */
+static int stop_install(void)
 {
-	const char *e = getenv("KK_PANIC_SIGNAL");
-	struct sigaction sa, old;
-	int sig = 0;
+	struct sigaction sa;
+	int sig = kk_park_signal();
 
-	if (e && *e) {
-		long v;
-
-		if (!kkp_parse_long(e, strlen(e), &v) && v >= SIGRTMIN && v <= SIGRTMAX)
-			sig = (int)v;
-		else
-			kkp_dprintf(KKP_FD, "kernelkit: ignoring KK_PANIC_SIGNAL=%s: not in %d..%d\n",
-				    e, SIGRTMIN, SIGRTMAX);
-	}
-	/* Pick a real-time signal nobody has a handler for, from the top down. */
-	for (int s = SIGRTMAX - 4; !sig && s >= SIGRTMIN + 4; s--) {
-		if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
-		    old.sa_handler == SIG_DFL)
-			sig = s;
-	}
-	if (!sig)
-		sig = SIGRTMAX - 4;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = stop_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(sig, &sa, NULL) == 0)
-		kkp_stop_sig = sig;
-	open_task_fd();
-	pthread_atfork(NULL, NULL, task_fd_atfork_child);
+	if (sigaction(sig, &sa, NULL))
+		return 0;
+	return sig;
 }
 
 static int is_signalled(pid_t tid)
@@ -288,6 +290,22 @@ static int task_exists(pid_t tid)
 	return kkp_read_file(path, buf, sizeof(buf)) >= 0;
 }
 
+/* Does @tid block @sig?  1, 0, or -1 when unknown (from SigBlk in its status). */
+static int blocks_signal(pid_t tid, int sig)
+{
+	char path[64], buf[2048], *p;
+	uint64_t m = 0;
+
+	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	if (kkp_read_file(path, buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nSigBlk:")))
+		return -1;
+	for (p += 8; *p == ' ' || *p == '\t'; p++)
+		;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		m = m << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return !!(m & (1ull << (sig - 1)));
+}
+
 static void report_missing(pid_t tid)
 {
 	char path[64], comm[32], stat[512];
@@ -308,8 +326,15 @@ static void report_missing(pid_t tid)
 		p[3] = '\0';
 		state = p + 2;
 	}
-	kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s; is signal %d blocked?)\n",
-		    (int)tid, comm, state, kkp_stop_sig);
+	if (kk_is_library_thread(tid))
+		kkp_dprintf(KKP_FD, "kernelkit:   BUG: library thread %d (%s) did not park (state %s); "
+			    "please report this kernelkit bug\n", (int)tid, comm, state);
+	else if (blocks_signal(tid, kkp_stop_sig) == 1)
+		kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s; it blocks "
+			    "signal %d, the park signal)\n", (int)tid, comm, state, kkp_stop_sig);
+	else
+		kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s)\n",
+			    (int)tid, comm, state);
 }
 
 void kkp_stop_others(struct kk_panic_stats *st)
@@ -319,8 +344,11 @@ void kkp_stop_others(struct kk_panic_stats *st)
 	int all = 1, missing = 0, rounds = 0;
 	uint64_t el;
 
+	if (!kkp_stop_sig)
+		kkp_stop_sig = stop_install();
 	if (!kkp_stop_sig) {
-		kkp_dprintf(KKP_FD, "kernelkit: no stop signal: other threads keep running\n");
+		kkp_dprintf(KKP_FD, "kernelkit: cannot install the park signal's handler: "
+			    "other threads keep running\n");
 		return;
 	}
 	do {

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "panic/internal.h"
 
 uint64_t kkp_init_mask;
@@ -109,6 +110,7 @@ int kk_panic_policy_register(struct kk_panic_policy *p)
 {
 	int rc = 0;
 
+	kkp_prepare();
 	if (!p || !p->run || !name_ok(p->name))
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -217,7 +219,7 @@ extern char **environ;
 
 __attribute__((noreturn)) static void reexec(void)
 {
-	const char *prev = kkp_getenv("KK_PANIC_RESTARTS");
+	const char *prev = kk_getenv("KK_PANIC_RESTARTS");
 	char **argv = kkp_argv ? kkp_argv : fallback_argv();
 	long count = 0;
 	int n = 0;
@@ -555,7 +557,7 @@ static int debugger_run(struct kk_panic_policy *p, const struct kk_panic_wait *w
 
 void kkp_sd_notify(const char *msg)
 {
-	const char *path = kkp_getenv("NOTIFY_SOCKET");
+	const char *path = kk_getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa;
 	socklen_t salen;
 	char buf[1280];
