@@ -1018,7 +1018,8 @@ KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
 	const char *e;
 	unsigned long max;
 
-	odebug_pool_init();
+	/* The pool is sized when tracking is first switched on, not here:
+	 * counting CPUs reads /sys, which a sandbox may refuse. */
 	kk_fork_register(&odebug_fork_ops);
 	if ((e = kk_getenv("KK_DEBUG_OBJECTS_POLICY")) && kk_debug_objects_set_policy(e))
 		kk_warn("ignoring KK_DEBUG_OBJECTS_POLICY=%.64s: not base, pcpu2x, refill or ewma", e);

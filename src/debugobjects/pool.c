@@ -714,6 +714,8 @@ void odebug_pool_reset(void)
 {
 	struct debug_obj *b;
 
+	odebug_pool_init();
+
 	pthread_mutex_lock(&reg_lock);
 	for (struct pcpu_pool *p = reg_head; p; p = p->next)
 		pcp_drain(p);
