@@ -20,9 +20,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,6 +329,7 @@ static bool srv_running;		/* srv_thread exists and is not joined yet */
 static int srv_serving;			/* atomic: the thread has not exited */
 static int srv_stop;			/* atomic: the thread must exit */
 static int srv_wanted;			/* atomic: should run (restarted by kk_threads_start) */
+static pid_t srv_tid;			/* the thread's kernel id, set by itself */
 static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
 static __thread bool on_srv_thread;
 
@@ -541,6 +544,7 @@ static void *serve(void *arg)
 {
 	(void)arg;
 	on_srv_thread = true;
+	srv_tid = gettid();
 	for (;;) {
 		struct kk_fd conn = KK_FD_INIT;
 		int num, fd, err;
@@ -613,12 +617,28 @@ static void wake_locked(void)
 	close(s);
 }
 
+/*
+ * pthread_join() returns when the kernel clears the thread's tid, a little
+ * before the thread leaves the thread group (and /proc/self/task).  A program
+ * that stops our threads to be single-threaded (unshare(), a seccomp filter
+ * without TSYNC) needs it gone: wait for that too, a few microseconds.
+ */
+static void wait_thread_gone(pid_t tid)
+{
+	uint64_t deadline = kk_now_ns() + 1000000000ull;
+
+	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
+		sched_yield();
+}
+
 /* Join a thread that exited or was told to; release the socket if still ours. */
 static void reap_locked(void)
 {
 	if (!srv_running)
 		return;
 	pthread_join(srv_thread, NULL);
+	wait_thread_gone(srv_tid);
+	srv_tid = 0;
 	srv_running = false;
 	pthread_mutex_lock(&lfd_lock);
 	kk_fd_release(&lfd);
@@ -764,6 +784,7 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&lfd_lock);
 	kk_fd_release_inherited(&lfd);	/* closed only if the number still is our socket */
 	srv_running = false;
+	srv_tid = 0;
 	on_srv_thread = false;
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
