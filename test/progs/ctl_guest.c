@@ -17,10 +17,12 @@
  *   tasks                the number of threads (/proc/self/task)
  *   stop | start         kk_threads_stop() | kk_threads_start()
  *   debug                run the pr_debug site (its message goes to stderr)
+ *   comm                 set the thread name to one with an escape character
  *   quit                 exit(0)
  * Answers: "ok[ detail]" or "fail what".  A write of anything to the control
  * file guest/dup2 does the dup2 from the endpoint's own thread, while it is
- * not waiting in accept().
+ * not waiting in accept().  guest/evil reads as text with control characters
+ * (kkctl must escape them).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -201,6 +204,14 @@ static int dup2_write(const char *buf, size_t len, struct kk_buf *out, void *pri
 
 static const struct kk_control_file_ops dup2_ops = { .write = dup2_write };
 
+static int evil_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "esc\033[2J bel\a cr\r del\177 tab\tend\n");
+}
+
+static const struct kk_control_file_ops evil_ops = { .show = evil_show };
+
 static int count_tasks(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -221,6 +232,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	kk_control_create_file("guest/dup2", &dup2_ops, NULL);
+	kk_control_create_file("guest/evil", &evil_ops, NULL);
 	while (fgets(line, sizeof(line), stdin)) {
 		line[strcspn(line, "\n")] = '\0';
 		if (!strcmp(line, "closefrom")) {
@@ -263,6 +275,8 @@ int main(void)
 			guest_hello(42);
 			fflush(stderr);
 			puts("ok");
+		} else if (!strcmp(line, "comm")) {
+			puts(prctl(PR_SET_NAME, "gu\033]0;x\aest") ? "fail prctl" : "ok");
 		} else if (!strcmp(line, "quit")) {
 			exit(0);
 		} else {

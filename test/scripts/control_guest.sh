@@ -8,8 +8,11 @@
 #     the endpoint waits in accept(), and from a handler while it does not:
 #     the endpoint comes back and the program's file stays;
 #  3. kk_threads_stop(): one thread left and kkctl cannot reach the process;
-#     kk_threads_start(): the endpoint is back.
-# The program answers each command on a pipe: no sleeps order anything.
+#     kk_threads_start(): the endpoint is back;
+#  4. kkctl escapes control characters in what a process sends it;
+#  5. section 1 again with the default text-patching method (see KNOWN below).
+# The program answers each command on a pipe: no sleeps order anything
+# (served() waits for the endpoint to be back after its socket was replaced).
 set -u
 B=${KK_BUILD:?}
 KKCTL=$B/kkctl
@@ -60,14 +63,14 @@ served() {
 
 # ---- 1. closefrom and close_range, 20 forks, then +p through kkctl
 # Twice: with KK_TEXT_POKE=remap, the endpoint's part alone (text patching
-# keeps no descriptor then); and last (section 4) with the default
+# keeps no descriptor then); and last (section 5) with the default
 # /proc/self/mem method: the issue's whole "done when".
 # KNOWN, outside the endpoint's files (at e665119 and on this branch):
 # src/arch/x86_64/text_patch.c keeps /proc/self/mem as a bare number.
 # kk_text_atfork_child() close()s it in every child, where after closefrom it
 # is the program's descriptor ("fail child N status 0xc00": the pipe is
 # gone), and the +p pwrite()s into it ("writing text failed (Illegal seek)":
-# the number is now the program's pipe).  Section 4 fails until text_patch.c
+# the number is now the program's pipe).  Section 5 fails until text_patch.c
 # keeps that descriptor in a struct kk_fd.
 closefrom_forks_kkctl() {	# closefrom_forks_kkctl POKE
 	poke=$1
@@ -124,7 +127,18 @@ cmd tasks
 ctl read static_keys > /dev/null 2> "$tmp/ctlerr" || fail "after kk_threads_start(): $(cat "$tmp/ctlerr")"
 finish
 
-# ---- 4. section 1 with the default text-patching method (see the KNOWN note)
+# ---- 4. kkctl escapes the control characters a process sends it
+t=escapes
+start
+ctl read guest/evil > "$tmp/evil" || fail "read guest/evil"
+[ "$(cat "$tmp/evil")" = "$(printf 'esc\\x1b[2J bel\\x07 cr\\x0d del\\x7f tab\tend')" ] ||
+	fail "escaped text: $(od -c "$tmp/evil" | head -3)"
+cmd comm
+"$KKCTL" ls > "$tmp/ls" || fail "ls"
+grep -q "^$pid *gu\\\\x1b\]0;x\\\\x07est\$" "$tmp/ls" || fail "escaped comm: $(od -c "$tmp/ls" | head -5)"
+finish
+
+# ---- 5. section 1 with the default text-patching method (see the KNOWN note)
 closefrom_forks_kkctl default
 
 rm -rf "$tmp"

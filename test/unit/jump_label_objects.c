@@ -181,8 +181,8 @@ Test(objects, fork_keeps_state_and_can_patch)
 		if (static_branch_enable(&jl_shared_key) || local_site() != 1)
 			_exit(12);
 		sock = kk_control_socket_path();
-		snprintf(want, sizeof(want), "/%d.sock", (int)getpid());
-		if (getenv("KK_CONTROL") == NULL && (!sock || !strstr(sock, want)))
+		snprintf(want, sizeof(want), "@kernelkit/%d", (int)getpid());
+		if (getenv("KK_CONTROL") == NULL && (!sock || strcmp(sock, want)))
 			_exit(13);	/* the child has an endpoint of its own */
 		_exit(0);
 	}
