@@ -154,21 +154,29 @@ static int fork_n(int n, char *why, size_t len)
 	return 0;
 }
 
-/* The endpoint's listening socket: bound to @kernelkit/<pid>, accepting. */
+/* The endpoint's listening socket: bound to @kernelkit/<pid>, accepting.
+ * (Also <dir>/<pid>.sock, the path of the endpoint before it moved to the
+ * abstract namespace, so that this test can be run against that code.) */
 static int find_listener(void)
 {
-	char want[64];
+	char want[64], old[64];
 	int n = snprintf(want, sizeof(want), "kernelkit/%d", (int)getpid());
 
+	snprintf(old, sizeof(old), "/%d.sock", (int)getpid());
 	for (int fd = 3; fd < 1024; fd++) {
 		struct sockaddr_un sa;
 		socklen_t sl = sizeof(sa);
 		int acc = 0;
 		socklen_t al = sizeof(acc);
+		size_t pl;
 
-		if (getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX ||
-		    sl != offsetof(struct sockaddr_un, sun_path) + 1 + (socklen_t)n ||
-		    sa.sun_path[0] || memcmp(sa.sun_path + 1, want, (size_t)n))
+		memset(&sa, 0, sizeof(sa));
+		if (getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX)
+			continue;
+		pl = strnlen(sa.sun_path, sizeof(sa.sun_path) - 1);
+		if (sa.sun_path[0] ? !(pl > strlen(old) && !strcmp(sa.sun_path + pl - strlen(old), old))
+				   : (sl != offsetof(struct sockaddr_un, sun_path) + 1 + (socklen_t)n ||
+				      memcmp(sa.sun_path + 1, want, (size_t)n)))
 			continue;
 		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc)
 			return fd;

@@ -36,6 +36,7 @@ start() {	# start [ENV=VAL...]
 	env "$@" "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
 	pid=$!
 	exec 3> "$tmp/in" 4< "$tmp/out"
+	cmd tasks	# main() runs: the endpoint started at load (the program has sites)
 }
 finish() {
 	echo quit >&3
