@@ -329,6 +329,7 @@ static bool srv_running;		/* srv_thread exists and is not joined yet */
 static int srv_serving;			/* atomic: the thread has not exited */
 static int srv_stop;			/* atomic: the thread must exit */
 static int srv_wanted;			/* atomic: should run (restarted by kk_threads_start) */
+static int srv_off;			/* atomic: kk_control_stop() was called: no autostart */
 static pid_t srv_tid;			/* the thread's kernel id, set by itself */
 static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
 static __thread bool on_srv_thread;
@@ -556,8 +557,12 @@ static void *serve(void *arg)
 		}
 		if (!kk_fd_ours(&lfd)) {
 			lfd.fd = -1;		/* the program's number now: forget, never close */
-			if (listen_new()) {
+			err = listen_new();
+			if (err) {
 				pthread_mutex_unlock(&lfd_lock);
+				if (err != -EADDRINUSE)
+					kk_warn_once(warned_renew, "control endpoint: cannot make a new "
+						     "socket (%s); serving none", strerror(-err));
 				break;
 			}
 		}
@@ -696,8 +701,10 @@ int kk_control_start(void)
 	pthread_once(&hooks_once, register_hooks);
 	pthread_mutex_lock(&srv_lock);
 	ret = start_locked();
-	if (!ret)
+	if (!ret) {
 		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&srv_off, 0, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&srv_lock);
 	return ret;
 }
@@ -706,6 +713,7 @@ void kk_control_stop(void)
 {
 	pthread_mutex_lock(&srv_lock);
 	__atomic_store_n(&srv_wanted, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&srv_off, 1, __ATOMIC_RELEASE);
 	stop_locked();
 	pthread_mutex_unlock(&srv_lock);
 }
@@ -713,7 +721,7 @@ void kk_control_stop(void)
 void kk_control_autostart(void)
 {
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE) || on_srv_thread ||
-	    control_mode() == CTL_NEVER)
+	    __atomic_load_n(&srv_off, __ATOMIC_ACQUIRE) || control_mode() == CTL_NEVER)
 		return;
 	pthread_once(&hooks_once, register_hooks);
 	pthread_mutex_lock(&srv_lock);

@@ -102,7 +102,8 @@ int kk_control_write(const char *name, const char *buf, size_t len, char **reply
 /*
  * Start or stop the endpoint by hand.  Start is idempotent; 0, -EAGAIN while
  * the library's threads are stopped, -EADDRINUSE when another socket holds
- * the name, or another -errno.  Stop waits for a running request to finish.
+ * the name, or another -errno.  Stop waits for a running request to finish;
+ * after it, the endpoint starts again only by kk_control_start().
  */
 int kk_control_start(void);
 void kk_control_stop(void);

@@ -363,6 +363,9 @@ Test(threads, stop_and_start, .timeout = 30)
 		kk_control_stop();
 		if (count_tasks() != 1 || try_connect(me) != -ECONNREFUSED)
 			_exit(17);
+		/* stopped by hand: a new file of the program's does not restart it */
+		if (kk_control_create_file("test/after-stop", &echo_ops, "x") || count_tasks() != 1)
+			_exit(19);
 		/* stopped by hand: kk_threads_start() leaves it stopped */
 		if (kk_threads_stop() || kk_threads_start() || count_tasks() != 1)
 			_exit(18);
