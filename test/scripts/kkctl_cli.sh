@@ -19,7 +19,11 @@ tmp=$(mktemp -d /tmp/kk-cli.XXXXXX)
 chmod 755 "$tmp"
 mkfifo "$tmp/pidfifo"
 # jl_target has sites: its endpoint listens before main() prints the pid.
-"$B/test/progs/jl_target" > "$tmp/pidfifo" &
+# The fallback build (KK_NO_JUMP_LABEL) has no sites, so nothing starts the
+# endpoint by the lazy rule: ask for it at load.
+ctl_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+env $ctl_env "$B/test/progs/jl_target" > "$tmp/pidfifo" &
 pid=$!
 read -r printed < "$tmp/pidfifo" || fail "no pid line"
 [ "$printed" = "$pid" ] || fail "pid line $printed, want $pid"
