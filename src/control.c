@@ -324,6 +324,7 @@ enum { CTL_LAZY, CTL_NEVER, CTL_ALWAYS };
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lfd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kk_fd lfd = KK_FD_INIT;	/* the listening socket (lfd_lock) */
+static struct kk_fd srv_conn = KK_FD_INIT; /* the connection being served (lfd_lock) */
 static pthread_t srv_thread;
 static bool srv_running;		/* srv_thread exists and is not joined yet */
 static int srv_serving;			/* atomic: the thread has not exited */
@@ -587,11 +588,17 @@ static void *serve(void *arg)
 				break;
 			continue;
 		}
-		if (kk_fd_adopt(&conn, fd) < 0)
+		pthread_mutex_lock(&lfd_lock);	/* a fork child releases its copy */
+		fd = kk_fd_adopt(&srv_conn, fd);
+		conn = srv_conn;
+		pthread_mutex_unlock(&lfd_lock);
+		if (fd < 0)
 			continue;
 		if (on_our_name(conn.fd) && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
 			handle(&conn);
-		kk_fd_release(&conn);
+		pthread_mutex_lock(&lfd_lock);
+		kk_fd_release(&srv_conn);
+		pthread_mutex_unlock(&lfd_lock);
 	}
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELEASE);
 	return NULL;
@@ -791,6 +798,7 @@ static void atfork_child(void)
 	pthread_rwlock_init(&files_lock, NULL);
 	pthread_mutex_unlock(&lfd_lock);
 	kk_fd_release_inherited(&lfd);	/* closed only if the number still is our socket */
+	kk_fd_release_inherited(&srv_conn);	/* a request the parent is serving */
 	srv_running = false;
 	srv_tid = 0;
 	on_srv_thread = false;
