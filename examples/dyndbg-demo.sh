@@ -16,7 +16,6 @@ for f in "$KKCTL" "$MACHINE" "$B/dyndbg-mods/modules.list"; do
 done
 
 tmp=$(mktemp -d /tmp/kk-dyndbg-demo.XXXXXX)
-export KK_CONTROL_DIR="$tmp/ctl"
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -27,7 +26,7 @@ trap cleanup EXIT INT TERM
 "$MACHINE" "$B/dyndbg-mods" > "$tmp/machine.out" 2>&1 &
 pid=$!
 i=0
-until grep -q '^machine: pid' "$tmp/machine.out" 2>/dev/null && [ -S "$KK_CONTROL_DIR/$pid.sock" ]; do
+until grep -q '^machine: pid' "$tmp/machine.out" 2>/dev/null && grep -q " @kernelkit/$pid\$" /proc/net/unix; do
 	i=$((i + 1))
 	[ $i -gt 300 ] && { cat "$tmp/machine.out"; echo "dyndbg-demo: machine did not start" >&2; exit 1; }
 	kill -0 "$pid" 2>/dev/null || { cat "$tmp/machine.out"; exit 1; }

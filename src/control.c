@@ -1,31 +1,37 @@
 // SPDX-License-Identifier: MIT
 /*
- * The control endpoint: debugfs for one process, served on a Unix socket.
+ * The control endpoint: debugfs for one process, served on the abstract Unix
+ * socket "\0kernelkit/<pid>".
  *
  * One thread accepts one connection at a time.  Every socket operation has a
  * timeout and every request a size limit, so a slow, huge or malformed client
  * costs that thread at most a couple of seconds and never touches the rest of
  * the process.  Handlers run under a read lock of the file registry; the
  * socket I/O does not, so fork() and file removal wait only for a handler.
+ *
+ * A guest in the process: the endpoint starts only when there is something to
+ * control (see kk_control_autostart()), keeps one listening descriptor that it
+ * never closes unless it provably still is ours, needs no file, directory or
+ * exit-time clean-up, and stops with kk_threads_stop().
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
+#include "common.h"
+#include "control_internal.h"
 #include "control_path.h"
 
 /* ---- text buffers ---------------------------------------------------------- */
@@ -130,6 +136,27 @@ static int name_ok(const char *name)
 	return 1;
 }
 
+/*
+ * The library's own files.  Creating them says nothing about whether the
+ * program has anything to control (panic, debug objects and shazptr register
+ * theirs in every process), so they do not start the endpoint; any other file
+ * is the program's, and does.
+ */
+static bool library_file(const char *name)
+{
+	static const char *const lib[] = {
+		"static_keys", "panic", "dynamic_debug/", "debug_objects/", "shazptr/",
+	};
+
+	for (size_t i = 0; i < sizeof(lib) / sizeof(lib[0]); i++) {
+		size_t n = strlen(lib[i]);
+
+		if (lib[i][n - 1] == '/' ? !strncmp(name, lib[i], n) : !strcmp(name, lib[i]))
+			return true;
+	}
+	return false;
+}
+
 static struct kk_cfile *find_file(const char *name)
 {
 	for (struct kk_cfile *f = files; f; f = f->next)
@@ -161,6 +188,8 @@ int kk_control_create_file(const char *name, const struct kk_control_file_ops *o
 	f->next = *pp;
 	*pp = f;
 	pthread_rwlock_unlock(&files_lock);
+	if (!library_file(name))
+		kk_control_autostart();
 	return 0;
 }
 
@@ -281,22 +310,76 @@ int kk_control_write(const char *name, const char *buf, size_t len, char **reply
 	return ret;
 }
 
-/* ---- the socket server ----------------------------------------------------- */
+/* ---- the socket server -----------------------------------------------------
+ *
+ * State.  srv_lock serialises start, stop, fork and the services; lfd_lock
+ * guards the listening socket, which the thread itself replaces when the
+ * program has closed its number.  The thread never takes srv_lock (stop holds
+ * it while joining), and holds lfd_lock only around a check, never across
+ * accept() or a handler.
+ */
+
+enum { CTL_LAZY, CTL_NEVER, CTL_ALWAYS };
 
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
-static int listen_fd = -1;
-static int stop_pipe[2] = { -1, -1 };
+static pthread_mutex_t lfd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kk_fd lfd = KK_FD_INIT;	/* the listening socket (lfd_lock) */
+static struct kk_fd srv_conn = KK_FD_INIT; /* the connection being served (lfd_lock) */
 static pthread_t srv_thread;
-static int srv_running;
-static pid_t srv_pid;
-static char srv_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static bool srv_running;		/* srv_thread exists and is not joined yet */
+static int srv_serving;			/* atomic: the thread has not exited */
+static int srv_stop;			/* atomic: the thread must exit */
+static int srv_wanted;			/* atomic: should run (restarted by kk_threads_start) */
+static int srv_off;			/* atomic: kk_control_stop() was called: no autostart */
+static pid_t srv_tid;			/* the thread's kernel id, set by itself */
+static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
+static __thread bool on_srv_thread;
+
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static void register_hooks(void);
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
+	return kk_now_ns() / 1000000;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+/* KK_CONTROL: unset = start when there is something to control; 1 = at load; 0 = never by itself. */
+static int control_mode(void)
+{
+	static int mode = -1;
+	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+	const char *v;
+	bool b;
+
+	if (m >= 0)
+		return m;
+	v = kk_getenv("KK_CONTROL");
+	if (!v) {
+		m = CTL_LAZY;
+	} else if (kk_parse_bool(v, &b)) {
+		(void)kk_env_bool("KK_CONTROL", false);	/* its one-line warning */
+		m = CTL_LAZY;
+	} else {
+		m = b ? CTL_ALWAYS : CTL_NEVER;
+	}
+	__atomic_store_n(&mode, m, __ATOMIC_RELAXED);
+	return m;
+}
+
+/* Use the connection only while its number still is our socket: the program
+ * may close it (closefrom in another thread) and reuse the number meanwhile. */
+static int conn_send(const struct kk_fd *c, const void *p, size_t n)
+{
+	return kk_fd_ours(c) ? kk_send_all(c->fd, p, n) : -1;
+}
+
+static ssize_t conn_recv(const struct kk_fd *c, void *p, size_t n)
+{
+	if (!kk_fd_ours(c)) {
+		errno = EBADF;
+		return -1;
+	}
+	return recv(c->fd, p, n, 0);
 }
 
 /*
@@ -305,18 +388,20 @@ static uint64_t now_ms(void)
  * the client would lose the reply (an early refusal: foreign uid, E2BIG).
  * Bounded by time and bytes like everything else here.
  */
-static void reply(int fd, int status, const struct kk_buf *body)
+static void reply(const struct kk_fd *c, int status, const struct kk_buf *body)
 {
 	uint64_t deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
 	char head[32], sink[4096];
 	size_t drained = 0;
 	int n = snprintf(head, sizeof(head), "%d\n", status);
 
-	if (kk_send_all(fd, head, (size_t)n) == 0 && body->len)
-		kk_send_all(fd, body->data, body->len);
-	shutdown(fd, SHUT_WR);
+	if (conn_send(c, head, (size_t)n) == 0 && body->len)
+		conn_send(c, body->data, body->len);
+	if (!kk_fd_ours(c))
+		return;
+	shutdown(c->fd, SHUT_WR);
 	while (drained < 4 * KK_CONTROL_MAX_REQUEST && now_ms() < deadline) {
-		ssize_t r = recv(fd, sink, sizeof(sink), 0);
+		ssize_t r = conn_recv(c, sink, sizeof(sink));
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -337,7 +422,7 @@ static int peer_allowed(int fd)
 }
 
 /* Serve one connection. */
-static void handle(int fd)
+static void handle(const struct kk_fd *c)
 {
 	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000, (KK_CONTROL_TIMEOUT_MS % 1000) * 1000 };
 	const size_t cap = KK_CONTROL_MAX_REQUEST + KK_CONTROL_NAME_MAX + 16;
@@ -346,11 +431,11 @@ static void handle(int fd)
 	size_t len = 0;
 	int status;
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (!peer_allowed(fd)) {
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (!peer_allowed(c->fd)) {
 		kk_buf_printf(&out, "peer is neither uid %u nor root\n", (unsigned)geteuid());
-		reply(fd, -EACCES, &out);
+		reply(c, -EACCES, &out);
 		kk_buf_free(&out);
 		return;
 	}
@@ -358,11 +443,11 @@ static void handle(int fd)
 	if (!req)
 		return;
 	for (;;) {
-		ssize_t r = recv(fd, req + len, cap - len, 0);
+		ssize_t r = conn_recv(c, req + len, cap - len);
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0) {	/* timeout or reset: the client gets nothing */
+		if (r < 0) {	/* timeout, reset, or the number is no longer ours */
 			free(req);
 			return;
 		}
@@ -395,195 +480,349 @@ static void handle(int fd)
 	}
 	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &out);
 send:
-	reply(fd, status, &out);
+	reply(c, status, &out);
 	kk_buf_free(&out);
 	free(req);
 }
 
+/*
+ * A new listening socket on our name (lfd_lock held, or no thread yet).
+ * EADDRINUSE: someone else holds "\0kernelkit/<pid>" -- abstract names have no
+ * owner, so any process may squat it.  kkctl would refuse to talk to it (the
+ * peer's pid is not ours); we say so once and serve nothing.
+ */
+static int listen_new(void)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = kk_control_addr(&sa, getpid());
+	int fd, ret;
+
+	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	if (fd < 0)
+		return fd == -EBADF ? -errno : fd;
+	if (bind(fd, (struct sockaddr *)&sa, sl) || listen(fd, 16)) {
+		ret = -errno;
+		kk_fd_release(&lfd);
+		if (ret == -EADDRINUSE)
+			kk_warn_once(warned_inuse, "control endpoint @%s is taken by another socket; "
+				     "this process serves none", sa.sun_path + 1);
+		return ret;
+	}
+	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
+	return 0;
+}
+
+/* The connection came in on a socket bound to our name (not one of the program's). */
+static bool on_our_name(int fd)
+{
+	struct sockaddr_un want, got;
+	socklen_t wl = kk_control_addr(&want, getpid()), gl = sizeof(got);
+
+	return getsockname(fd, (struct sockaddr *)&got, &gl) == 0 && gl == wl &&
+	       !memcmp(&got, &want, wl);
+}
+
+static void backoff(void)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The thread.  It waits in accept() on a number it has just checked.  The
+ * program may close that number at any time (closefrom, close_range, dup2):
+ *  - while we wait in accept(): accept holds its own reference, so the socket
+ *    keeps serving until a connection comes; then the check below finds the
+ *    number is not ours any more, forgets it without closing it, and makes a
+ *    new socket (the old one, and its name, went away when accept returned);
+ *  - while we serve a request: closing the number destroys the socket and
+ *    frees the name; the check before the next accept() makes a new one.
+ * Left: the program closing the number and opening a listening socket of its
+ * own there between our check and accept().  Then we may take one of its
+ * connections; on_our_name() notices and we close that connection unread.
+ */
 static void *serve(void *arg)
 {
-	sigset_t set;
-
 	(void)arg;
-	/* Leave process-directed signals to the application's threads. */
-	sigemptyset(&set);
-	for (int s = 1; s < SIGRTMIN; s++)
-		if (s != SIGTRAP && s != SIGSEGV && s != SIGBUS && s != SIGILL && s != SIGFPE)
-			sigaddset(&set, s);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	pthread_setname_np(pthread_self(), "kk-control");
-
+	on_srv_thread = true;
+	srv_tid = gettid();
 	for (;;) {
-		struct pollfd p[2] = { { listen_fd, POLLIN, 0 }, { stop_pipe[0], POLLIN, 0 } };
-		int fd;
+		struct kk_fd conn = KK_FD_INIT;
+		int num, fd, err;
 
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		pthread_mutex_lock(&lfd_lock);
+		if (__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_unlock(&lfd_lock);
 			break;
 		}
-		if (p[1].revents)
-			break;
-		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (!kk_fd_ours(&lfd)) {
+			lfd.fd = -1;		/* the program's number now: forget, never close */
+			err = listen_new();
+			if (err) {
+				pthread_mutex_unlock(&lfd_lock);
+				if (err != -EADDRINUSE)
+					kk_warn_once(warned_renew, "control endpoint: cannot make a new "
+						     "socket (%s); serving none", strerror(-err));
+				break;
+			}
+		}
+		num = lfd.fd;
+		pthread_mutex_unlock(&lfd_lock);
+
+		fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			if (err == EINTR || err == ECONNABORTED)
+				continue;
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+				kk_warn_once(warned_nofile, "control endpoint: cannot accept (%s); "
+					     "retrying every 100 ms", strerror(err));
+				backoff();
+				continue;
+			}
+			/* Stopped, refused after a panic (EINVAL on our own socket),
+			 * or the number is not ours any more (the loop rechecks). */
+			if (err == EINVAL && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE) &&
+			    kk_fd_ours(&lfd))
+				break;
+			continue;
+		}
+		pthread_mutex_lock(&lfd_lock);	/* a fork child releases its copy */
+		fd = kk_fd_adopt(&srv_conn, fd);
+		conn = srv_conn;
+		pthread_mutex_unlock(&lfd_lock);
 		if (fd < 0)
 			continue;
-		handle(fd);
-		close(fd);
+		if (on_our_name(conn.fd) && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
+			handle(&conn);
+		pthread_mutex_lock(&lfd_lock);
+		kk_fd_release(&srv_conn);
+		pthread_mutex_unlock(&lfd_lock);
 	}
+	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-static void close_fds(void)
+/*
+ * Wake the thread out of accept() (lfd_lock held, srv_stop set).  shutdown()
+ * on our own listening socket makes accept() fail and refuses new clients.
+ * If the number is not ours any more, the thread may still wait on the old
+ * socket through accept's reference: connect to it by name.  If neither
+ * reaches it, it is not in accept() on our socket and sees srv_stop next.
+ */
+static void wake_locked(void)
 {
-	if (listen_fd >= 0)
-		close(listen_fd);
-	if (stop_pipe[0] >= 0) {
-		close(stop_pipe[0]);
-		close(stop_pipe[1]);
+	struct sockaddr_un sa;
+	socklen_t sl;
+	int s;
+
+	if (kk_fd_ours(&lfd)) {
+		shutdown(lfd.fd, SHUT_RD);
+		return;
 	}
-	listen_fd = stop_pipe[0] = stop_pipe[1] = -1;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return;
+	sl = kk_control_addr(&sa, getpid());
+	connect(s, (struct sockaddr *)&sa, sl);
+	close(s);
 }
 
-/* Remove the sockets of processes that died without cleaning up (killed, _exit). */
-static void sweep_stale(const char *dir)
+/*
+ * pthread_join() returns when the kernel clears the thread's tid, a little
+ * before the thread leaves the thread group (and /proc/self/task).  A program
+ * that stops our threads to be single-threaded (unshare(), a seccomp filter
+ * without TSYNC) needs it gone: wait for that too, a few microseconds.
+ */
+static void wait_thread_gone(pid_t tid)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 256];
-	struct dirent *de;
-	DIR *d = opendir(dir);
+	uint64_t deadline = kk_now_ns() + 1000000000ull;
 
-	if (!d)
+	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
+		sched_yield();
+}
+
+/* Join a thread that exited or was told to; release the socket if still ours. */
+static void reap_locked(void)
+{
+	if (!srv_running)
 		return;
-	while ((de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (pid <= 0 || strcmp(end, ".sock"))
-			continue;
-		if (kill((pid_t)pid, 0) && errno == ESRCH) {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-	}
-	closedir(d);
+	pthread_join(srv_thread, NULL);
+	wait_thread_gone(srv_tid);
+	srv_tid = 0;
+	srv_running = false;
+	pthread_mutex_lock(&lfd_lock);
+	kk_fd_release(&lfd);
+	pthread_mutex_unlock(&lfd_lock);
+	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
 }
 
 static int start_locked(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
 	int ret;
 
-	if (srv_running)
+	if (srv_running && __atomic_load_n(&srv_serving, __ATOMIC_ACQUIRE))
 		return 0;
-	ret = kk_control_dir(dir, sizeof(dir));
-	if (!ret)
-		ret = kk_control_dir_prepare(dir);
-	if (!ret)
-		ret = kk_control_sock_path(sa.sun_path, sizeof(sa.sun_path), getpid());
+	if (on_srv_thread)
+		return -EDEADLK;	/* from a handler: the thread is on its way out */
+	reap_locked();			/* a thread that gave up by itself */
+	if (kk_threads_stopped())
+		return -EAGAIN;
+	pthread_mutex_lock(&lfd_lock);
+	ret = listen_new();
+	pthread_mutex_unlock(&lfd_lock);
 	if (ret)
 		return ret;
-	sweep_stale(dir);
-	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0 || pipe2(stop_pipe, O_CLOEXEC)) {
-		ret = -errno;
-		goto fail;
-	}
-	unlink(sa.sun_path);	/* a stale socket of an earlier process with our pid */
-	if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(sa.sun_path, 0600) || listen(listen_fd, 16)) {
-		ret = -errno;
-		unlink(sa.sun_path);
-		goto fail;
-	}
-	strcpy(srv_path, sa.sun_path);
-	srv_pid = getpid();
-	ret = -pthread_create(&srv_thread, NULL, serve, NULL);
+	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&srv_serving, 1, __ATOMIC_RELEASE);
+	ret = kk_thread_create(&srv_thread, "kk-control", serve, NULL);
 	if (ret) {
-		unlink(srv_path);
-		goto fail;
+		__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&lfd_lock);
+		kk_fd_release(&lfd);
+		pthread_mutex_unlock(&lfd_lock);
+		return ret;
 	}
-	srv_running = 1;
+	srv_running = true;
 	return 0;
-fail:
-	close_fds();
-	return ret;
-}
-
-int kk_control_start(void)
-{
-	int ret;
-
-	pthread_mutex_lock(&srv_lock);
-	ret = start_locked();
-	pthread_mutex_unlock(&srv_lock);
-	return ret;
 }
 
 static void stop_locked(void)
 {
 	if (!srv_running)
 		return;
-	if (write(stop_pipe[1], "x", 1) == 1)
-		pthread_join(srv_thread, NULL);
-	if (srv_pid == getpid())
-		unlink(srv_path);
-	close_fds();
-	srv_running = 0;
+	pthread_mutex_lock(&lfd_lock);
+	__atomic_store_n(&srv_stop, 1, __ATOMIC_RELEASE);
+	wake_locked();
+	pthread_mutex_unlock(&lfd_lock);
+	if (on_srv_thread)
+		return;			/* from a handler: it exits after this request */
+	reap_locked();
+}
+
+int kk_control_start(void)
+{
+	int ret;
+
+	pthread_once(&hooks_once, register_hooks);
+	pthread_mutex_lock(&srv_lock);
+	ret = start_locked();
+	if (!ret) {
+		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&srv_off, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&srv_lock);
+	return ret;
 }
 
 void kk_control_stop(void)
+{
+	pthread_mutex_lock(&srv_lock);
+	__atomic_store_n(&srv_wanted, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&srv_off, 1, __ATOMIC_RELEASE);
+	stop_locked();
+	pthread_mutex_unlock(&srv_lock);
+}
+
+void kk_control_autostart(void)
+{
+	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE) || on_srv_thread ||
+	    __atomic_load_n(&srv_off, __ATOMIC_ACQUIRE) || control_mode() == CTL_NEVER)
+		return;
+	pthread_once(&hooks_once, register_hooks);
+	pthread_mutex_lock(&srv_lock);
+	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
+		/* Wanted even if it cannot start now: kk_threads_start() retries. */
+		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
+		start_locked();
+	}
+	pthread_mutex_unlock(&srv_lock);
+}
+
+void kk_control_refuse(void)
+{
+	struct kk_fd f = lfd;		/* a racy copy is fine: kk_fd_ours() decides */
+
+	if (kk_fd_ours(&f))
+		shutdown(f.fd, SHUT_RD);
+}
+
+const char *kk_control_socket_path(void)
+{
+	return srv_running && __atomic_load_n(&srv_serving, __ATOMIC_ACQUIRE) ? srv_name : NULL;
+}
+
+/* kk_threads_stop() / kk_threads_start(). */
+static void svc_stop(void)
 {
 	pthread_mutex_lock(&srv_lock);
 	stop_locked();
 	pthread_mutex_unlock(&srv_lock);
 }
 
-const char *kk_control_socket_path(void)
+static void svc_start(void)
 {
-	return srv_running ? srv_path : NULL;
+	pthread_mutex_lock(&srv_lock);
+	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE))
+		start_locked();
+	pthread_mutex_unlock(&srv_lock);
 }
 
-/* fork(): the child has no server thread; give it an endpoint of its own. */
+static struct kk_service control_service = {
+	.name = "control", .stop = svc_stop, .start = svc_start,
+};
+
+/* fork(): the child has no server thread; it gets an endpoint of its own if
+ * the parent had one.  It touches no descriptor but its own copy of ours. */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&srv_lock);
+	pthread_mutex_lock(&lfd_lock);
 	pthread_rwlock_wrlock(&files_lock);
 }
 
 static void atfork_parent(void)
 {
 	pthread_rwlock_unlock(&files_lock);
+	pthread_mutex_unlock(&lfd_lock);
 	pthread_mutex_unlock(&srv_lock);
 }
 
 static void atfork_child(void)
 {
-	int was_running = srv_running;
+	bool had = srv_running && __atomic_load_n(&srv_serving, __ATOMIC_ACQUIRE);
 
 	/* Not an unlock: glibc tells a writer's unlock from a reader's by the
 	 * kernel thread id, which is new in the child. */
 	pthread_rwlock_init(&files_lock, NULL);
-	close_fds();		/* the parent's socket stays; only the parent unlinks it */
-	srv_running = 0;
-	if (was_running)
+	pthread_mutex_unlock(&lfd_lock);
+	kk_fd_release_inherited(&lfd);	/* closed only if the number still is our socket */
+	kk_fd_release_inherited(&srv_conn);	/* a request the parent is serving */
+	srv_running = false;
+	srv_tid = 0;
+	on_srv_thread = false;
+	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
+	if (had)
 		start_locked();
 	pthread_mutex_unlock(&srv_lock);
 }
 
-static void at_exit(void)
+static const struct kk_fork_ops control_fork_ops = {
+	KK_INIT_CONTROL, atfork_prepare, atfork_parent, atfork_child
+};
+
+/* Registration only: no socket, no thread, no syscall. */
+static void register_hooks(void)
 {
-	/* Only the socket's own process removes it; the thread dies with us. */
-	if (srv_running && srv_pid == getpid())
-		unlink(srv_path);
+	kk_fork_register(&control_fork_ops);
+	kk_service_register(&control_service);
 }
 
-__attribute__((constructor(200))) static void control_init(void)
+KK_INIT(200) static void control_init(void)
 {
-	const char *e = getenv("KK_CONTROL");
-
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	atexit(at_exit);
-	if (e && !strcmp(e, "0"))
-		return;
-	kk_control_start();
+	pthread_once(&hooks_once, register_hooks);
+	if (control_mode() == CTL_ALWAYS)
+		kk_control_start();
 }

@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* Where control sockets live; shared by the library and kkctl. */
+/* The control endpoint's address and wire protocol; shared by the library and kkctl. */
 #ifndef KK_CONTROL_PATH_H
 #define KK_CONTROL_PATH_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 /*
- * The socket directory: $KK_CONTROL_DIR, else $XDG_RUNTIME_DIR/kernelkit,
- * else /tmp/kernelkit-<uid>.  Returns 0 or -ENAMETOOLONG.
+ * A process serves its endpoint on the abstract Unix socket "\0kernelkit/<pid>"
+ * (shown as "@kernelkit/<pid>" by /proc/net/unix and ss).  An abstract name is
+ * no file: nothing to create, chmod or unlink, no runtime directory, and the
+ * name disappears with the socket when the process dies, however it dies.
+ * It also has no permissions: anyone in the network namespace may bind or
+ * connect to it, so both sides check the other with SO_PEERCRED.
  */
-int kk_control_dir(char *buf, size_t len);
-/* <dir>/<pid>.sock.  Returns 0 or -ENAMETOOLONG. */
-int kk_control_sock_path(char *buf, size_t len, pid_t pid);
-/*
- * Create the directory 0700 if needed, and refuse one that is a symlink, not a
- * directory, not ours, or open to group/others.  Returns 0 or -errno.
- */
-int kk_control_dir_prepare(const char *dir);
+#define KK_CONTROL_ABSTRACT_PREFIX	"kernelkit/"
+
+/* Fill @sa with the address of @pid's endpoint; returns the address length
+ * (the name is not NUL-terminated: abstract names are length-delimited). */
+socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid);
 
 /* send() all of @n bytes without raising SIGPIPE.  0, or -1 with errno set. */
 int kk_send_all(int fd, const void *p, size_t n);

@@ -3,14 +3,13 @@
  * kkctl: read and write the virtual files that kernelkit processes serve on
  * their control endpoints.
  *
- *   kkctl ls                          processes with an endpoint
+ *   kkctl ls                          processes with an endpoint we may use
  *   kkctl -p PID files                the files a process serves
  *   kkctl -p PID read FILE            print a file
  *   kkctl -p PID write FILE [TEXT]    write TEXT (or stdin) to a file
  *
  * Exit status: 0 success, 1 the operation failed, 2 usage error.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -34,7 +33,7 @@ static void usage(FILE *f)
 		"       %s -p PID write FILE [TEXT]\n"
 		"\n"
 		"Talk to the control endpoint of a process that uses kernelkit.\n"
-		"  ls      list the processes that have an endpoint\n"
+		"  ls      list the processes that have an endpoint you may use\n"
 		"  files   list the virtual files a process serves\n"
 		"  read    print a file\n"
 		"  write   write TEXT to a file; without TEXT, read it from standard input\n"
@@ -43,27 +42,75 @@ static void usage(FILE *f)
 		"  -p, --pid PID   the process to talk to\n"
 		"  -h, --help      show this help\n"
 		"\n"
-		"Sockets are looked up in $KK_CONTROL_DIR, else $XDG_RUNTIME_DIR/kernelkit,\n"
-		"else /tmp/kernelkit-<uid>.  Exit status: 0 ok, 1 failed, 2 usage.\n",
+		"Process PID serves the abstract Unix socket @kernelkit/PID.  Exit status:\n"
+		"0 ok, 1 failed, 2 usage.\n",
 		prog, prog, prog, prog);
 }
 
-static int connect_pid(pid_t pid)
+/*
+ * Print what a process sent us with its control characters escaped: the
+ * process is not trusted to write to our terminal.  @keep: "\n\t" for file
+ * text, "" for one-line fields.
+ */
+static void put_escaped(FILE *f, const char *s, size_t n, const char *keep)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && !(c && strchr(keep, c))) || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else if (c == '\\' && *keep == '\0')
+			fputs("\\\\", f);
+		else
+			putc(c, f);
+	}
+}
+
+/*
+ * The peer is what we asked for: the socket's owner (SO_PEERCRED: the process
+ * that called listen()) is process @pid, and it runs as our uid, or we are
+ * root.  Abstract names have no owner, so without this another user's process
+ * could squat @kernelkit/PID and read what we write.  0, or 1 with a message.
+ */
+static int check_peer(int fd, pid_t pid)
+{
+	struct ucred cr;
+	socklen_t sl = sizeof(cr);
+	uid_t me = geteuid();
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl)) {
+		fprintf(stderr, "%s: process %d: cannot check the endpoint's owner: %s\n", prog,
+			(int)pid, strerror(errno));
+		return 1;
+	}
+	if (cr.pid != pid) {
+		fprintf(stderr, "%s: refusing @%s%d: it is served by process %d (uid %u), "
+			"not by process %d\n", prog, KK_CONTROL_ABSTRACT_PREFIX, (int)pid,
+			(int)cr.pid, (unsigned)cr.uid, (int)pid);
+		return 1;
+	}
+	if (cr.uid != me && me != 0) {
+		fprintf(stderr, "%s: refusing process %d: it runs as uid %u, you are uid %u "
+			"(and not root)\n", prog, (int)pid, (unsigned)cr.uid, (unsigned)me);
+		return 1;
+	}
+	return 0;
+}
+
+/* Connect to @pid's endpoint.  -1 with errno set on failure. */
+static int connect_pid(pid_t pid, int flags)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = kk_control_addr(&sa, pid);
 	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000 + 3, 0 };
 	int fd, e;
 
-	if (kk_control_sock_path(sa.sun_path, sizeof(sa.sun_path), pid)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (connect(fd, (struct sockaddr *)&sa, sl)) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -120,26 +167,30 @@ static int request(pid_t pid, const char *verb, const char *file, const char *bo
 	size_t rlen;
 	int fd, status, n;
 
-	fd = connect_pid(pid);
+	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
+	if (n >= (int)sizeof(head)) {
+		fprintf(stderr, "%s: file name too long: %s\n", prog, file);
+		return 2;
+	}
+	fd = connect_pid(pid, 0);
 	if (fd < 0) {
-		if (errno == ENOENT || errno == ECONNREFUSED)
+		if (errno == ECONNREFUSED || errno == ENOENT)
 			fprintf(stderr, "%s: process %d has no control endpoint\n", prog, (int)pid);
 		else
 			fprintf(stderr, "%s: cannot connect to process %d: %s\n", prog, (int)pid,
 				strerror(errno));
 		return 1;
 	}
-	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
-	if (n >= (int)sizeof(head)) {
-		fprintf(stderr, "%s: file name too long: %s\n", prog, file);
+	if (check_peer(fd, pid)) {
 		close(fd);
-		return 2;
+		return 1;
 	}
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
 	 * its reply (if any) says why. */
 	if (kk_send_all(fd, head, (size_t)n) == 0 && blen)
 		kk_send_all(fd, body, blen);
 	shutdown(fd, SHUT_WR);
+	errno = 0;
 	resp = slurp(fd, NULL, &rlen);
 	close(fd);
 	if (!resp || !(nl = memchr(resp, '\n', rlen))) {
@@ -156,57 +207,76 @@ static int request(pid_t pid, const char *verb, const char *file, const char *bo
 
 		while (ml && msg[ml - 1] == '\n')
 			ml--;
-		fprintf(stderr, "%s: %s%s%s: %s%s%.*s\n", prog, verb, file ? " " : "", file ? file : "",
-			strerror(-status), ml ? ": " : "", (int)ml, msg);
+		fprintf(stderr, "%s: %s%s%s: %s%s", prog, verb, file ? " " : "", file ? file : "",
+			strerror(-status), ml ? ": " : "");
+		put_escaped(stderr, msg, ml, "\n\t");
+		fputc('\n', stderr);
 		free(resp);
 		return 1;
 	}
-	fwrite(nl + 1, 1, rlen - (size_t)(nl + 1 - resp), stdout);
+	put_escaped(stdout, nl + 1, rlen - (size_t)(nl + 1 - resp), "\n\t");
 	free(resp);
 	return fflush(stdout) ? 1 : 0;
 }
 
+/* @pid serves a live endpoint that we may use (its owner checked as for a request). */
+static int usable(pid_t pid)
+{
+	struct ucred cr;
+	socklen_t sl = sizeof(cr);
+	int fd = connect_pid(pid, SOCK_NONBLOCK), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) && cr.pid == pid &&
+	     (cr.uid == geteuid() || geteuid() == 0);
+	close(fd);
+	return ok;
+}
+
+/*
+ * Endpoints are abstract sockets: find them in /proc/net/unix, listening
+ * sockets (flag __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>", and keep
+ * the live processes we may control.
+ */
 static int cmd_ls(void)
 {
-	char dir[4096];
-	struct dirent *de;
-	DIR *d;
+	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
+	char line[512];
+	FILE *f = fopen("/proc/net/unix", "re");
 
-	if (kk_control_dir(dir, sizeof(dir))) {
-		fprintf(stderr, "%s: socket directory path too long\n", prog);
-		return 1;
-	}
-	d = opendir(dir);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;	/* no process has started an endpoint yet */
-		fprintf(stderr, "%s: %s: %s\n", prog, dir, strerror(errno));
+	if (!f) {
+		fprintf(stderr, "%s: /proc/net/unix: %s\n", prog, strerror(errno));
 		return 1;
 	}
 	printf("%-8s %s\n", "PID", "COMMAND");
-	while ((de = readdir(d))) {
-		char comm[64] = "?", path[64], *end;
-		long pid = strtol(de->d_name, &end, 10);
-		FILE *f;
-		int fd;
+	while (fgets(line, sizeof(line), f)) {
+		char comm[64] = "?", path[64], name[256] = "", *end;
+		unsigned long flags;
+		unsigned type, st;
+		long pid;
+		FILE *c;
 
-		if (pid <= 0 || strcmp(end, ".sock"))
+		if (sscanf(line, "%*s %*s %*s %lx %x %x %*s %255s", &flags, &type, &st, name) != 4 ||
+		    !(flags & 0x10000) || type != SOCK_STREAM ||
+		    strncmp(name, prefix, sizeof(prefix) - 1))
 			continue;
-		fd = connect_pid((pid_t)pid);
-		if (fd < 0)
-			continue;	/* a stale socket of a process that is gone */
-		close(fd);
+		pid = strtol(name + sizeof(prefix) - 1, &end, 10);
+		if (pid <= 0 || *end || !usable((pid_t)pid))
+			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(comm, sizeof(comm), f))
+		c = fopen(path, "re");
+		if (c) {
+			if (fgets(comm, sizeof(comm), c))
 				comm[strcspn(comm, "\n")] = '\0';
-			fclose(f);
+			fclose(c);
 		}
-		printf("%-8ld %s\n", pid, comm);
+		printf("%-8ld ", pid);
+		put_escaped(stdout, comm, strlen(comm), "");
+		putchar('\n');
 	}
-	closedir(d);
-	return 0;
+	fclose(f);
+	return fflush(stdout) ? 1 : 0;
 }
 
 int main(int argc, char **argv)

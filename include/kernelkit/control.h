@@ -2,12 +2,35 @@
 /*
  * The control endpoint: debugfs for one process.
  *
- * Every process that links kernelkit serves a Unix socket at
- *   $KK_CONTROL_DIR/<pid>.sock, else $XDG_RUNTIME_DIR/kernelkit/<pid>.sock,
- *   else /tmp/kernelkit-<uid>/<pid>.sock
- * (directory 0700, socket 0600, peers checked with SO_PEERCRED: same uid or
- * root).  Facilities register virtual text files on it; `kkctl` reads and
- * writes them.  The endpoint starts at library init unless KK_CONTROL=0.
+ * A process that uses kernelkit can serve the abstract Unix socket
+ *   "\0kernelkit/<pid>"   (written "@kernelkit/<pid>", as /proc/net/unix shows it)
+ * Facilities register virtual text files on it; `kkctl` reads and writes them.
+ * An abstract name is no file: no directory, no permissions to set, nothing to
+ * unlink at exit, nothing left behind by a killed process.  Since anyone may
+ * bind or connect to such a name, both sides check the other with
+ * SO_PEERCRED: the endpoint serves only its own effective uid and root; kkctl
+ * talks only to a socket whose owner is the pid it was given, running as its
+ * own uid (or kkctl runs as root).  If another socket holds our name, the
+ * process says so once on stderr and serves nothing.
+ *
+ * When it starts (one thread, "kk-control", and one listening descriptor):
+ *  - when the first object with static-key or pr_debug sites registers, or
+ *    the program creates a control file of its own: then there is something
+ *    to control.  A process with neither starts no thread and opens nothing;
+ *  - kk_control_start();
+ *  - at load, with KK_CONTROL=1.  KK_CONTROL=0: never by itself (an explicit
+ *    kk_control_start() still starts it).  Both read with secure_getenv
+ *    semantics (ignored in set-user-ID programs).
+ * kk_threads_stop() stops it (and kk_threads_start() brings it back); while
+ * the library's threads are stopped it does not start.  After fork() the
+ * child serves its own endpoint if the parent served one.
+ *
+ * The endpoint survives the program closing its descriptor (closefrom(),
+ * close_range(), dup2() over it): it never closes a number that is no longer
+ * its socket, and makes a new socket.  A program that sandboxes itself with a
+ * seccomp filter that forbids socket calls should stop the library's threads
+ * first (kk_threads_stop()), or the first client would make the endpoint's
+ * thread run into the filter.
  *
  * This has no kernel twin, hence the kk_ prefix.
  */
@@ -76,10 +99,19 @@ int kk_control_remove_file(const char *name);
 int kk_control_read(const char *name, char **text, size_t *len);
 int kk_control_write(const char *name, const char *buf, size_t len, char **reply);
 
-/* Start or stop the endpoint by hand.  Start is idempotent. 0 or -errno. */
+/*
+ * Start or stop the endpoint by hand.  Start is idempotent; 0, -EAGAIN while
+ * the library's threads are stopped, -EADDRINUSE when another socket holds
+ * the name, or another -errno.  Stop waits for a running request to finish;
+ * after it, the endpoint starts again only by kk_control_start().
+ */
 int kk_control_start(void);
 void kk_control_stop(void);
-/* The socket path, or NULL when the endpoint is not running. */
+/*
+ * The endpoint's address, "@kernelkit/<pid>" (the '@' stands for the leading
+ * NUL byte of the abstract name; the name has no trailing NUL), or NULL when
+ * the endpoint is not running.
+ */
 const char *kk_control_socket_path(void);
 
 #ifdef __cplusplus

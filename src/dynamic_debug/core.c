@@ -26,6 +26,7 @@
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
 #include "common.h"
+#include "control_internal.h"
 #include "internal.h"
 #include "dynamic_debug/dd.h"
 #include "dynamic_debug/query.h"
@@ -570,6 +571,8 @@ int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
 	pthread_mutex_unlock(&dd_lock);
+	if (start != stop)
+		kk_control_autostart();	/* after dd_lock: fork takes the endpoint's locks first */
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include <kernelkit/control.h>
 #include <kernelkit/jump_label.h>
 #include "common.h"
+#include "control_internal.h"
 #include "internal.h"
 #include "jump_label/jl.h"
 #include "text_patch.h"
@@ -600,6 +601,7 @@ int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_e
 	sync_new_sites(o);
 out:
 	jump_label_unlock();
+	kk_control_autostart();		/* n > 0 here: there is something to control */
 	return ret;
 }
 

@@ -10,6 +10,7 @@
 
 #include "kernelkit/control.h"
 #include "common.h"
+#include "control_internal.h"
 #include "panic/internal.h"
 
 static const char *const restart_names[] = { "exit", "abort", "reexec" };
@@ -292,11 +293,8 @@ static const struct kk_control_file_ops panic_ops = {
 
 void kkp_control_gone(void)
 {
-	/* Its thread is parked now: remove the socket so clients do not hang on it. */
-	const char *path = kk_control_socket_path();
-
-	if (path)
-		unlink(path);
+	/* Its thread is parked now: refuse new clients so they do not hang on it. */
+	kk_control_refuse();
 }
 
 void kkp_control_init(void)

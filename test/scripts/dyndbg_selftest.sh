@@ -12,7 +12,7 @@ LIB=$B/test/lib/libdyndbg_mod.so
 [ -x "$TARGET" ] && [ -x "$KKCTL" ] && [ -f "$LIB" ] || { echo "not built"; exit 77; }
 
 tmp=$(mktemp -d /tmp/kk-dd-self.XXXXXX)
-export KK_CONTROL_DIR="$tmp/ctl"
+mkfifo "$tmp/pidfifo"
 pid=
 fail() {
 	echo "FAIL: $*"
@@ -22,11 +22,11 @@ fail() {
 }
 
 start() {	# start [ENV=VAL...]: run the target, set $pid
-	env "$@" "$TARGET" "$LIB" > "$tmp/pid" 2> "$tmp/stderr" &
+	env "$@" "$TARGET" "$LIB" > "$tmp/pidfifo" 2> "$tmp/stderr" &
 	pid=$!
-	i=0
-	while [ ! -S "$KK_CONTROL_DIR/$pid.sock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	[ -S "$KK_CONTROL_DIR/$pid.sock" ] || fail "no socket for $pid"
+	# The target prints its pid once its files exist and its endpoint listens.
+	read -r printed < "$tmp/pidfifo" || fail "the target printed no pid: $(cat "$tmp/stderr")"
+	[ "$printed" = "$pid" ] || fail "pid line $printed, want $pid"
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null; pid=; }
 

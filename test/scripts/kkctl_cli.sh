@@ -1,25 +1,35 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # kkctl against a running process: ls, files, read, write, exit codes, the
-# permissions of the socket, and a client running as nobody being refused.
+# abstract address (no file), a client running as nobody refused by kkctl
+# itself, a squatter on another process's name refused before anything is
+# sent, and nothing left behind at exit.
 set -u
 B=${KK_BUILD:?}
 KKCTL=$B/kkctl
-fail() { echo "FAIL: $*"; kill "$pid" 2>/dev/null; rm -rf "$tmp"; exit 1; }
+pid= sq= sl=
+fail() {
+	echo "FAIL: $*"
+	for p in $pid $sq $sl; do kill "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+	exit 1
+}
 
 tmp=$(mktemp -d /tmp/kk-cli.XXXXXX)
 chmod 755 "$tmp"
-export KK_CONTROL_DIR="$tmp/ctl"
-"$B/test/progs/jl_target" > "$tmp/pid" &
+mkfifo "$tmp/pidfifo"
+# jl_target has sites: its endpoint listens before main() prints the pid.
+# The fallback build (KK_NO_JUMP_LABEL) has no sites, so nothing starts the
+# endpoint by the lazy rule: ask for it at load.
+ctl_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+env $ctl_env "$B/test/progs/jl_target" > "$tmp/pidfifo" &
 pid=$!
-i=0
-while [ ! -S "$KK_CONTROL_DIR/$pid.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-[ -S "$KK_CONTROL_DIR/$pid.sock" ] || fail "no socket for $pid"
+read -r printed < "$tmp/pidfifo" || fail "no pid line"
+[ "$printed" = "$pid" ] || fail "pid line $printed, want $pid"
+grep -q " @kernelkit/$pid\$" /proc/net/unix || fail "@kernelkit/$pid is not in /proc/net/unix"
 
-[ "$(stat -c %a "$KK_CONTROL_DIR")" = 700 ] || fail "directory mode $(stat -c %a "$KK_CONTROL_DIR")"
-[ "$(stat -c %a "$KK_CONTROL_DIR/$pid.sock")" = 600 ] || fail "socket mode"
-
-"$KKCTL" ls | grep -q "^$pid *jl_target" || fail "ls does not list $pid"
+"$KKCTL" ls | grep -q "^$pid *jl_target\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
 "$KKCTL" -p "$pid" files | grep -q "static_keys" || fail "files"
 out=$("$KKCTL" -p "$pid" read static_keys) || fail "read exit $?"
 echo "$out" | grep -q '^# name enabled count sites module$' || fail "listing header: $out"
@@ -39,28 +49,50 @@ grep -q "Permission denied" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 "$KKCTL" bogus 2>/dev/null; [ $? -eq 2 ] || fail "usage exit"
 "$KKCTL" -p notapid read x 2>/dev/null; [ $? -eq 2 ] || fail "bad pid exit"
 "$KKCTL" --help | grep -q "usage:" || fail "--help"
-"$KKCTL" -p 999999 read static_keys 2>/dev/null; [ $? -eq 1 ] || fail "no endpoint exit"
+"$KKCTL" -p 999999 read static_keys 2>"$tmp/err"; [ $? -eq 1 ] || fail "no endpoint exit"
+grep -q "process 999999 has no control endpoint" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 
-# A foreign uid: first the 0700 directory stops it, then, with the file
-# permissions opened up, SO_PEERCRED does.
+# A foreign uid: anyone may connect to an abstract name, so kkctl itself
+# refuses a process of another user before it sends anything (and the
+# endpoint would refuse the request: test/unit/control_endpoint.c).
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 	cp "$KKCTL" "$tmp/kkctl"
 	chmod 755 "$tmp/kkctl"
 	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 	asnobody "$tmp/kkctl" -p "$pid" read static_keys >"$tmp/out" 2>"$tmp/err"; rc=$?
-	[ $rc -eq 1 ] || fail "nobody through a 0700 dir: exit $rc"
-	chmod 711 "$KK_CONTROL_DIR"; chmod 666 "$KK_CONTROL_DIR/$pid.sock"
-	asnobody "$tmp/kkctl" -p "$pid" read static_keys >"$tmp/out" 2>"$tmp/err"; rc=$?
-	chmod 700 "$KK_CONTROL_DIR"; chmod 600 "$KK_CONTROL_DIR/$pid.sock"
-	[ $rc -eq 1 ] || fail "nobody with open permissions: exit $rc"
-	grep -q "Permission denied" "$tmp/err" || fail "nobody message: $(cat "$tmp/err")"
+	[ $rc -eq 1 ] || fail "nobody: exit $rc"
+	grep -q "refusing process $pid: it runs as uid 0" "$tmp/err" || fail "nobody message: $(cat "$tmp/err")"
 	[ -s "$tmp/out" ] && fail "nobody got data: $(cat "$tmp/out")"
+	asnobody "$tmp/kkctl" ls > "$tmp/out" || fail "ls as nobody"
+	grep -q "^$pid " "$tmp/out" && fail "ls as nobody lists a root process"
 else
 	echo "skipping the foreign-uid part (needs root, nobody and setpriv)"
 fi
+
+# A squatter on the name of a process that serves none: kkctl checks the
+# socket's owner (SO_PEERCRED) and refuses before it sends a byte.
+sleep 30 &
+sl=$!
+mkfifo "$tmp/sqfifo"
+"$B/test/progs/ctl_squat" "$sl" > "$tmp/sqfifo" &
+sq=$!
+exec 5< "$tmp/sqfifo"
+read -r ready <&5 || fail "squatter did not start"
+[ "$ready" = ready ] || fail "squatter: $ready"
+"$KKCTL" -p "$sl" write static_keys secret > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ $rc -eq 1 ] || fail "squatted: exit $rc"
+grep -q "refusing @kernelkit/$sl: it is served by process $sq" "$tmp/err" || fail "squat message: $(cat "$tmp/err")"
+[ -s "$tmp/out" ] && fail "squatted: output $(cat "$tmp/out")"
+read -r got <&5 || fail "squatter: no report"
+[ "$got" = "received 0" ] || fail "squatter $got"
+wait "$sq"; sq=
+exec 5<&-
+kill "$sl"; wait "$sl" 2>/dev/null; sl=
+
 "$KKCTL" -p "$pid" read static_keys >/dev/null || fail "owner no longer served"
 
 kill "$pid"; wait "$pid"
-[ -e "$KK_CONTROL_DIR/$pid.sock" ] && fail "socket left behind after exit"
+grep -q " @kernelkit/$pid\$" /proc/net/unix && fail "@kernelkit/$pid still listed after exit"
+pid=
 rm -rf "$tmp"
 echo "kkctl_cli: ok"

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* The control endpoint: file registry rules, bad input on the socket, size
- * limits, stalled clients and foreign uids. */
+ * limits, stalled clients, foreign uids, the abstract address, a squatted
+ * name, and kk_threads_stop(). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include <kernelkit/control.h>
+#include <kernelkit/kernelkit.h>
 
 static char last_write[256];
 
@@ -44,17 +49,42 @@ static void setup(void)
 	cr_assert(kk_control_socket_path(), "the endpoint is not running");
 }
 
+/* The address of "@kernelkit/<pid>": '@' is the leading NUL, no trailing NUL. */
+static socklen_t addr_of(struct sockaddr_un *sa, const char *name)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	cr_assert(name && name[0] == '@', "address %s", name ? name : "(null)");
+	memcpy(sa->sun_path + 1, name + 1, strlen(name) - 1);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name));
+}
+
+/* connect() to @pid's endpoint: 0 or -errno. */
+static int try_connect(pid_t pid)
+{
+	char name[64];
+	struct sockaddr_un sa;
+	socklen_t sl;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+
+	snprintf(name, sizeof(name), "@kernelkit/%d", (int)pid);
+	sl = addr_of(&sa, name);
+	ret = connect(fd, (struct sockaddr *)&sa, sl) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
 /* Send raw bytes, read the whole reply; returns the status line's value. */
 static int raw(const void *req, size_t len, char *body, size_t blen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	socklen_t sl = addr_of(&sa, kk_control_socket_path());
 	char buf[4096];
 	size_t n = 0;
 	ssize_t r;
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-	strcpy(sa.sun_path, kk_control_socket_path());
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sl), 0, "%s", strerror(errno));
 	if (len)
 		send(fd, req, len, MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
@@ -150,12 +180,12 @@ Test(socket, oversize_requests, .init = setup)
 
 static void *stalled_client(void *arg)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	socklen_t sl = addr_of(&sa, kk_control_socket_path());
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
 	(void)arg;
-	strcpy(sa.sun_path, kk_control_socket_path());
-	connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	connect(fd, (struct sockaddr *)&sa, sl);
 	send(fd, "read te", 7, MSG_NOSIGNAL);	/* ... and never finish */
 	sleep(4);
 	close(fd);
@@ -173,38 +203,55 @@ Test(socket, stalled_client_does_not_block_others, .init = setup, .timeout = 20)
 	pthread_join(th, NULL);
 }
 
-Test(socket, permissions)
+/* The endpoint is an abstract socket: no file anywhere, listed in
+ * /proc/net/unix as @kernelkit/<pid>, listening, its descriptor close-on-exec. */
+Test(socket, abstract_name_no_file, .init = setup)
 {
-	struct stat st;
-	char dir[512];
+	char want[64], line[512];
+	FILE *f = fopen("/proc/net/unix", "re");
+	int found = 0, cloexec = -1;
 
-	snprintf(dir, sizeof(dir), "%s", kk_control_socket_path());
-	cr_assert_eq(stat(dir, &st), 0);
-	cr_expect_eq(st.st_mode & 0777, 0600, "socket mode %o", st.st_mode & 0777);
-	*strrchr(dir, '/') = '\0';
-	cr_assert_eq(stat(dir, &st), 0);
-	cr_expect_eq(st.st_mode & 0777, 0700, "dir mode %o", st.st_mode & 0777);
+	snprintf(want, sizeof(want), "@kernelkit/%d", (int)getpid());
+	cr_expect_str_eq(kk_control_socket_path(), want);
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long flags;
+		char name[256];
+
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %255s", &flags, name) == 2 &&
+		    !strcmp(name, want) && (flags & 0x10000))
+			found++;
+	}
+	fclose(f);
+	cr_expect_eq(found, 1, "%s listening %d times", want, found);
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_un sa;
+		socklen_t sl = sizeof(sa);
+
+		if (getsockname(fd, (struct sockaddr *)&sa, &sl) == 0 && sa.sun_family == AF_UNIX &&
+		    sl == offsetof(struct sockaddr_un, sun_path) + strlen(want) && !sa.sun_path[0] &&
+		    !memcmp(sa.sun_path + 1, want + 1, strlen(want) - 1))
+			cloexec = fcntl(fd, F_GETFD) & FD_CLOEXEC;
+	}
+	cr_expect_eq(cloexec, FD_CLOEXEC, "the listening descriptor is not close-on-exec");
 }
 
-/* A client running as nobody is refused by SO_PEERCRED even when the file
- * permissions let it connect. */
+/* A client running as nobody can connect (an abstract name has no
+ * permissions) and is refused by SO_PEERCRED. */
 Test(socket, foreign_uid_is_refused, .init = setup)
 {
 	struct passwd *pw = getpwnam("nobody");
-	char path[512], dir[512];
+	char path[512];
 	int st;
 	pid_t pid;
 
 	if (geteuid() != 0 || !pw)
 		cr_skip_test("needs root and a 'nobody' user");
 	snprintf(path, sizeof(path), "%s", kk_control_socket_path());
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	chmod(dir, 0711);
-	chmod(path, 0666);
 	pid = fork();
 	if (pid == 0) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct sockaddr_un sa;
+		socklen_t sl = addr_of(&sa, path);
 		char buf[256] = "";
 		ssize_t n;
 		int fd;
@@ -212,8 +259,7 @@ Test(socket, foreign_uid_is_refused, .init = setup)
 		if (setgid(pw->pw_gid) || setuid(pw->pw_uid))
 			_exit(10);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		strcpy(sa.sun_path, path);
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		if (connect(fd, (struct sockaddr *)&sa, sl))
 			_exit(11);
 		send(fd, "read test/echo\n", 15, MSG_NOSIGNAL);
 		shutdown(fd, SHUT_WR);
@@ -224,18 +270,129 @@ Test(socket, foreign_uid_is_refused, .init = setup)
 		_exit(atoi(buf) == -EACCES && !strstr(buf, "hello") ? 0 : 13);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	chmod(dir, 0700);
-	chmod(path, 0600);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0, "still serving its owner");
 }
 
-/* fork() from a forked child: the registry lock must come through both. */
-Test(socket, fork_of_a_fork, .timeout = 30)
+/* Someone else holds our name: start fails with EADDRINUSE and says so once. */
+Test(socket, squatted_name_is_reported_once, .timeout = 20)
+{
+	int go[2], errp[2], st, s;
+	char buf[1024] = "", name[64];
+	struct sockaddr_un sa;
+	ssize_t n, got = 0;
+	socklen_t sl;
+	pid_t pid;
+
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(errp), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+
+		dup2(errp[1], 2);
+		if (read(go[0], &c, 1) != 1)
+			_exit(10);
+		if (kk_control_start() != -EADDRINUSE || kk_control_start() != -EADDRINUSE)
+			_exit(11);
+		if (kk_control_create_file("test/squat", &echo_ops, "x") || kk_control_socket_path())
+			_exit(12);
+		_exit(0);
+	}
+	close(errp[1]);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(name, sizeof(name), "@kernelkit/%d", (int)pid);
+	sl = addr_of(&sa, name);
+	cr_assert_eq(bind(s, (struct sockaddr *)&sa, sl), 0, "%s", strerror(errno));
+	cr_assert_eq(listen(s, 1), 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	close(s);
+	while ((n = read(errp[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = '\0';
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	cr_expect(strstr(buf, "is taken by another socket"), "stderr: '%s'", buf);
+	cr_expect(got > 0 && strchr(buf, '\n') == buf + got - 1, "not one line: '%s'", buf);
+}
+
+static int count_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * kk_threads_stop(): the endpoint's thread is gone (one thread left) and
+ * nobody can connect; it does not start while stopped; kk_threads_start()
+ * brings it back.  In a fork child, where the only thread is ours.
+ */
+Test(threads, stop_and_start, .timeout = 30)
 {
 	int st;
 	pid_t pid = fork();
 
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pid_t me = getpid();
+
+		if (count_tasks() != 1)
+			_exit(9);
+		if (kk_control_start() || count_tasks() != 2 || try_connect(me))
+			_exit(10);
+		if (kk_threads_stop() || count_tasks() != 1)
+			_exit(11);
+		if (try_connect(me) != -ECONNREFUSED || kk_control_socket_path())
+			_exit(12);
+		if (kk_control_start() != -EAGAIN || count_tasks() != 1)
+			_exit(13);
+		if (kk_control_create_file("test/stopped", &echo_ops, "x") || count_tasks() != 1)
+			_exit(14);
+		if (kk_threads_start() || count_tasks() != 2 || try_connect(me))
+			_exit(15);
+		if (!kk_control_socket_path())
+			_exit(16);
+		kk_control_stop();
+		if (count_tasks() != 1 || try_connect(me) != -ECONNREFUSED)
+			_exit(17);
+		/* stopped by hand: a new file of the program's does not restart it */
+		if (kk_control_create_file("test/after-stop", &echo_ops, "x") || count_tasks() != 1)
+			_exit(19);
+		/* stopped by hand: kk_threads_start() leaves it stopped */
+		if (kk_threads_stop() || kk_threads_start() || count_tasks() != 1)
+			_exit(18);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+/* fork() from a forked child: the registry lock must come through both, and
+ * each generation serves its own endpoint, @kernelkit/<its pid>. */
+static int serves_own(void)
+{
+	char want[64];
+	const char *p = kk_control_socket_path();
+
+	snprintf(want, sizeof(want), "@kernelkit/%d", (int)getpid());
+	return p && !strcmp(p, want) && try_connect(getpid()) == 0;
+}
+
+Test(socket, fork_of_a_fork, .timeout = 30)
+{
+	int st;
+	pid_t pid;
+
+	cr_assert_eq(kk_control_start(), 0);
+	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		pid_t gc = fork();
@@ -247,15 +404,31 @@ Test(socket, fork_of_a_fork, .timeout = 30)
 			char *txt = NULL;
 
 			/* the grandchild serves and reads its own registry */
-			_exit(kk_control_read("static_keys", &txt, NULL) == 0 &&
-			      kk_control_socket_path() ? 0 : 11);
+			_exit(kk_control_read("static_keys", &txt, NULL) == 0 && serves_own() ? 0 : 11);
 		}
 		if (waitpid(gc, &gst, 0) != gc || !WIFEXITED(gst))
 			_exit(12);
-		if (kk_control_create_file("test/after-fork", &echo_ops, "x"))
+		if (kk_control_create_file("test/after-fork", &echo_ops, "x") || !serves_own())
 			_exit(13);
 		_exit(WEXITSTATUS(gst));
 	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	cr_expect(serves_own(), "the parent lost its endpoint");
+}
+
+/* A process without an endpoint forks a child without one: nothing to control. */
+Test(socket, no_endpoint_no_endpoint_in_the_child, .timeout = 30)
+{
+	int st;
+	pid_t pid;
+
+	cr_assert_null(kk_control_socket_path());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(!kk_control_socket_path() && count_tasks() == 1 &&
+		      try_connect(getpid()) == -ECONNREFUSED ? 0 : 10);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
 }
