@@ -9,7 +9,7 @@
  *   dyndbg          1 if this program's pr_debug site printed (KK_DYNDBG='+p')
  *   debug_objects   1 if tracking is on (KK_DEBUG_OBJECTS)
  *   odebug_policy   the tracker pool policy (KK_DEBUG_OBJECTS_POLICY)
- *   control         the endpoint's socket path, or "none" (KK_CONTROL, KK_CONTROL_DIR)
+ *   control         the endpoint's socket path, or "none" (KK_CONTROL)
  *   panic_timeout   (KK_PANIC_TIMEOUT)
  *   shazptr_skip    the skip_synchronize_self_scan setting (KK_SHAZPTR_SKIP_SELF_SCAN)
  *
