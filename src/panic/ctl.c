@@ -39,6 +39,22 @@ static int parse_int(const char *v, size_t n, long lo, long hi, int *out)
 	return 0;
 }
 
+/* The library's one boolean grammar (kk_parse_bool) on a counted value. */
+static int parse_flag(const char *v, size_t n, int *out)
+{
+	char buf[8];
+	bool b;
+
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	if (kk_parse_bool(buf, &b))
+		return -EINVAL;
+	*out = b;
+	return 0;
+}
+
 static int is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
@@ -82,8 +98,9 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 		   !strcmp(key, "notifiers_first") || !strcmp(key, "sd_watchdog")) {
 		int x;
 
-		if (parse_int(v, vn, 0, 1, &x))
-			return err_out(err, errlen, line, key, "must be 0 or 1");
+		if (parse_flag(v, vn, &x))
+			return err_out(err, errlen, line, key,
+				       "not a boolean (1/0, y/n, yes/no, on/off, true/false)");
 		if (key[3] == 'w')
 			st->s.on_warn = x;
 		else if (key[3] == 'o')

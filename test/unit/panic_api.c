@@ -143,7 +143,7 @@ Test(panic_api, settings_text_is_all_or_nothing)
 	cr_assert(kk_test_taint(KK_TAINT_PROPRIETARY_MODULE));
 
 	static const char *const bad[] = {
-		"timeout=9\ntimeout=x", "timeout=99999999999", "on_warn=2", "on_oops=yes",
+		"timeout=9\ntimeout=x", "timeout=99999999999", "on_warn=2", "on_oops=maybe", "on_warn=yes please",
 		"restart=reboot", "exit_status=0", "exit_status=300", "policy=none",
 		"stop_timeout_ms=0", "blink_ms=5", "taint=Q", "taint=-1", "nosuchkey=1", "timeout",
 		"timeout=", "timeout=9\npolicy=halt\nbogus",
@@ -157,6 +157,25 @@ Test(panic_api, settings_text_is_all_or_nothing)
 	}
 	cr_assert_eq(kk_panic_apply_settings(NULL, err, sizeof(err)), -EINVAL);
 	cr_assert_eq(kk_panic_apply_settings("", NULL, 0), 0);
+}
+
+/* Booleans take the library's one grammar, as every KK_* variable does. */
+Test(panic_api, booleans_take_the_library_grammar)
+{
+	static const struct { const char *text; int on; } cases[] = {
+		{ "on_warn=yes", 1 }, { "on_warn=off", 0 }, { "on_warn=TRUE", 1 },
+		{ "on_warn=n", 0 }, { "on_warn = on", 1 }, { "on_warn=false", 0 },
+	};
+	char err[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(kk_panic_apply_settings(cases[i].text, err, sizeof(err)), 0,
+			     "%s: %s", cases[i].text, err);
+		cr_assert_eq(kk_panic_get_on_warn(), cases[i].on, "%s", cases[i].text);
+	}
+	cr_assert_eq(kk_panic_apply_settings("on_warn=2", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "not a boolean"), "%s", err);
+	cr_assert_eq(kk_panic_get_on_warn(), 0);
 }
 
 Test(panic_api, control_file_shows_settings_taint_and_warn_count, .init = cr_redirect_stderr)
