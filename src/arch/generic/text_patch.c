@@ -10,7 +10,7 @@
 
 #include "text_patch.h"
 
-void kk_text_init(void) {}
+void kk_text_arm(void) {}
 void kk_text_atfork_child(void) {}
 
 int kk_arch_site_state(uintptr_t code, uintptr_t target)
@@ -26,12 +26,6 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
 	(void)jump;
 	memset(p, 0, sizeof(*p));
 	p->addr = code;
-}
-
-void kk_text_prepare(const uintptr_t *addrs, size_t n)
-{
-	(void)addrs;
-	(void)n;
 }
 
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
