@@ -48,6 +48,15 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
  */
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen);
 
+/*
+ * KK_JUMP_LABEL_COW=eager: make the pages that hold @addrs (sorted) private
+ * now, by rewriting one byte of each with its own value.  At load time, when
+ * the pages are not mapped yet and the process often has one thread, this
+ * costs no TLB flush, and the first batch over them no IPI per page; the
+ * price is that the pages are no longer shared.  Best effort.
+ */
+void kk_text_prepare(const uintptr_t *addrs, size_t n);
+
 struct kk_text_stats {
 	unsigned long long syncs, batches, pokes, traps;
 };

@@ -826,6 +826,47 @@ static void sync_new_sites(struct jl_object *o)
 	free(pokes);
 }
 
+/*
+ * KK_JUMP_LABEL_COW=lazy (the default): site pages stay shared until a site
+ * on them changes.  =eager: they are made private as the object registers
+ * (see kk_text_prepare): more memory, but the first batch over many pages
+ * then costs no TLB-flush IPI per page even while other threads run them.
+ */
+static bool eager_cow(void)
+{
+	static int eager = -1;
+	const char *v;
+
+	if (eager >= 0)
+		return eager;
+	v = kk_getenv("KK_JUMP_LABEL_COW");
+	eager = v && !strcmp(v, "eager");
+	if (v && *v && !eager && strcmp(v, "lazy"))
+		kk_warn("ignoring KK_JUMP_LABEL_COW=%.32s: use lazy or eager", v);
+	return eager;
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void prepare_text(const struct jl_object *o)
+{
+	size_t n = (size_t)(o->stop - o->start);
+	uintptr_t *a = malloc(n * sizeof(*a));
+
+	if (!a)
+		return;
+	for (size_t i = 0; i < n; i++)
+		a[i] = entry_code(&o->start[i]);
+	qsort(a, n, sizeof(*a), addr_cmp);
+	kk_text_prepare(a, n);
+	free(a);
+}
+
 static struct jump_entry *next_run(struct jl_object *o, struct jump_entry *e)
 {
 	return e + run_len(o, e);
@@ -873,6 +914,8 @@ int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_e
 		goto out;
 	}
 	kk_text_arm();
+	if (eager_cow())
+		prepare_text(o);
 	sync_new_sites(o);
 out:
 	jump_label_unlock();

@@ -28,6 +28,12 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
 	p->addr = code;
 }
 
+void kk_text_prepare(const uintptr_t *addrs, size_t n)
+{
+	(void)addrs;
+	(void)n;
+}
+
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
 {
 	(void)v;

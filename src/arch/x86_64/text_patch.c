@@ -629,6 +629,27 @@ out:
 	return pre;
 }
 
+void kk_text_prepare(const uintptr_t *addrs, size_t n)
+{
+	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
+	uintptr_t last = 0;
+	char err[200];
+
+	kk_text_arm();
+	if (!n || choose_method(addrs[0], *(volatile const uint8_t *)addrs[0], err, sizeof(err)) ||
+	    method != M_PROC_MEM)
+		return;		/* remap rebuilds pages on every write anyway */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b;
+
+		if ((addrs[i] & mask) == last)
+			continue;
+		last = addrs[i] & mask;
+		b = *(volatile const uint8_t *)addrs[i];
+		write_proc_mem(addrs[i], &b, 1);
+	}
+}
+
 /* ---- the batch -------------------------------------------------------------------- */
 
 static int poke_cmp(const void *a, const void *b)
