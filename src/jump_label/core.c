@@ -28,8 +28,9 @@
  * jl_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
  *
- * Differences from the kernel: an already sorted table is not rewritten (its
- * pages stay clean and shared with other processes); an entry's key is read
+ * Differences from the kernel: a table whose keys are already grouped (in
+ * ascending or descending order) is not rewritten, so its pages stay clean
+ * and shared with other processes; an entry's key is read
  * through a per-site slot (see __KK_JUMP_TABLE_ENTRY), so moving an entry
  * re-bases the slot offset, exactly as for code and target.
  */
@@ -201,17 +202,39 @@ static void sift_down(struct jump_entry *v, size_t root, size_t n)
 }
 
 /*
- * jump_label_sort_entries(): heapsort in place, no memory.  A table that is
- * already in order (common: the compiler emits sites and keys in source
- * order) is not written at all, so its pages stay shared with the file.
+ * Whether the table already keeps the entries of each key together: true
+ * when the keys come in ascending or in descending order.  Compilers emit
+ * the sites of a unit in source order or in reverse (GCC does the latter for
+ * static functions), and keys in declaration order, so most tables qualify.
+ */
+static bool keys_grouped(const struct jump_entry *v, size_t n)
+{
+	int dir = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		uintptr_t a = (uintptr_t)entry_key(&v[i - 1]), b = (uintptr_t)entry_key(&v[i]);
+		int d = a < b ? 1 : a > b ? -1 : 0;
+
+		if (!d)
+			continue;
+		if (dir && d != dir)
+			return false;
+		dir = d;
+	}
+	return true;
+}
+
+/*
+ * jump_label_sort_entries(): heapsort in place, no memory.  A table whose
+ * keys are already grouped is not written at all, so its pages stay clean
+ * and shared with the file; the order of the sites within a key does not
+ * matter here (each batch sorts its sites by address).
  */
 static void sort_entries(struct jump_entry *v, size_t n)
 {
 	size_t i;
 
-	for (i = 1; i < n && entry_cmp(&v[i - 1], &v[i]) <= 0; i++)
-		;
-	if (i >= n)
+	if (keys_grouped(v, n))
 		return;
 	for (i = n / 2; i-- > 0;)
 		sift_down(v, i, n);

@@ -138,6 +138,39 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
 }
 
 /*
+ * A table whose keys are already grouped (here: in descending order, as GCC
+ * emits the sites of static functions) is not written: its pages stay clean
+ * and shared with the file.  The test makes the table read-only, so a write
+ * would crash.
+ */
+Test(sorting, grouped_table_is_not_written)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct jump_entry *tab = (struct jump_entry *)(code + pg);
+	struct static_key **slot = (struct static_key **)(code + 2 * pg);
+	uint8_t *target = code + 256;
+	static const struct { int off, key; } in[] = { { 0, 2 }, { 48, 2 }, { 16, 1 }, { 32, 0 } };
+
+	cr_assert_neq(code, MAP_FAILED);
+	memset(code, 0xc3, pg);
+	slot[0] = &sk0.key;
+	slot[1] = &sk1.key;
+	slot[2] = &sk2.key;
+	for (int i = 0; i < 4; i++) {
+		memcpy(code + in[i].off, nop5, 5);
+		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0);
+	}
+	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
+	cr_assert_eq(kk_jump_label_add_object(tab, tab + 4), 0);
+	cr_assert_eq(static_branch_enable(&sk2), 0, "%s", kk_jump_label_strerror());
+	cr_expect(is_jump_to(code + 0, target) && is_jump_to(code + 48, target));
+	cr_expect(!memcmp(code + 16, nop5, 5) && !memcmp(code + 32, nop5, 5));
+	kk_jump_label_del_object(tab, tab + 4, NULL);
+}
+
+/*
  * Registration allocates per object, not per key or site: dlopen an object
  * with 2019 sites, each on its own key (bench/gen-sites.sh).  The old
  * registry kept a 32-byte copy of every site and a record per key (about
