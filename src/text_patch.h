@@ -31,8 +31,8 @@ struct kk_poke {
  * again.
  */
 void kk_text_arm(void);
-/* After fork() in the child (one thread, a fresh mm): forget the parent's
- * descriptor (closed only if still ours) and re-register if we had. */
+/* After fork() in the child (one thread, a fresh mm): close the parent's
+ * descriptor (only if still ours); membarrier registers again lazily. */
 void kk_text_atfork_child(void);
 
 /* The state of a jump-label site: 0 NOP, 1 jump to @target, -EILSEQ otherwise. */

@@ -150,60 +150,6 @@ Test(descriptors, closefrom_and_reuse_of_the_number)
 	cr_expect_eq(st, 0, "child failed at step %d", st);
 }
 
-/* ---- a sandbox at unload --------------------------------------------------------- */
-
-#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-		 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
-
-/* Kill the process on any syscall that opens, stats or reads a link. */
-static int sandbox(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		DENY(__NR_readlink), DENY(__NR_readlinkat), DENY(__NR_open), DENY(__NR_openat),
-		DENY(__NR_stat), DENY(__NR_lstat), DENY(__NR_newfstatat), DENY(__NR_statx),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-}
-
-/*
- * Unloading an object (its destructor calls kk_jump_label_del_object) inside
- * a sandbox that kills on open/stat/readlink: the process lives on.  Then the
- * main program's own jump-label destructor, as exit() would run it (the old
- * code read /proc/self/exe there to name the program).
- */
-static int sandboxed_unload_body(void)
-{
-	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
-	struct static_key_true *(*key)(void);
-
-	if (!h || !(key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key")))
-		return 10;
-	/* give the registry something to forget: a queued key of the object */
-	if (static_branch_disable(key()) || static_branch_enable_queued(key()))
-		return 11;
-	if (sandbox())
-		return 12;
-	dlclose(h);		/* runs the object's destructor */
-	__kk_jump_label_dtor();	/* this program's, from <kernelkit/jump_label.h> */
-	return 0;
-}
-
-Test(sandbox, unload_makes_no_forbidden_syscall)
-{
-	int st = in_child(sandboxed_unload_body);
-
-	cr_expect_eq(st, 0, "child status %d (%d = killed by SIGSYS)", st, 128 + SIGSYS);
-}
-
 /* ---- signals and settings --------------------------------------------------------- */
 
 /* Loading the library changes no signal disposition; the first patch does. */
@@ -257,3 +203,57 @@ Test(descriptors, fallback_build_has_no_descriptor)
 }
 
 #endif /* KK_NO_JUMP_LABEL */
+
+/* ---- a sandbox at unload --------------------------------------------------------- */
+
+#define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+		 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
+
+/* Kill the process on any syscall that opens, stats or reads a link. */
+static int sandbox(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		DENY(__NR_readlink), DENY(__NR_readlinkat), DENY(__NR_open), DENY(__NR_openat),
+		DENY(__NR_stat), DENY(__NR_lstat), DENY(__NR_newfstatat), DENY(__NR_statx),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+/*
+ * Unloading an object (its destructor calls kk_jump_label_del_object) inside
+ * a sandbox that kills on open/stat/readlink: the process lives on.  Then the
+ * main program's own jump-label destructor, as exit() would run it (the old
+ * code read /proc/self/exe there to name the program).
+ */
+static int sandboxed_unload_body(void)
+{
+	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	struct static_key_true *(*key)(void);
+
+	if (!h || !(key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key")))
+		return 10;
+	/* give the registry something to forget: a queued key of the object */
+	if (static_branch_disable(key()) || static_branch_enable_queued(key()))
+		return 11;
+	if (sandbox())
+		return 12;
+	dlclose(h);		/* runs the object's destructor */
+	__kk_jump_label_dtor();	/* this program's, from <kernelkit/jump_label.h> */
+	return 0;
+}
+
+Test(sandbox, unload_makes_no_forbidden_syscall)
+{
+	int st = in_child(sandboxed_unload_body);
+
+	cr_expect_eq(st, 0, "child status %d (%d = killed by SIGSYS)", st, 128 + SIGSYS);
+}

@@ -817,11 +817,13 @@ void kk_text_arm(void)
 
 void kk_text_atfork_child(void)
 {
-	/* The child has a new mm: its membarrier state starts unregistered and
-	 * the parent's /proc/self/mem descriptor points at the parent (closed
-	 * here only if the number is still ours). */
-	if (armed)
-		membarrier_register();
+	/* The child has a new mm: its membarrier state starts unregistered
+	 * (registered again with its first batch, if it ever patches), and the
+	 * parent's /proc/self/mem descriptor points at the parent: closed now,
+	 * if the number is still ours, so that no child (an unprivileged one
+	 * included) keeps a way to write its parent's memory. */
+	armed = 0;
+	membarrier_ok = 0;
 	kk_fd_release_inherited(&mem);
 	atomic_store(&cur_batch, NULL);
 	atomic_store(&traps_inflight, 0);
