@@ -981,8 +981,12 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 	if (hi) {
 		for (struct jl_key *k = records, *next; k; k = next) {
 			next = k->next;
-			if (in_range(k->key, lo, hi))
-				record_free(k);
+			if (!in_range(k->key, lo, hi))
+				continue;
+			/* At exit the key stays mapped and another thread may
+			 * still touch it: leave it unlinked, not dangling. */
+			priv_set(k->key, 0);
+			record_free(k);
 		}
 		for (size_t i = 0; i < queue_len; i++)
 			if (!in_range(queue[i], lo, hi))

@@ -222,6 +222,40 @@ Test(cow, private_pages_keep_their_bytes)
 
 #endif /* KK_NO_JUMP_LABEL */
 
+/* test/lib/libjl_user.so uses this key (the program links with -rdynamic). */
+DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+
+/*
+ * A key of an object that is unloaded while it is queued leaves the queue
+ * with it: applying the queue afterwards must not touch the unmapped key.
+ * The cross-object key the object used keeps working, with its own sites.
+ */
+Test(registration, unload_drops_queued_keys_of_the_object)
+{
+	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	struct static_key_true *(*key)(void);
+	int (*shared)(void);
+	char *txt = NULL;
+
+	cr_assert(h, "%s", dlerror());
+	key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key");
+	shared = (int (*)(void))dlsym(h, "jl_user_shared");
+	cr_assert(key && shared);
+	cr_assert_eq(static_branch_disable_queued(key()), 0);
+	cr_assert_eq(static_branch_enable_queued(&jl_shared_key), 0);
+	cr_assert_eq(static_key_apply_queued(), 0);
+	cr_expect_eq(shared(), 1);
+	cr_expect(!static_key_enabled(key()));
+	cr_assert_eq(static_branch_enable_queued(key()), 0);
+	cr_assert_eq(static_branch_disable_queued(&jl_shared_key), 0);
+	dlclose(h);
+	cr_expect_eq(static_key_apply_queued(), 0, "%s", kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&jl_shared_key));
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(!strstr(txt, "jl_lib_key"), "%s", txt);
+	free(txt);
+}
+
 /*
  * Registration allocates per object, not per key or site: dlopen an object
  * with 2019 sites, each on its own key (bench/gen-sites.sh).  The old
