@@ -12,7 +12,14 @@
  */
 void kk_object_name(const char *path, char *out, size_t len);
 
-/* Name of the object that contains @addr (see kk_object_name), and its base. */
+/*
+ * Name of the object that contains @addr (see kk_object_name), and its base.
+ * The main program's name costs one readlink() per process, the first time.
+ */
 void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base);
+
+/* The base and mapped range [lo, hi) of the object that contains @addr (all 0
+ * if none).  No syscall: safe in a destructor under a sandbox. */
+void kk_addr_range(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi);
 
 #endif

@@ -9,6 +9,8 @@
  */
 #include <link.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +34,7 @@ void kk_object_name(const char *path, char *out, size_t len)
 
 struct lookup {
 	uintptr_t addr;
-	uintptr_t base;
+	uintptr_t base, lo, hi;
 	const char *path;
 	int found;
 };
@@ -40,41 +42,85 @@ struct lookup {
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct lookup *l = data;
+	int hit = 0;
 
 	(void)size;
+	l->lo = UINTPTR_MAX;
+	l->hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 
-		if (ph->p_type == PT_LOAD && l->addr >= lo && l->addr < lo + ph->p_memsz) {
-			l->base = info->dlpi_addr;
-			l->path = info->dlpi_name;
-			l->found = 1;
-			return 1;
-		}
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (l->addr >= lo && l->addr < lo + ph->p_memsz)
+			hit = 1;
+		if (lo < l->lo)
+			l->lo = lo;
+		if (lo + ph->p_memsz > l->hi)
+			l->hi = lo + ph->p_memsz;
 	}
-	return 0;
+	if (!hit)
+		return 0;
+	l->base = info->dlpi_addr;
+	l->path = info->dlpi_name;
+	l->found = 1;
+	return 1;
+}
+
+static int lookup(const void *addr, struct lookup *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->addr = (uintptr_t)addr;
+	return addr && dl_iterate_phdr(find_object, l) && l->found;
+}
+
+void kk_addr_range(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi)
+{
+	struct lookup l;
+
+	*base = *lo = *hi = 0;
+	if (!lookup(addr, &l))
+		return;
+	*base = l.base;
+	*lo = l.lo;
+	*hi = l.hi;
+}
+
+/*
+ * The main program has no name in the loader's list: ask the kernel, once
+ * per process (the executable does not change across fork), and only when a
+ * name is wanted, never on the path of a destructor.
+ */
+static char exe_name[64];
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+
+static void exe_lookup(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		kk_object_name(exe, exe_name, sizeof(exe_name));
+	} else {
+		snprintf(exe_name, sizeof(exe_name), "?");
+	}
 }
 
 void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base)
 {
-	struct lookup l = { (uintptr_t)addr, 0, NULL, 0 };
-	char exe[PATH_MAX];
-	ssize_t n;
+	struct lookup l;
 
 	*base = 0;
 	snprintf(name, len, "?");
-	if (!addr || !dl_iterate_phdr(find_object, &l) || !l.found)
+	if (!lookup(addr, &l))
 		return;
 	*base = l.base;
 	if (l.path && l.path[0]) {
 		kk_object_name(l.path, name, len);
 		return;
 	}
-	/* The main program has no name in the list: ask the kernel. */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		kk_object_name(exe, name, len);
-	}
+	pthread_once(&exe_once, exe_lookup);
+	snprintf(name, len, "%s", exe_name);
 }

@@ -21,9 +21,18 @@ struct kk_poke {
 	uintptr_t resume;	/* where a thread that traps on the site continues */
 };
 
-/* Set up syncs and the trap handler.  Called from the library constructor. */
-void kk_text_init(void);
-/* Re-arm after fork() in the child (one thread, a fresh mm). */
+/*
+ * An object with sites has registered: get ready to patch.  Registers for
+ * membarrier SYNC_CORE now, while the process is most likely still single-
+ * threaded (later the kernel makes registration wait for an RCU grace period
+ * and IPI every CPU the process runs on).  Nothing else: the SIGTRAP handler
+ * goes in with the first patch, so a program that never patches keeps its
+ * signal dispositions.  Idempotent; a failure only means patching will ask
+ * again.
+ */
+void kk_text_arm(void);
+/* After fork() in the child (one thread, a fresh mm): close the parent's
+ * descriptor (only if still ours); membarrier registers again lazily. */
 void kk_text_atfork_child(void);
 
 /* The state of a jump-label site: 0 NOP, 1 jump to @target, -EILSEQ otherwise. */
@@ -40,11 +49,11 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen);
 
 /*
- * Make the pages that hold @addrs privately writable now, by rewriting one
- * byte of each with its own value.  The first write to a page of a file
- * mapping replaces the page (copy-on-write), and that flushes the TLB of
- * every CPU running the process: an IPI per page.  Paying it when an object
- * loads keeps every later batch at its three syncs.  Best effort.
+ * KK_JUMP_LABEL_COW=eager: make the pages that hold @addrs (sorted) private
+ * now, by rewriting one byte of each with its own value.  At load time, when
+ * the pages are not mapped yet and the process often has one thread, this
+ * costs no TLB flush, and the first batch over them no IPI per page; the
+ * price is that the pages are no longer shared.  Best effort.
  */
 void kk_text_prepare(const uintptr_t *addrs, size_t n);
 

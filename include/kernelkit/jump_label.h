@@ -172,6 +172,12 @@ const char *kk_jump_label_method(void);
  * the slot gets an ordinary data relocation, which is what lets a site in a
  * shared object use a key defined in another one.  Bit 0 of @key is the
  * branch polarity: the site jumps when (enabled XOR branch).
+ *
+ * The section is writable ("aw"): when the object registers, the library
+ * sorts the table in place so that the entries of each key are adjacent,
+ * re-basing the offsets of the entries it moves (the kernel's
+ * jump_label_sort_entries), and links each key to its run through
+ * static_key.priv.  A table that is already grouped is not written.
  */
 struct jump_entry {
 	int32_t code;
@@ -182,7 +188,8 @@ struct jump_entry {
 /*
  * Every object (executable or shared library) that includes this header
  * registers its own table when it is loaded and drops it, with the keys that
- * live in it, when it is unloaded.
+ * live in it, when it is unloaded.  Registration makes no syscall per key or
+ * site and reads no text; the destructor makes none a sandbox would refuse.
  * The bounds are hidden so that each object sees its own; they are weak so
  * that an object without sites links, and then start == stop.  This is also
  * compiled under KK_NO_JUMP_LABEL: the library must handle objects built

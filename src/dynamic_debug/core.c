@@ -555,12 +555,6 @@ int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 
 		if (!dp->modname)
 			dp->modname = t->objname;
-#ifdef KK_NO_JUMP_LABEL
-		/* Give the key its record now: creating it later, under dd_lock,
-		 * would call dladdr() (see the lock-order note at the top). */
-		static_key_disable_queued(&dp->key.key);
-		static_key_disable(&dp->key.key);
-#endif
 	}
 	for (size_t j = 0; j < t->nmaps; j++)
 		if (!t->maps[j].mod_name)

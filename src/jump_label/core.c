@@ -2,17 +2,37 @@
 /*
  * Static keys: the registry of keys and sites, and the key API.
  *
- * Data structures first:
- *  - jl_object: one ELF object (the executable or a shared library) with a
- *    kk_jump_table.  Its entries are decoded into absolute jl_site records,
- *    sorted by (key, address), so the sites of one key are one run.
- *  - jl_key: the library's record of one struct static_key (key->priv).  It
- *    lists the runs of sites that use the key, one per object.
- *  - the queue: keys with a pending queued state, applied as one batch.
+ * Data structures first.  They are the kernel's (kernel/jump_label.c), so
+ * that registering an object costs no allocation per key or per site:
+ *  - Each ELF object's own kk_jump_table is sorted in place when the object
+ *    registers, by key and then by address (jump_label_sort_entries), so the
+ *    sites of one key are one run of entries.  No copy of the table is kept.
+ *  - jl_object: one per object with a table: where the table is, the
+ *    object's address range, and its module name (computed when a listing or
+ *    an error message first needs it).
+ *  - key->priv links a key to its sites, as the kernel's key->entries and
+ *    static_key_mod do:
+ *      JL_ENTRIES set:   the first entry of the key's run in the only object
+ *                        that has sites of the key (the common case);
+ *      JL_ENTRIES clear: a struct jl_key (NULL: none), the runs of the key in
+ *                        every object that has some.  Made for a key that
+ *                        several objects use, and for a key that the API
+ *                        touched while no object had sites of it (so that the
+ *                        listing shows it).
+ *    Bits 1-2 of priv are the key's place in the queue (JL_Q_*).
+ *  - the queue: an array of the keys with a queued state.  The state itself
+ *    is in the key's priv bits, so queuing a key again, or an immediate change
+ *    that takes it off the queue, costs O(1).
  *
  * Everything that patches code or edits these structures runs under
  * jl_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
+ *
+ * Differences from the kernel: a table whose keys are already grouped (in
+ * ascending or descending order) is not rewritten, so its pages stay clean
+ * and shared with other processes; an entry's key is read
+ * through a per-site slot (see __KK_JUMP_TABLE_ENTRY), so moving an entry
+ * re-bases the slot offset, exactly as for code and target.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
@@ -33,45 +52,44 @@
 #include "jump_label/jl.h"
 #include "text_patch.h"
 
-struct jl_site {
-	uintptr_t code;
-	uintptr_t target;
-	struct static_key *key;
-	unsigned branch;
-};
-
 struct jl_object {
 	struct jl_object *next;
-	const void *start;		/* identifies the object's table */
-	struct jl_site *sites;
-	size_t nsites;
-	uintptr_t base;
-	char name[64];
+	struct jump_entry *start, *stop;	/* the table, sorted */
+	uintptr_t lo, hi;			/* the object's mapped range; 0, 0: unknown */
+	char name[64];				/* "" until first needed */
 };
 
+/* One object's run of a key's entries. */
 struct jl_use {
 	struct jl_object *obj;
-	size_t first, n;		/* a run of obj->sites */
+	const struct jump_entry *first;
 };
 
 struct jl_key {
 	struct jl_key *next;
-	struct jl_key **pprev;		/* O(1) unlink: objects can hold thousands */
+	struct jl_key **pprev;		/* O(1) unlink */
 	struct static_key *key;
 	struct jl_use *uses;
 	size_t nuses, cap;
-	uintptr_t owner;		/* base of the object that holds the key */
-	char module[64];
-	int queued;			/* -1: not queued; else the queued state */
 };
+
+#define JL_ENTRIES	1ul		/* priv points at a jump_entry, not a jl_key */
+#define JL_QMASK	6ul		/* the key's place in the queue: */
+#define JL_Q_NONE	0ul		/*   not in the queue array */
+#define JL_Q_IDLE	2ul		/*   in the array, nothing pending (taken off) */
+#define JL_Q_OFF	4ul		/*   queued: disable */
+#define JL_Q_ON		6ul		/*   queued: enable */
+#define JL_PTR		(~7ul)
+
+_Static_assert(_Alignof(struct jl_key) >= 8, "priv needs 3 free bits");
 
 static pthread_mutex_t jl_mutex = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(pthread_t) jl_owner;
 static atomic_int jl_owned;
 
 static struct jl_object *objects;
-static struct jl_key *keys;
-static struct jl_key **queue;
+static struct jl_key *records;
+static struct static_key **queue;
 static size_t queue_len, queue_cap;
 
 static __thread char jl_err[256];
@@ -115,32 +133,259 @@ void jump_label_unlock(void)
 	pthread_mutex_unlock(&jl_mutex);
 }
 
-/* ---- key records ---------------------------------------------------------------- */
+/* ---- entries -------------------------------------------------------------------- */
 
-static struct jl_key *key_rec(struct static_key *key, int create)
+static inline uintptr_t entry_code(const struct jump_entry *e)
 {
-	struct jl_key *k = key->priv;
+	return (uintptr_t)&e->code + (uintptr_t)(intptr_t)e->code;
+}
 
-	if (k && k->key == key)
-		return k;
-	if (!create)
-		return NULL;
-	k = calloc(1, sizeof(*k));
+static inline uintptr_t entry_target(const struct jump_entry *e)
+{
+	return (uintptr_t)&e->target + (uintptr_t)(intptr_t)e->target;
+}
+
+static inline struct static_key *entry_key(const struct jump_entry *e)
+{
+	uintptr_t slot = (uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL);
+
+	return *(struct static_key *const *)slot;
+}
+
+static inline bool entry_branch(const struct jump_entry *e)
+{
+	return e->key & 1;
+}
+
+static int entry_cmp(const struct jump_entry *a, const struct jump_entry *b)
+{
+	uintptr_t ka = (uintptr_t)entry_key(a), kb = (uintptr_t)entry_key(b);
+	uintptr_t ca, cb;
+
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	/* within a key by address, so that the sites of a batch come sorted */
+	ca = entry_code(a);
+	cb = entry_code(b);
+	return ca < cb ? -1 : ca > cb;
+}
+
+/*
+ * The kernel's jump_label_swap(): the fields are relative to their own
+ * address, so an entry that moves by delta has every offset re-based by it.
+ * delta is a multiple of the entry size, so bit 0 of key (the branch) stays.
+ */
+static void entry_swap(struct jump_entry *a, struct jump_entry *b)
+{
+	int64_t delta = (int64_t)((intptr_t)a - (intptr_t)b);
+	struct jump_entry t = *a;
+
+	a->code = (int32_t)(b->code - delta);
+	a->target = (int32_t)(b->target - delta);
+	a->key = b->key - delta;
+	b->code = (int32_t)(t.code + delta);
+	b->target = (int32_t)(t.target + delta);
+	b->key = t.key + delta;
+}
+
+static void sift_down(struct jump_entry *v, size_t root, size_t n)
+{
+	size_t child;
+
+	while ((child = 2 * root + 1) < n) {
+		if (child + 1 < n && entry_cmp(&v[child], &v[child + 1]) < 0)
+			child++;
+		if (entry_cmp(&v[root], &v[child]) >= 0)
+			return;
+		entry_swap(&v[root], &v[child]);
+		root = child;
+	}
+}
+
+/*
+ * Whether the table already keeps the entries of each key together: true
+ * when the keys come in ascending or in descending order.  Compilers emit
+ * the sites of a unit in source order or in reverse (GCC does the latter for
+ * static functions), and keys in declaration order, so most tables qualify.
+ */
+static bool keys_grouped(const struct jump_entry *v, size_t n)
+{
+	int dir = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		uintptr_t a = (uintptr_t)entry_key(&v[i - 1]), b = (uintptr_t)entry_key(&v[i]);
+		int d = a < b ? 1 : a > b ? -1 : 0;
+
+		if (!d)
+			continue;
+		if (dir && d != dir)
+			return false;
+		dir = d;
+	}
+	return true;
+}
+
+/*
+ * jump_label_sort_entries(): heapsort in place, no memory.  A table whose
+ * keys are already grouped is not written at all, so its pages stay clean
+ * and shared with the file; the order of the sites within a key does not
+ * matter here (each batch sorts its sites by address).
+ */
+static void sort_entries(struct jump_entry *v, size_t n)
+{
+	size_t i;
+
+	if (keys_grouped(v, n))
+		return;
+	for (i = n / 2; i-- > 0;)
+		sift_down(v, i, n);
+	for (i = n; --i > 0;) {
+		entry_swap(&v[0], &v[i]);
+		sift_down(v, 0, i);
+	}
+}
+
+/* ---- key -> sites ----------------------------------------------------------------- */
+
+static inline uintptr_t priv_of(const struct static_key *key)
+{
+	return (uintptr_t)key->priv;
+}
+
+static inline void priv_set(struct static_key *key, uintptr_t v)
+{
+	key->priv = (void *)v;
+}
+
+/*
+ * What priv links to, checked: a key copied by value, or a stale value,
+ * links to entries or a record of another key and is taken as unlinked.
+ */
+static const struct jump_entry *key_entries(struct static_key *key)
+{
+	uintptr_t p = priv_of(key);
+	const struct jump_entry *e = (const struct jump_entry *)(p & JL_PTR);
+
+	return (p & JL_ENTRIES) && e && entry_key(e) == key ? e : NULL;
+}
+
+static struct jl_key *key_record(struct static_key *key)
+{
+	uintptr_t p = priv_of(key);
+	struct jl_key *k = (struct jl_key *)(p & JL_PTR);
+
+	return !(p & JL_ENTRIES) && k && k->key == key ? k : NULL;
+}
+
+static uintptr_t key_qstate(struct static_key *key)
+{
+	uintptr_t p = priv_of(key);
+
+	if ((p & JL_PTR) && !key_entries(key) && !key_record(key))
+		return JL_Q_NONE;	/* stale copy: its queue bits are not ours either */
+	return p & JL_QMASK;
+}
+
+static void set_qstate(struct static_key *key, uintptr_t q)
+{
+	priv_set(key, (priv_of(key) & ~JL_QMASK) | q);
+}
+
+static void link_entries(struct static_key *key, const struct jump_entry *e)
+{
+	priv_set(key, (uintptr_t)e | JL_ENTRIES | key_qstate(key));
+}
+
+static void link_record(struct static_key *key, struct jl_key *k)
+{
+	priv_set(key, (uintptr_t)k | key_qstate(key));
+}
+
+static struct jl_object *entry_object(const struct jump_entry *e)
+{
+	for (struct jl_object *o = objects; o; o = o->next)
+		if (e >= o->start && e < o->stop)
+			return o;
+	return NULL;
+}
+
+/* The number of entries of @e's key from @e on, in @o's table. */
+static size_t run_len(const struct jl_object *o, const struct jump_entry *e)
+{
+	struct static_key *key = entry_key(e);
+	const struct jump_entry *x = e;
+
+	while (x < o->stop && entry_key(x) == key)
+		x++;
+	return (size_t)(x - e);
+}
+
+/* Call @fn for every run of @key's entries; stops at a nonzero return. */
+static int for_each_run(struct static_key *key,
+			int (*fn)(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg),
+			void *arg)
+{
+	const struct jump_entry *e = key_entries(key);
+	struct jl_key *k;
+	struct jl_object *o;
+
+	if (e) {
+		o = entry_object(e);
+		return o ? fn(o, e, run_len(o, e), arg) : 0;
+	}
+	if (!(k = key_record(key)))
+		return 0;
+	for (size_t i = 0; i < k->nuses; i++) {
+		int ret = fn(k->uses[i].obj, k->uses[i].first,
+			     run_len(k->uses[i].obj, k->uses[i].first), arg);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int count_run(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg)
+{
+	(void)o;
+	(void)e;
+	*(size_t *)arg += n;
+	return 0;
+}
+
+static size_t key_nsites(struct static_key *key)
+{
+	size_t n = 0;
+
+	for_each_run(key, count_run, &n);
+	return n;
+}
+
+static struct jl_key *record_new(struct static_key *key)
+{
+	struct jl_key *k = calloc(1, sizeof(*k));
+
 	if (!k)
 		return NULL;
 	k->key = key;
-	k->queued = -1;
-	kk_addr_object(key, k->module, sizeof(k->module), &k->owner);
-	k->next = keys;
-	if (keys)
-		keys->pprev = &k->next;
-	k->pprev = &keys;
-	keys = k;
-	key->priv = k;
+	k->next = records;
+	if (records)
+		records->pprev = &k->next;
+	k->pprev = &records;
+	records = k;
 	return k;
 }
 
-static int key_add_use(struct jl_key *k, struct jl_object *o, size_t first, size_t n)
+static void record_free(struct jl_key *k)
+{
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	free(k->uses);
+	free(k);
+}
+
+static int record_add_use(struct jl_key *k, struct jl_object *o, const struct jump_entry *e)
 {
 	if (k->nuses == k->cap) {
 		size_t cap = k->cap ? 2 * k->cap : 2;
@@ -151,74 +396,169 @@ static int key_add_use(struct jl_key *k, struct jl_object *o, size_t first, size
 		k->uses = u;
 		k->cap = cap;
 	}
-	k->uses[k->nuses++] = (struct jl_use){ o, first, n };
+	k->uses[k->nuses++] = (struct jl_use){ o, e };
 	return 0;
 }
 
-static size_t key_nsites(const struct jl_key *k)
+/*
+ * Make sure the registry knows @key, so that the listing shows it: a key the
+ * API touches before any object with its sites registered gets a record.
+ */
+static int key_known(struct static_key *key)
 {
-	size_t n = 0;
+	struct jl_key *k;
 
-	for (size_t i = 0; i < k->nuses; i++)
-		n += k->uses[i].n;
-	return n;
+	if (key_entries(key) || key_record(key))
+		return 0;
+	if (!(k = record_new(key)))
+		return fail(-ENOMEM, "out of memory for the key record");
+	link_record(key, k);
+	return 0;
 }
 
-static void queue_del(struct jl_key *k)
+/* Link the run @e of @o's table to its key (registration). */
+static int link_run(struct jl_object *o, const struct jump_entry *e)
 {
-	for (size_t i = 0; i < queue_len; i++) {
-		if (queue[i] == k) {
-			queue[i] = queue[--queue_len];
-			break;
-		}
+	struct static_key *key = entry_key(e);
+	const struct jump_entry *other = key_entries(key);
+	struct jl_key *k = key_record(key);
+
+	if (!other && !k) {			/* the common case */
+		link_entries(key, e);
+		return 0;
 	}
-	k->queued = -1;
+	if (other) {				/* a second object: now a record */
+		struct jl_object *oo = entry_object(other);
+
+		if (!(k = record_new(key)))
+			return -ENOMEM;
+		if (!oo || record_add_use(k, oo, other)) {
+			record_free(k);
+			return -ENOMEM;
+		}
+		link_record(key, k);
+	}
+	return record_add_use(k, o, e);
+}
+
+/* Unlink the run @e of @o's table from its key (unload, or a failed registration). */
+static void unlink_run(struct jl_object *o, const struct jump_entry *e)
+{
+	struct static_key *key = entry_key(e);
+	struct jl_key *k;
+	size_t w = 0;
+
+	if (key_entries(key) == e) {
+		priv_set(key, key_qstate(key));
+		return;
+	}
+	if (!(k = key_record(key)))
+		return;
+	for (size_t i = 0; i < k->nuses; i++)
+		if (k->uses[i].obj != o)
+			k->uses[w++] = k->uses[i];
+	k->nuses = w;
+	if (w == 1) {		/* back to the common case */
+		const struct jump_entry *first = k->uses[0].first;
+		uintptr_t q = key_qstate(key);
+
+		record_free(k);
+		priv_set(key, (uintptr_t)first | JL_ENTRIES | q);
+	}
+}
+
+/* ---- the queue -------------------------------------------------------------------- */
+
+static int queue_add(struct static_key *key)
+{
+	if (queue_len == queue_cap) {
+		size_t cap = queue_cap ? 2 * queue_cap : 64;
+		struct static_key **q = realloc(queue, cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		queue = q;
+		queue_cap = cap;
+	}
+	queue[queue_len++] = key;
+	return 0;
+}
+
+/* Empty the queue: every key leaves it. */
+static void queue_clear(void)
+{
+	for (size_t i = 0; i < queue_len; i++)
+		set_qstate(queue[i], JL_Q_NONE);
+	queue_len = 0;
 }
 
 /* ---- patching ------------------------------------------------------------------- */
+
+struct collect {
+	struct kk_poke *pokes;
+	size_t np;
+	bool on;
+	const char *bad_obj;
+	uintptr_t bad_site;
+};
+
+static const char *obj_name(struct jl_object *o)
+{
+	uintptr_t base;
+
+	if (!o->name[0])
+		kk_addr_object(o->start, o->name, sizeof(o->name), &base);
+	return o->name;
+}
+
+static int collect_run(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg)
+{
+	struct collect *c = arg;
+
+	for (size_t i = 0; i < n; i++, e++) {
+		uintptr_t code = entry_code(e), target = entry_target(e);
+		bool jump = c->on ^ entry_branch(e);
+		int cur = kk_arch_site_state(code, target);
+
+		if (cur < 0) {
+			c->bad_obj = obj_name(o);
+			c->bad_site = code;
+			return -EILSEQ;
+		}
+		if (cur != jump)
+			kk_arch_site_poke(&c->pokes[c->np++], code, target, jump);
+	}
+	return 0;
+}
 
 /*
  * Bring every site of @n keys to the state @on[i] in one batch.  All or
  * nothing: on error no site changed.
  */
-static int patch_keys(struct jl_key *const *recs, const bool *on, size_t n)
+static int patch_keys(struct static_key *const *keys, const bool *on, size_t n)
 {
-	struct kk_poke *pokes;
-	size_t total = 0, np = 0;
+	struct collect c = { 0 };
+	size_t total = 0;
 	char err[200] = "";
 	int ret;
 
 	for (size_t i = 0; i < n; i++)
-		total += key_nsites(recs[i]);
+		total += key_nsites(keys[i]);
 	if (!total)
 		return 0;
-	pokes = malloc(total * sizeof(*pokes));
-	if (!pokes)
+	c.pokes = malloc(total * sizeof(*c.pokes));
+	if (!c.pokes)
 		return fail(-ENOMEM, "out of memory for %zu sites", total);
 	for (size_t i = 0; i < n; i++) {
-		const struct jl_key *k = recs[i];
-
-		for (size_t u = 0; u < k->nuses; u++) {
-			const struct jl_use *use = &k->uses[u];
-
-			for (size_t s = use->first; s < use->first + use->n; s++) {
-				const struct jl_site *site = &use->obj->sites[s];
-				bool jump = on[i] ^ site->branch;
-				int cur = kk_arch_site_state(site->code, site->target);
-
-				if (cur < 0) {
-					free(pokes);
-					return fail(-EILSEQ, "site %#lx in %s does not hold a jump-label "
-						    "instruction", (unsigned long)site->code,
-						    use->obj->name);
-				}
-				if (cur != jump)
-					kk_arch_site_poke(&pokes[np++], site->code, site->target, jump);
-			}
+		c.on = on[i];
+		if (for_each_run(keys[i], collect_run, &c)) {
+			free(c.pokes);
+			return fail(-EILSEQ, "site %#lx in %s does not hold a jump-label instruction",
+				    (unsigned long)c.bad_site, c.bad_obj);
 		}
 	}
-	ret = kk_text_poke_batch(pokes, np, err, sizeof(err));
-	free(pokes);
+	ret = kk_text_poke_batch(c.pokes, c.np, err, sizeof(err));
+	free(c.pokes);
 	if (ret)
 		return fail(ret, "%s", err);
 	return 0;
@@ -226,11 +566,9 @@ static int patch_keys(struct jl_key *const *recs, const bool *on, size_t n)
 
 static int key_set(struct static_key *key, bool on)
 {
-	struct jl_key *k = key_rec(key, 1);
+	int ret = key_known(key);
 
-	if (!k)
-		return fail(-ENOMEM, "out of memory for the key record");
-	return patch_keys(&k, &on, 1);
+	return ret ? ret : patch_keys(&key, &on, 1);
 }
 
 /* ---- the key API ---------------------------------------------------------------- */
@@ -248,13 +586,12 @@ static int check_key(struct static_key *key)
  */
 static int begin_change(struct static_key *key, int *count)
 {
-	struct jl_key *k;
 	int ret = check_key(key);
 
 	if (ret)
 		return ret;
-	if ((k = key_rec(key, 0)) && k->queued >= 0)
-		queue_del(k);
+	if (key_qstate(key) > JL_Q_IDLE)
+		set_qstate(key, JL_Q_IDLE);	/* it stays in the array, inert */
 	*count = static_key_count(key);
 	return 0;
 }
@@ -383,55 +720,37 @@ int static_key_slow_dec(struct static_key *key)
 
 /* ---- the queued API --------------------------------------------------------------- */
 
-static int queue_key(struct static_key *key, int state)
+static int queue_key(struct static_key *key, uintptr_t state)
 {
-	struct jl_key *k;
-	int ret = 0;
+	int ret;
 
 	if (!key)
 		return fail(-EINVAL, "NULL key");
 	if (lock_held())
 		return fail(-EDEADLK, "called with jump_label_lock() held");
 	jump_label_lock();
-	k = key_rec(key, 1);
-	if (!k) {
-		ret = fail(-ENOMEM, "out of memory for the key record");
-	} else if (k->queued < 0) {
-		if (queue_len == queue_cap) {
-			size_t cap = queue_cap ? 2 * queue_cap : 64;
-			struct jl_key **q = realloc(queue, cap * sizeof(*q));
-
-			if (!q) {
-				ret = fail(-ENOMEM, "out of memory for the queue");
-				goto out;
-			}
-			queue = q;
-			queue_cap = cap;
-		}
-		queue[queue_len++] = k;
-	}
+	ret = key_known(key);
+	if (!ret && key_qstate(key) == JL_Q_NONE && queue_add(key))
+		ret = fail(-ENOMEM, "out of memory for the queue");
 	if (!ret)
-		k->queued = state;
-out:
+		set_qstate(key, state);		/* the last queued state wins */
 	jump_label_unlock();
 	return ret;
 }
 
-int static_key_enable_queued(struct static_key *key) { return queue_key(key, 1); }
-int static_key_disable_queued(struct static_key *key) { return queue_key(key, 0); }
+int static_key_enable_queued(struct static_key *key) { return queue_key(key, JL_Q_ON); }
+int static_key_disable_queued(struct static_key *key) { return queue_key(key, JL_Q_OFF); }
 
 void kk_static_key_discard_queued(void)
 {
 	jump_label_lock();
-	for (size_t i = 0; i < queue_len; i++)
-		queue[i]->queued = -1;
-	queue_len = 0;
+	queue_clear();
 	jump_label_unlock();
 }
 
 int static_key_apply_queued(void)
 {
-	struct jl_key **recs = NULL;
+	struct static_key **keys = NULL;
 	bool *on = NULL;
 	int *old = NULL;
 	size_t n = 0;
@@ -442,49 +761,49 @@ int static_key_apply_queued(void)
 	jump_label_lock();
 	if (!queue_len)
 		goto out;
-	recs = malloc(queue_len * sizeof(*recs));
+	keys = malloc(queue_len * sizeof(*keys));
 	on = malloc(queue_len * sizeof(*on));
 	old = malloc(queue_len * sizeof(*old));
-	if (!recs || !on || !old) {
+	if (!keys || !on || !old) {
 		ret = fail(-ENOMEM, "out of memory for %zu queued keys", queue_len);
 		goto out;
 	}
 	/* Only keys whose state really changes take part; a queued disable of a
 	 * key held by several references is refused before anything moves. */
 	for (size_t i = 0; i < queue_len; i++) {
-		struct jl_key *k = queue[i];
-		int v = static_key_count(k->key);
+		struct static_key *key = queue[i];
+		uintptr_t q = key_qstate(key);
+		int v = static_key_count(key);
 
-		if (k->queued == 0 && v > 1) {
+		if (q != JL_Q_ON && q != JL_Q_OFF)
+			continue;
+		if (q == JL_Q_OFF && v > 1) {
 			ret = fail(-EBUSY, "queued disable of key %s, which holds %d references",
-				   k->key->name ? k->key->name : "?", v);
+				   key->name ? key->name : "?", v);
 			goto out;
 		}
-		if ((v > 0) == (k->queued == 1))
+		if ((v > 0) == (q == JL_Q_ON))
 			continue;
-		recs[n] = k;
-		on[n] = k->queued == 1;
+		keys[n] = key;
+		on[n] = q == JL_Q_ON;
 		old[n] = v;
 		n++;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (!on[i])
-			__atomic_store_n(&recs[i]->key->enabled, 0, __ATOMIC_RELEASE);
-	ret = patch_keys(recs, on, n);
+			__atomic_store_n(&keys[i]->enabled, 0, __ATOMIC_RELEASE);
+	ret = patch_keys(keys, on, n);
 	for (size_t i = 0; i < n; i++) {
 		if (ret)
-			__atomic_store_n(&recs[i]->key->enabled, old[i], __ATOMIC_RELEASE);
+			__atomic_store_n(&keys[i]->enabled, old[i], __ATOMIC_RELEASE);
 		else if (on[i])
-			__atomic_store_n(&recs[i]->key->enabled, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&keys[i]->enabled, 1, __ATOMIC_RELEASE);
 	}
-	if (!ret) {
-		for (size_t i = 0; i < queue_len; i++)
-			queue[i]->queued = -1;
-		queue_len = 0;
-	}
+	if (!ret)
+		queue_clear();
 out:
 	jump_label_unlock();
-	free(recs);
+	free(keys);
 	free(on);
 	free(old);
 	return ret;
@@ -492,26 +811,63 @@ out:
 
 /* ---- objects ------------------------------------------------------------------------ */
 
-static int site_cmp(const void *a, const void *b)
+/*
+ * Sites were compiled for their key's initial value (key->type): a site is a
+ * jump when type XOR branch (the kernel's jump_label_init_type()).  Patch
+ * only the sites of keys that moved since; the others are not even read, so
+ * loading an object touches none of its text.
+ */
+static void sync_new_sites(struct jl_object *o)
 {
-	const struct jl_site *x = a, *y = b;
+	struct kk_poke *pokes = NULL;
+	size_t np = 0, bad = 0;
+	char err[200];
 
-	if (x->key != y->key)
-		return (uintptr_t)x->key < (uintptr_t)y->key ? -1 : 1;
-	return x->code < y->code ? -1 : x->code > y->code;
+	for (struct jump_entry *e = o->start; e < o->stop; e++) {
+		struct static_key *key = entry_key(e);
+		bool init = (key->type != 0) ^ entry_branch(e);
+		bool want = (static_key_count(key) > 0) ^ entry_branch(e);
+		uintptr_t code = entry_code(e), target = entry_target(e);
+
+		if (init == want)
+			continue;
+		if (kk_arch_site_state(code, target) != (int)init) {
+			bad++;
+			continue;
+		}
+		if (!pokes && !(pokes = malloc((size_t)(o->stop - e) * sizeof(*pokes)))) {
+			kk_warn("%s: out of memory setting the initial state of its sites",
+				obj_name(o));
+			return;
+		}
+		kk_arch_site_poke(&pokes[np++], code, target, want);
+	}
+	if (np && kk_text_poke_batch(pokes, np, err, sizeof(err)))
+		kk_warn("%s: cannot set the initial state of %zu sites: %s", obj_name(o), np, err);
+	if (bad)
+		kk_warn("%s: %zu sites do not hold the instruction their key's initial value "
+			"implies; left alone", obj_name(o), bad);
+	free(pokes);
 }
 
-static void decode_entries(const struct jump_entry *start, const struct jump_entry *stop,
-			   struct jl_site *out)
+/*
+ * KK_JUMP_LABEL_COW=lazy (the default): site pages stay shared until a site
+ * on them changes.  =eager: they are made private as the object registers
+ * (see kk_text_prepare): more memory, but the first batch over many pages
+ * then costs no TLB-flush IPI per page even while other threads run them.
+ */
+static bool eager_cow(void)
 {
-	for (const struct jump_entry *e = start; e < stop; e++, out++) {
-		uintptr_t slot = (uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL);
+	static int eager = -1;
+	const char *v;
 
-		out->code = (uintptr_t)&e->code + (intptr_t)e->code;
-		out->target = (uintptr_t)&e->target + (intptr_t)e->target;
-		out->key = *(struct static_key *const *)slot;
-		out->branch = (unsigned)(e->key & 1);
-	}
+	if (eager >= 0)
+		return eager;
+	v = kk_getenv("KK_JUMP_LABEL_COW");
+	eager = v && !strcmp(v, "eager");
+	if (v && *v && !eager && strcmp(v, "lazy"))
+		kk_warn("ignoring KK_JUMP_LABEL_COW=%.32s: use lazy or eager", v);
+	return eager;
 }
 
 static int addr_cmp(const void *a, const void *b)
@@ -521,46 +877,30 @@ static int addr_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Break copy-on-write on the object's site pages now (see kk_text_prepare). */
 static void prepare_text(const struct jl_object *o)
 {
-	uintptr_t *a = malloc(o->nsites * sizeof(*a));
+	size_t n = (size_t)(o->stop - o->start);
+	uintptr_t *a = malloc(n * sizeof(*a));
 
 	if (!a)
 		return;
-	for (size_t i = 0; i < o->nsites; i++)
-		a[i] = o->sites[i].code;
-	qsort(a, o->nsites, sizeof(*a), addr_cmp);
-	kk_text_prepare(a, o->nsites);
+	for (size_t i = 0; i < n; i++)
+		a[i] = entry_code(&o->start[i]);
+	qsort(a, n, sizeof(*a), addr_cmp);
+	kk_text_prepare(a, n);
 	free(a);
 }
 
-/* Sites were compiled for the key's initial value; bring them to its current one. */
-static void sync_new_sites(struct jl_object *o)
+static struct jump_entry *next_run(struct jl_object *o, struct jump_entry *e)
 {
-	struct kk_poke *pokes = malloc(o->nsites * sizeof(*pokes));
-	char err[200];
-	size_t np = 0;
-
-	if (!pokes)
-		return;
-	for (size_t i = 0; i < o->nsites; i++) {
-		const struct jl_site *s = &o->sites[i];
-		bool jump = (static_key_count(s->key) > 0) ^ s->branch;
-
-		if (kk_arch_site_state(s->code, s->target) == !jump)
-			kk_arch_site_poke(&pokes[np++], s->code, s->target, jump);
-	}
-	if (np && kk_text_poke_batch(pokes, np, err, sizeof(err)))
-		fprintf(stderr, "kernelkit: %s: cannot set the initial state of %zu sites: %s\n",
-			o->name, np, err);
-	free(pokes);
+	return e + run_len(o, e);
 }
 
 int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
 {
-	size_t n = (size_t)(stop - start);
+	struct jump_entry *e, *end;
 	struct jl_object *o;
+	uintptr_t base;
 	int ret = 0;
 
 	if (!start || stop <= start)
@@ -570,33 +910,35 @@ int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_e
 		if (o->start == start)		/* every unit of an object calls us */
 			goto out;
 	o = calloc(1, sizeof(*o));
-	if (o)
-		o->sites = malloc(n * sizeof(*o->sites));
-	if (!o || !o->sites) {
+	if (!o) {
 		ret = -ENOMEM;
-		if (o)
-			free(o);
-		fprintf(stderr, "kernelkit: out of memory registering %zu static-key sites\n", n);
+		kk_warn("out of memory registering %zu static-key sites", (size_t)(stop - start));
 		goto out;
 	}
-	o->start = start;
-	o->nsites = n;
-	kk_addr_object(start, o->name, sizeof(o->name), &o->base);
-	decode_entries(start, stop, o->sites);
-	qsort(o->sites, n, sizeof(*o->sites), site_cmp);
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		struct jl_key *k = key_rec(o->sites[i].key, 1);
-
-		while (j < n && o->sites[j].key == o->sites[i].key)
-			j++;
-		if (!k || key_add_use(k, o, i, j - i))
-			ret = -ENOMEM;
-		i = j;
-	}
+	/* The table is in a writable section ("aw"): sorting it is ours to do. */
+	o->start = (struct jump_entry *)start;
+	o->stop = (struct jump_entry *)stop;
+	kk_addr_range(start, &base, &o->lo, &o->hi);
+	sort_entries(o->start, (size_t)(stop - start));
 	o->next = objects;
 	objects = o;
-	if (!getenv("KK_JUMP_LABEL_LAZY_COW"))
+	for (e = o->start; e < o->stop; e = next_run(o, e)) {
+		if (link_run(o, e)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	if (ret) {		/* all or nothing: unlink what we linked */
+		kk_warn("out of memory registering %zu static-key sites", (size_t)(stop - start));
+		end = e;
+		for (e = o->start; e < end; e = next_run(o, e))
+			unlink_run(o, e);
+		objects = o->next;
+		free(o);
+		goto out;
+	}
+	kk_text_arm();
+	if (eager_cow())
 		prepare_text(o);
 	sync_new_sites(o);
 out:
@@ -605,56 +947,76 @@ out:
 	return ret;
 }
 
-static void drop_key(struct jl_key *k)
+static bool in_range(const void *p, uintptr_t lo, uintptr_t hi)
 {
-	*k->pprev = k->next;
-	if (k->next)
-		k->next->pprev = k->pprev;
-	if (k->queued >= 0)
-		queue_del(k);
-	free(k->uses);
-	free(k);
+	return (uintptr_t)p >= lo && (uintptr_t)p < hi;
 }
 
+/*
+ * Runs from every object's destructor, also at exit() inside a sandbox: no
+ * syscall beyond the lock's futex (dl_iterate_phdr() makes none).
+ */
 void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
 			      const void *self)
 {
 	struct jl_object *o = NULL, **pp;
-	struct jl_key *k, *next;
-	char name[64];
-	uintptr_t base;
+	uintptr_t base, lo = 0, hi = 0;
+	size_t w = 0;
 
-	kk_addr_object(self, name, sizeof(name), &base);
 	jl_deferred_forget_object(self);
 	jump_label_lock();
 	if (start && stop > start) {
 		for (pp = &objects; *pp && (*pp)->start != start; pp = &(*pp)->next)
 			;
 		o = *pp;
-		if (o)
-			*pp = o->next;
-	}
-	/* Forget this object's sites, and the keys that live in it: their
-	 * memory goes away with it. */
-	for (k = keys; k; k = next) {
-		size_t w = 0;
-
-		next = k->next;
-		for (size_t i = 0; i < k->nuses; i++)
-			if (k->uses[i].obj != o)
-				k->uses[w++] = k->uses[i];
-		k->nuses = w;
-		if (base && k->owner == base && !k->nuses)
-			drop_key(k);
 	}
 	if (o) {
-		free(o->sites);
-		free(o);
+		for (struct jump_entry *e = o->start; e < o->stop; e = next_run(o, e))
+			unlink_run(o, e);
+		*pp = o->next;
+		lo = o->lo;
+		hi = o->hi;
+	}
+	/* Forget the keys that live in the object: their memory goes with it. */
+	if (!hi && self && (records || queue_len))
+		kk_addr_range(self, &base, &lo, &hi);
+	if (hi) {
+		for (struct jl_key *k = records, *next; k; k = next) {
+			next = k->next;
+			if (!in_range(k->key, lo, hi))
+				continue;
+			/* At exit the key stays mapped and another thread may
+			 * still touch it: leave it unlinked, not dangling. */
+			priv_set(k->key, 0);
+			record_free(k);
+		}
+		for (size_t i = 0; i < queue_len; i++)
+			if (!in_range(queue[i], lo, hi))
+				queue[w++] = queue[i];
+		queue_len = w;
 	}
 	jump_label_unlock();
+	free(o);
 }
 
 /* ---- listing and stats ------------------------------------------------------------- */
+
+/* Call @fn once for every key the registry knows. */
+static void for_each_key(void (*fn)(struct static_key *key, void *arg), void *arg)
+{
+	for (struct jl_object *o = objects; o; o = o->next)
+		for (struct jump_entry *e = o->start; e < o->stop; e = next_run(o, e))
+			if (key_entries(entry_key(e)) == e)
+				fn(entry_key(e), arg);
+	for (struct jl_key *k = records; k; k = k->next)
+		fn(k->key, arg);
+}
+
+static void count_key(struct static_key *key, void *arg)
+{
+	(void)key;
+	(*(unsigned long long *)arg)++;
+}
 
 void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 {
@@ -667,11 +1029,10 @@ void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 	st->sites_patched = ts.pokes;
 	st->traps = ts.traps;
 	jump_label_lock();
-	for (struct jl_key *k = keys; k; k = k->next)
-		st->keys++;
+	for_each_key(count_key, &st->keys);
 	for (struct jl_object *o = objects; o; o = o->next) {
 		st->objects++;
-		st->sites += o->nsites;
+		st->sites += (unsigned long long)(o->stop - o->start);
 	}
 	jump_label_unlock();
 }
@@ -694,19 +1055,36 @@ static void key_name(const struct static_key *key, char *buf, size_t len)
 		snprintf(buf, len, "key@%p", (const void *)key);
 }
 
+/* The module of the object that holds @key, computed now (listing time). */
+static void key_module(const struct static_key *key, char *buf, size_t len)
+{
+	uintptr_t base;
+
+	for (struct jl_object *o = objects; o; o = o->next) {
+		if (in_range(key, o->lo, o->hi)) {
+			snprintf(buf, len, "%s", obj_name(o));
+			return;
+		}
+	}
+	kk_addr_object(key, buf, len, &base);
+}
+
+static void show_key(struct static_key *key, void *arg)
+{
+	char name[128], module[64];
+	int v = static_key_count(key);
+
+	key_name(key, name, sizeof(name));
+	key_module(key, module, sizeof(module));
+	kk_buf_printf(arg, "%s %d %d %zu %s\n", name, v > 0, v, key_nsites(key), module);
+}
+
 static int static_keys_show(struct kk_buf *out, void *priv)
 {
-	char name[128];
-
 	(void)priv;
 	kk_buf_printf(out, "# name enabled count sites module\n");
 	jump_label_lock();
-	for (struct jl_key *k = keys; k; k = k->next) {
-		int v = static_key_count(k->key);
-
-		key_name(k->key, name, sizeof(name));
-		kk_buf_printf(out, "%s %d %d %zu %s\n", name, v > 0, v, key_nsites(k), k->module);
-	}
+	for_each_key(show_key, out);
 	jump_label_unlock();
 	return 0;
 }
@@ -746,9 +1124,9 @@ static const struct kk_fork_ops jl_fork_ops = {
 	KK_INIT_JUMP_LABEL, atfork_prepare, atfork_parent, atfork_child
 };
 
+/* Only what cannot fail and makes no syscall: set-up for patching is lazy. */
 KK_INIT(150) static void jump_label_init(void)
 {
-	kk_text_init();
 	kk_fork_register(&jl_fork_ops);
 	kk_control_create_file("static_keys", &static_keys_fops, NULL);
 }

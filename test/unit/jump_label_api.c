@@ -346,17 +346,20 @@ static long anon_kb_at(const void *addr)
 }
 
 /*
- * Registration breaks copy-on-write on the pages that hold sites, so that the
- * first patch of a page does not cost a TLB-flush IPI per page.
+ * Registration leaves the text alone: a page that holds sites stays shared
+ * with the file (and with other processes) until a site on it changes.
  */
-Test(patching, site_pages_are_private_before_any_patch)
+Test(patching, site_pages_stay_shared_until_a_site_changes)
 {
-	cr_expect_gt(anon_kb_at((const void *)u_f), 0, "the page of a site is still shared");
+	cr_expect_eq(u_f(), 0);		/* the page is mapped, from the file */
+	cr_expect_eq(anon_kb_at((const void *)u_f), 0, "a site page was copied at load");
+	cr_assert_eq(static_branch_enable(&kf), 0);
+	cr_expect_gt(anon_kb_at((const void *)u_f), 0, "the patched page is not private");
 }
 
 /*
- * The write method is chosen when the first object registers, from the
- * environment: run this test again in a fresh process with KK_TEXT_POKE=remap.
+ * The write method is chosen with the first patch, from the environment: run
+ * this test again in a fresh process with KK_TEXT_POKE=remap.
  */
 Test(patching, remap_fallback)
 {

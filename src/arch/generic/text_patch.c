@@ -10,7 +10,7 @@
 
 #include "text_patch.h"
 
-void kk_text_init(void) {}
+void kk_text_arm(void) {}
 void kk_text_atfork_child(void) {}
 
 int kk_arch_site_state(uintptr_t code, uintptr_t target)

@@ -20,6 +20,14 @@
  * a fresh anonymous page, sealed r-x and swapped in with mremap(), which other
  * threads see atomically.  Writes are grouped per page: one write per page per
  * step, not one per site.
+ *
+ * Pages that hold sites stay shared with the file (and other processes) until
+ * a site on them first changes; see cow_prepare() for how the first batch
+ * breaks copy-on-write on many pages with one TLB flush.
+ *
+ * Nothing here runs at load time.  Membarrier registration happens when the
+ * first object with sites registers (kk_text_arm), the SIGTRAP handler and
+ * /proc/self/mem with the first batch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,9 +42,11 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "text_patch.h"
 
 #define INT3 0xcc
@@ -55,10 +65,10 @@ static _Atomic(const struct batch *) cur_batch;
 static atomic_int traps_inflight;
 static struct sigaction prev_trap;	/* the handler we chain to */
 
+static int armed;		/* kk_text_arm() ran (under the registry lock) */
 static int membarrier_ok;
 static enum method method = M_UNKNOWN;
-static int mem_fd = -1;
-static pid_t mem_fd_pid;
+static struct kk_fd mem = KK_FD_INIT;	/* /proc/self/mem */
 static long page_size;
 
 static atomic_ullong n_syncs, n_batches, n_pokes, n_traps;
@@ -206,21 +216,32 @@ static int can_sync(char *err, size_t errlen)
 
 /* ---- writing text --------------------------------------------------------------- */
 
+/*
+ * /proc/self/mem, checked before every batch: the program may have closed
+ * our descriptor (closefrom, close_range) or put a file of its own on the
+ * number (dup2), and a descriptor inherited across fork points at the
+ * parent's memory.  Such a number is forgotten, closed only if still ours,
+ * and the file opened again.
+ */
 static int mem_open(void)
 {
-	if (mem_fd >= 0 && mem_fd_pid == getpid())
+	int fd;
+
+	if (mem.fd >= 0 && mem.pid == getpid() && kk_fd_ours(&mem))
 		return 0;
-	if (mem_fd >= 0)
-		close(mem_fd);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	mem_fd_pid = getpid();
-	return mem_fd < 0 ? -errno : 0;
+	if (mem.fd >= 0)
+		kk_fd_release(&mem);
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	fd = kk_fd_adopt(&mem, fd);
+	return fd < 0 ? fd : 0;
 }
 
 static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
 {
 	while (len) {
-		ssize_t w = pwrite(mem_fd, buf, len, (off_t)addr);
+		ssize_t w = pwrite(mem.fd, buf, len, (off_t)addr);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -302,27 +323,48 @@ static int write_span(uintptr_t addr, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* KK_TEXT_POKE=proc-mem|remap|auto (the default). */
+static enum method forced_method(void)
+{
+	const char *v = kk_getenv("KK_TEXT_POKE");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		return M_UNKNOWN;
+	if (!strcmp(v, "proc-mem"))
+		return M_PROC_MEM;
+	if (!strcmp(v, "remap"))
+		return M_REMAP;
+	kk_warn_once(kk_text_poke_warned, "ignoring KK_TEXT_POKE=%.32s: use proc-mem, remap or auto",
+		     v);
+	return M_UNKNOWN;
+}
+
 /*
  * Pick the write method on first use: /proc/self/mem unless the kernel
- * refuses it (proc_mem.force_override=never) or KK_TEXT_POKE=remap.
- * The probe writes a byte of real text with its own value.
+ * refuses it (proc_mem.force_override=never) or KK_TEXT_POKE=remap.  The
+ * probe writes the byte @old over itself at @probe, a site of the batch:
+ * @old comes from the caller because reading the text here could map back a
+ * page that cow_prepare() just unmapped.
  */
-static int choose_method(uintptr_t probe, char *err, size_t errlen)
+static int choose_method(uintptr_t probe, uint8_t old, char *err, size_t errlen)
 {
-	const char *force = getenv("KK_TEXT_POKE");
-	uint8_t b = *(volatile const uint8_t *)probe;
+	enum method force;
 
-	if (method == M_PROC_MEM && mem_fd_pid != getpid() && mem_open())
+	if (method == M_PROC_MEM && mem_open())
 		method = M_UNKNOWN;
 	if (method != M_UNKNOWN)
 		goto out;
-	if (!(force && !strcmp(force, "remap")) && mem_open() == 0 &&
-	    write_proc_mem(probe, &b, 1) == 0) {
+	force = forced_method();
+	if (force != M_REMAP && mem_open() == 0 && write_proc_mem(probe, &old, 1) == 0) {
 		method = M_PROC_MEM;
 		goto out;
 	}
+	if (force == M_PROC_MEM) {
+		snprintf(err, errlen, "KK_TEXT_POKE=proc-mem, but /proc/self/mem refused the write");
+		return -EPERM;
+	}
 	method = M_REMAP;
-	if (write_span(probe, &b, 1))
+	if (write_span(probe, &old, 1))
 		method = M_NONE;
 out:
 	if (method == M_NONE) {
@@ -346,39 +388,245 @@ static void step_bytes(const struct kk_poke *p, enum step s, uintptr_t *lo, uint
 	*hi = s == STEP_TAIL ? p->addr + p->len : p->addr + 1;
 }
 
-static int write_step(const struct kk_poke *v, size_t n, enum step s)
+/*
+ * The span of step @s that starts with site @i: every site whose bytes of
+ * this step start in the same page.  Returns the index after the last one.
+ */
+static size_t step_span(const struct kk_poke *v, size_t n, size_t i, enum step s,
+			uintptr_t *lo, uintptr_t *hi)
 {
 	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
-	uint8_t *span = malloc((size_t)page_size + KK_POKE_MAX);
+	uintptr_t a, b;
+	size_t j;
+
+	step_bytes(&v[i], s, lo, hi);
+	for (j = i + 1; j < n; j++) {
+		step_bytes(&v[j], s, &a, &b);
+		if ((a & mask) != (*lo & mask))
+			break;
+		*hi = b;
+	}
+	return j;
+}
+
+/* The bytes of span [lo, hi) of sites i..j-1 after step @s: reads the text. */
+static void fill_span(uint8_t *span, const struct kk_poke *v, size_t i, size_t j, enum step s,
+		      uintptr_t lo, uintptr_t hi)
+{
+	memcpy(span, (const void *)lo, hi - lo);
+	for (size_t k = i; k < j; k++) {
+		uintptr_t a, b;
+
+		step_bytes(&v[k], s, &a, &b);
+		if (s == STEP_INT3)
+			span[a - lo] = INT3;
+		else
+			memcpy(span + (a - lo), v[k].new + (a - v[k].addr), b - a);
+	}
+}
+
+/*
+ * Write step @s for every site, one write per span.  With @pre, the spans'
+ * bytes come from there (see snapshot_step) instead of from the text.
+ */
+static int write_step(const struct kk_poke *v, size_t n, enum step s, const uint8_t *pre)
+{
+	uint8_t *span = pre ? NULL : malloc((size_t)page_size + KK_POKE_MAX);
 	size_t i = 0;
 	int ret = 0;
 
-	if (!span)
+	if (!pre && !span)
 		return -ENOMEM;
 	while (i < n && !ret) {
-		uintptr_t lo, hi, a, b;
-		size_t j;
+		uintptr_t lo, hi;
+		size_t j = step_span(v, n, i, s, &lo, &hi);
 
-		step_bytes(&v[i], s, &lo, &hi);
-		for (j = i + 1; j < n; j++) {
-			step_bytes(&v[j], s, &a, &b);
-			if ((a & mask) != (lo & mask))
-				break;
-			hi = b;
+		if (pre) {
+			ret = write_span(lo, pre, hi - lo);
+			pre += hi - lo;
+		} else {
+			fill_span(span, v, i, j, s, lo, hi);
+			ret = write_span(lo, span, hi - lo);
 		}
-		memcpy(span, (const void *)lo, hi - lo);
-		for (size_t k = i; k < j; k++) {
-			step_bytes(&v[k], s, &a, &b);
-			if (s == STEP_INT3)
-				span[a - lo] = INT3;
-			else
-				memcpy(span + (a - lo), v[k].new + (a - v[k].addr), b - a);
-		}
-		ret = write_span(lo, span, hi - lo);
 		i = j;
 	}
 	free(span);
 	return ret;
+}
+
+/* Every span of step @s, computed now, back to back: input for write_step. */
+static uint8_t *snapshot_step(const struct kk_poke *v, size_t n, enum step s)
+{
+	size_t total = 0, i, off = 0;
+	uint8_t *buf;
+
+	for (i = 0; i < n;) {
+		uintptr_t lo, hi;
+
+		i = step_span(v, n, i, s, &lo, &hi);
+		total += hi - lo;
+	}
+	if (!(buf = malloc(total)))
+		return NULL;
+	for (i = 0; i < n;) {
+		uintptr_t lo, hi;
+		size_t j = step_span(v, n, i, s, &lo, &hi);
+
+		fill_span(buf + off, v, i, j, s, lo, hi);
+		off += hi - lo;
+		i = j;
+	}
+	return buf;
+}
+
+/* ---- breaking copy-on-write in bulk ---------------------------------------------- */
+
+/*
+ * The first write to a page of a private file mapping copies the page.  When
+ * the old page is mapped, the kernel must flush it from the TLB of every CPU
+ * that runs the process: one IPI per page, 216 for the first +p over dynamic
+ * debug's 16154 sites.  When the page is not mapped, the copy is made by the
+ * fault and needs no flush.
+ *
+ * So before the first step, the pages the batch writes that still hold the
+ * file's bytes (pagemap: present, file page, not swapped) are unmapped with
+ * one process_madvise(MADV_DONTNEED) over all of them: one flush (Linux 6.16
+ * batches the flush over the vector; 6.13 lets a process advise itself any
+ * advice).  Unmapping such a page loses nothing, it faults back from the file
+ * with the same bytes.  A page that is already private (an earlier patch, a
+ * debugger's breakpoint, a text relocation) is never unmapped.  The step-1
+ * bytes are computed before the unmap, so that this thread reads no text
+ * until step 1 has written its private copies.
+ *
+ * The limit: a thread that runs code on such a page between the unmap and
+ * our write maps it back (fault-around maps 16 pages at a time), and our write
+ * then pays the flush after all.  Where the site pages are cold, as debug
+ * prints mostly are, the batch costs one flush; where other threads keep
+ * running them, as in the dynamic-debug demo, it costs about what it did.
+ *
+ * Without process_madvise, pagemap or /proc, nothing is unmapped: the writes
+ * break copy-on-write page by page as before.
+ */
+#define COW_MIN_PAGES	3	/* below this the flushes saved do not pay the syscalls */
+#define PM_PRESENT	(1ull << 63)
+#define PM_SWAP		(1ull << 62)
+#define PM_FILE		(1ull << 61)
+#define PIDFD_SELF_THREAD_ (-10000)	/* Linux 6.14: the calling thread (its mm) */
+
+static long process_madvise_self(const struct iovec *iov, size_t n, int advice)
+{
+	long r = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, iov, n, advice, 0);
+	int fd;
+
+	if (r >= 0 || (errno != EBADF && errno != EINVAL))
+		return r;
+	fd = (int)syscall(SYS_pidfd_open, getpid(), 0);		/* before 6.14 */
+	if (fd < 0)
+		return -1;
+	r = syscall(SYS_process_madvise, fd, iov, n, advice, 0);
+	close(fd);
+	return r;
+}
+
+/* Append page @pg to the ranges in @iov, merging with the last one. */
+static void add_range(struct iovec *iov, size_t *n, uintptr_t pg)
+{
+	if (*n && (uintptr_t)iov[*n - 1].iov_base + iov[*n - 1].iov_len == pg) {
+		iov[*n - 1].iov_len += (size_t)page_size;
+		return;
+	}
+	iov[*n].iov_base = (void *)pg;
+	iov[*n].iov_len = (size_t)page_size;
+	(*n)++;
+}
+
+/*
+ * The distinct pages that the batch writes, in order (v is sorted).  A site
+ * that crosses a page boundary writes both pages.
+ */
+static uintptr_t *batch_pages(const struct kk_poke *v, size_t n, size_t *np)
+{
+	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
+	uintptr_t *pg = malloc(2 * n * sizeof(*pg));
+
+	*np = 0;
+	if (!pg)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = v[i].addr & mask, b = (v[i].addr + v[i].len - 1) & mask;
+
+		if (!*np || pg[*np - 1] != a)
+			pg[(*np)++] = a;
+		if (b != a)
+			pg[(*np)++] = b;
+	}
+	return pg;
+}
+
+/* Which of @pg[0..n) still hold the file's bytes, as ranges in @iov.  0 or -errno. */
+static int file_pages(const uintptr_t *pg, size_t n, struct iovec *iov, size_t *niov)
+{
+	struct kk_fd pm = KK_FD_INIT;
+	uint64_t ent[64];
+	int ret = 0;
+
+	*niov = 0;
+	if ((ret = kk_fd_adopt(&pm, open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC))) < 0)
+		return ret;
+	ret = 0;
+	for (size_t i = 0; i < n && !ret;) {
+		size_t run = 1;		/* consecutive pages: one read */
+		ssize_t got;
+
+		while (i + run < n && run < 64 && pg[i + run] == pg[i] + run * (size_t)page_size)
+			run++;
+		got = pread(pm.fd, ent, run * sizeof(ent[0]),
+			    (off_t)(pg[i] / (uintptr_t)page_size * sizeof(ent[0])));
+		if (got != (ssize_t)(run * sizeof(ent[0]))) {
+			ret = got < 0 ? -errno : -EIO;
+			break;
+		}
+		for (size_t k = 0; k < run; k++)
+			if ((ent[k] & (PM_PRESENT | PM_SWAP | PM_FILE)) == (PM_PRESENT | PM_FILE))
+				add_range(iov, niov, pg[i + k]);
+		i += run;
+	}
+	/* The reads count only if the number was ours all along. */
+	if (!ret && !kk_fd_ours(&pm))
+		ret = -EBADF;
+	kk_fd_release(&pm);
+	if (ret)
+		*niov = 0;
+	return ret;
+}
+
+/*
+ * Unmap the batch's pages that still hold the file's bytes (see above).
+ * Returns the step-1 bytes to write (or NULL: compute them as usual).
+ */
+static uint8_t *cow_prepare(const struct kk_poke *v, size_t n)
+{
+	size_t npg = 0, niov = 0;
+	uintptr_t *pg = batch_pages(v, n, &npg);
+	struct iovec *iov = NULL;
+	uint8_t *pre = NULL;
+
+	if (!pg || npg < COW_MIN_PAGES)
+		goto out;
+	if (!(iov = malloc(npg * sizeof(*iov))) || file_pages(pg, npg, iov, &niov) || !niov)
+		goto out;
+	if (!(pre = snapshot_step(v, n, STEP_INT3)))
+		goto out;
+	for (size_t i = 0; i < niov; i += 1024) {	/* UIO_MAXIOV per call */
+		size_t k = niov - i < 1024 ? niov - i : 1024;
+
+		if (process_madvise_self(iov + i, k, MADV_DONTNEED) < 0)
+			break;
+	}
+out:
+	free(pg);
+	free(iov);
+	return pre;
 }
 
 void kk_text_prepare(const uintptr_t *addrs, size_t n)
@@ -387,11 +635,9 @@ void kk_text_prepare(const uintptr_t *addrs, size_t n)
 	uintptr_t last = 0;
 	char err[200];
 
-	if (!n)
-		return;
-	if (!page_size)
-		kk_text_init();
-	if (choose_method(addrs[0], err, sizeof(err)) || method != M_PROC_MEM)
+	kk_text_arm();
+	if (!n || choose_method(addrs[0], *(volatile const uint8_t *)addrs[0], err, sizeof(err)) ||
+	    method != M_PROC_MEM)
 		return;		/* remap rebuilds pages on every write anyway */
 	for (size_t i = 0; i < n; i++) {
 		uint8_t b;
@@ -462,44 +708,49 @@ static void batch_undo(struct kk_poke *v, size_t n)
 		memcpy(v[i].old, t, v[i].len);
 		__atomic_store_n(&v[i].resume, insn_resume(v[i].addr, v[i].new), __ATOMIC_RELEASE);
 	}
-	write_step(v, n, STEP_INT3);
+	write_step(v, n, STEP_INT3, NULL);
 	text_sync();
-	write_step(v, n, STEP_TAIL);
+	write_step(v, n, STEP_TAIL, NULL);
 	text_sync();
-	write_step(v, n, STEP_HEAD);
+	write_step(v, n, STEP_HEAD, NULL);
 	text_sync();
 }
 
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
 {
 	struct batch b = { v, n };
+	uint8_t *pre = NULL;
 	int ret;
 
 	if (!n)
 		return 0;
-	if (!page_size)		/* an object's constructor can run before ours */
-		kk_text_init();
+	kk_text_arm();
 	qsort(v, n, sizeof(*v), poke_cmp);
 	ret = batch_check(v, n, err, errlen);
 	if (!ret)
 		ret = can_sync(err, errlen);
-	if (!ret)
-		ret = choose_method(v[0].addr, err, errlen);
 	if (!ret && (ret = trap_install()))
 		snprintf(err, errlen, "cannot install the SIGTRAP handler");
 	if (ret)
 		return ret;
+	/* From here this thread reads no text until step 1 is written. */
+	if (method == M_PROC_MEM || method == M_UNKNOWN)
+		pre = cow_prepare(v, n);
+	if ((ret = choose_method(v[0].addr, v[0].old[0], err, errlen))) {
+		free(pre);
+		return ret;
+	}
 
 	atomic_store(&cur_batch, &b);
-	ret = write_step(v, n, STEP_INT3);
+	ret = write_step(v, n, STEP_INT3, pre);
 	if (!ret)
 		ret = text_sync();
 	if (!ret)
-		ret = write_step(v, n, STEP_TAIL);
+		ret = write_step(v, n, STEP_TAIL, NULL);
 	if (!ret)
 		ret = text_sync();
 	if (!ret)
-		ret = write_step(v, n, STEP_HEAD);
+		ret = write_step(v, n, STEP_HEAD, NULL);
 	if (!ret)
 		ret = text_sync();
 	if (ret) {
@@ -509,6 +760,7 @@ int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
 	}
 	atomic_store(&cur_batch, NULL);
 	wait_for_traps();
+	free(pre);
 	if (!ret) {
 		atomic_fetch_add_explicit(&n_batches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&n_pokes, n, memory_order_relaxed);
@@ -554,25 +806,25 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-void kk_text_init(void)
+void kk_text_arm(void)
 {
-	page_size = sysconf(_SC_PAGESIZE);
-	/* Registering is cheap while we are the only thread and costs a
-	 * synchronize_rcu in the kernel later, so do it from the constructor. */
+	if (armed)
+		return;
+	armed = 1;
+	page_size = sysconf(_SC_PAGESIZE);	/* from the auxiliary vector */
 	membarrier_register();
-	trap_install();
 }
 
 void kk_text_atfork_child(void)
 {
-	/* The child has a new mm: its membarrier state starts unregistered and
-	 * the parent's /proc/self/mem descriptor points at the parent. */
-	membarrier_register();
-	if (mem_fd >= 0)
-		close(mem_fd);
-	mem_fd = -1;
-	if (method == M_PROC_MEM)
-		method = M_UNKNOWN;
+	/* The child has a new mm: its membarrier state starts unregistered
+	 * (registered again with its first batch, if it ever patches), and the
+	 * parent's /proc/self/mem descriptor points at the parent: closed now,
+	 * if the number is still ours, so that no child (an unprivileged one
+	 * included) keeps a way to write its parent's memory. */
+	armed = 0;
+	membarrier_ok = 0;
+	kk_fd_release_inherited(&mem);
 	atomic_store(&cur_batch, NULL);
 	atomic_store(&traps_inflight, 0);
 }

@@ -1,0 +1,733 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kk-bench guest: what a process pays for hosting kernelkit (issue 9).
+ *
+ *  start-up  the same hello world linked with and without -lkernelkit
+ *            (build/guest/hello-{kk,plain}), run alternately as pairs of
+ *            posix_spawn+wait, median wall time of each and their ratio;
+ *  dlopen    an object with 16000 sites, one key each (bench/gen-sites.sh),
+ *            against the same object built -DKK_NO_JUMP_LABEL: dlopen time
+ *            and the anonymous memory it adds (smaps_rollup), each in a fresh
+ *            process, alternately;
+ *  sharing   two demo machines (examples/machine.c: 16154 pr_debug sites in
+ *            19 objects, a worker thread running them all; the second one's
+ *            worker at nice 19): PSS, private
+ *            dirty and anonymous kB of the objects' text, before any key
+ *            changed and after '+p' on one of them;
+ *  first +p  syncs and IPIs of that first '+p' (the machine: its worker
+ *            keeps running every site page), and of the first '+p' in a
+ *            process whose other thread runs other code (site pages cold),
+ *            with KK_JUMP_LABEL_COW=lazy (the default) and eager.
+ *
+ * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
+ * add noise, hence medians.  The processes get KK_CONTROL=0 except the
+ * machines (driven through kkctl) and the start-up runs, which use the
+ * inherited environment (and once more with KK_CONTROL=0).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kernelkit/dynamic_debug.h>
+#include "bench.h"
+
+extern char **environ;
+
+#define HELLO_PAIRS	200
+#define DLOPEN_PAIRS	9
+#define MACHINE_RUNS	3
+#define FLIP_RUNS	7
+#define GUEST_SITES	16000
+
+/*
+ * The copy-on-write settings, spelled for this code (KK_JUMP_LABEL_COW) and
+ * for e665119 (KK_JUMP_LABEL_LAZY_COW), so that one bench measures both.
+ */
+static const char *const cow_lazy[] = { "KK_JUMP_LABEL_COW=lazy", "KK_JUMP_LABEL_LAZY_COW=1", NULL };
+static const char *const cow_eager[] = { "KK_JUMP_LABEL_COW=eager", NULL };
+static const char *const control_off[] = { "KK_CONTROL=0", NULL };
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+/* environ with @a and @b (NAME=VALUE lists, may be NULL) put in front. */
+static char **make_env(const char *const *a, const char *const *b)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 16, sizeof(*env));
+	for (const char *const *l = a; l && *l; l++)
+		env[k++] = (char *)*l;
+	for (const char *const *l = b; l && *l; l++)
+		env[k++] = (char *)*l;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strcspn(environ[i], "=");
+		int dup = 0;
+
+		for (size_t j = 0; j < k && !dup; j++)
+			dup = !strncmp(env[j], environ[i], len) && env[j][len] == '=';
+		if (!dup)
+			env[k++] = environ[i];
+	}
+	return env;
+}
+
+/* Start @argv with stdout on @out (-1: /dev/null) and stderr on /dev/null. */
+static pid_t spawn(char *const argv[], char **env, int out)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	if (out >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out, 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, env))
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	return pid;
+}
+
+static int wait_ok(pid_t pid)
+{
+	int st;
+
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st);
+}
+
+/* Run @argv; its stdout (up to @len bytes) into @buf.  0 or -1. */
+static int run_capture(char *const argv[], char **env, char *buf, size_t len)
+{
+	int fds[2];
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = spawn(argv, env, fds[1]);
+	close(fds[1]);
+	while (pid > 0 && got + 1 < len && (n = read(fds[0], buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fds[0]);
+	return wait_ok(pid) ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void path_in_build(char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", kkb_self_dir(), rel);
+}
+
+/* ---- start-up ------------------------------------------------------------------------ */
+
+static double run_wall_ns(char *path, char **env)
+{
+	char *argv[] = { path, NULL };
+	uint64_t t0 = kkb_now_ns();
+	pid_t pid = spawn(argv, env, -1);
+
+	if (!wait_ok(pid))
+		return -1;
+	return (double)(kkb_now_ns() - t0);
+}
+
+/* Median ns of each program over @pairs alternating pairs, and the median of the pair ratios. */
+static int hello_pairs(char **env, double *plain, double *kk, double *pair_ratio)
+{
+	char p[4200], k[4200];
+	double *a = calloc(HELLO_PAIRS, sizeof(double)), *b = calloc(HELLO_PAIRS, sizeof(double));
+	double *r = calloc(HELLO_PAIRS, sizeof(double));
+	int ret = 0;
+
+	path_in_build(p, sizeof(p), "guest/hello-plain");
+	path_in_build(k, sizeof(k), "guest/hello-kk");
+	for (int i = 0; i < HELLO_PAIRS && !ret; i++) {
+		if (i % 2) {
+			a[i] = run_wall_ns(p, env);
+			b[i] = run_wall_ns(k, env);
+		} else {
+			b[i] = run_wall_ns(k, env);
+			a[i] = run_wall_ns(p, env);
+		}
+		if (a[i] <= 0 || b[i] <= 0)
+			ret = -1;
+		r[i] = b[i] / a[i];
+	}
+	if (!ret) {
+		*plain = median(a, HELLO_PAIRS);
+		*kk = median(b, HELLO_PAIRS);
+		*pair_ratio = median(r, HELLO_PAIRS);
+	}
+	free(a);
+	free(b);
+	free(r);
+	return ret;
+}
+
+static int bench_startup(struct kkb_ctx *ctx)
+{
+	char **env = make_env(NULL, NULL), **env_off = make_env(control_off, NULL);
+	double plain, kk, ratio;
+	int ret = 0;
+
+	if (hello_pairs(env, &plain, &kk, &ratio)) {
+		fprintf(stderr, "kk-bench: guest/hello-* did not run (make all builds them)\n");
+		ret = 1;
+	} else {
+		kkb_json_num(ctx, "hello_plain_us", plain / 1e3);
+		kkb_json_num(ctx, "hello_kk_us", kk / 1e3);
+		kkb_json_num(ctx, "hello_ratio", kk / plain);
+		kkb_json_num(ctx, "hello_pair_ratio", ratio);
+	}
+	if (!ret && !hello_pairs(env_off, &plain, &kk, &ratio)) {
+		kkb_json_num(ctx, "hello_control_off_ratio", kk / plain);
+		kkb_json_num(ctx, "hello_control_off_kk_us", kk / 1e3);
+	}
+	free(env);
+	free(env_off);
+	return ret;
+}
+
+/* ---- dlopen ------------------------------------------------------------------------- */
+
+static long anon_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/smaps_rollup", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Anonymous: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* kk-bench __insns guest dlopen PATH: "ns anon_bytes malloc_bytes" of one dlopen. */
+static int child_dlopen(const char *path)
+{
+	struct mallinfo2 m0, m1;
+	long a0, a1;
+	uint64_t t0, t1;
+	void *h;
+
+	a0 = anon_kb();
+	m0 = mallinfo2();
+	t0 = kkb_now_ns();
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	t1 = kkb_now_ns();
+	m1 = mallinfo2();
+	a1 = anon_kb();
+	if (!h || a0 < 0)
+		return 1;
+	printf("%llu %ld %lld\n", (unsigned long long)(t1 - t0), (a1 - a0) * 1024,
+	       (long long)(m1.uordblks + m1.hblkhd) - (long long)(m0.uordblks + m0.hblkhd));
+	return 0;
+}
+
+static int one_dlopen(const char *rel, double *ns, double *anon, double *mall)
+{
+	char self[4200], path[4200], out[256];
+	char *argv[] = { self, "__insns", "guest", "dlopen", path, NULL };
+	char **env = make_env(control_off, NULL);
+	int ret;
+
+	path_in_build(self, sizeof(self), "kk-bench");
+	path_in_build(path, sizeof(path), rel);
+	ret = run_capture(argv, env, out, sizeof(out));
+	free(env);
+	if (ret || sscanf(out, "%lf %lf %lf", ns, anon, mall) != 3)
+		return -1;
+	return 0;
+}
+
+static int bench_dlopen(struct kkb_ctx *ctx)
+{
+	double t_jl[DLOPEN_PAIRS], t_no[DLOPEN_PAIRS], a_jl[DLOPEN_PAIRS], a_no[DLOPEN_PAIRS];
+	double m_jl[DLOPEN_PAIRS], m_no[DLOPEN_PAIRS];
+
+	for (int i = 0; i < DLOPEN_PAIRS; i++) {
+		int bad = i % 2 ?
+			one_dlopen("guest/libkkguest.so", &t_jl[i], &a_jl[i], &m_jl[i]) ||
+			one_dlopen("guest/libkkguest-nojl.so", &t_no[i], &a_no[i], &m_no[i]) :
+			one_dlopen("guest/libkkguest-nojl.so", &t_no[i], &a_no[i], &m_no[i]) ||
+			one_dlopen("guest/libkkguest.so", &t_jl[i], &a_jl[i], &m_jl[i]);
+
+		if (bad) {
+			fprintf(stderr, "kk-bench: dlopen of guest/libkkguest*.so failed\n");
+			return 1;
+		}
+	}
+	double tj = median(t_jl, DLOPEN_PAIRS), tn = median(t_no, DLOPEN_PAIRS);
+	double aj = median(a_jl, DLOPEN_PAIRS), an = median(a_no, DLOPEN_PAIRS);
+	double mj = median(m_jl, DLOPEN_PAIRS), mn = median(m_no, DLOPEN_PAIRS);
+
+	kkb_json_num(ctx, "dlopen_sites", GUEST_SITES);
+	kkb_json_num(ctx, "dlopen_us", tj / 1e3);
+	kkb_json_num(ctx, "dlopen_nojl_us", tn / 1e3);
+	kkb_json_num(ctx, "dlopen_ratio", tj / tn);
+	kkb_json_num(ctx, "dlopen_anon_bytes_per_site", (aj - an) / GUEST_SITES);
+	kkb_json_num(ctx, "dlopen_malloc_bytes_per_site", (mj - mn) / GUEST_SITES);
+	kkb_json_num(ctx, "dlopen_anon_kb", aj / 1024);
+	kkb_json_num(ctx, "dlopen_nojl_anon_kb", an / 1024);
+	return 0;
+}
+
+/* ---- the demo machines ------------------------------------------------------------- */
+
+struct machine {
+	pid_t pid;
+	int out;		/* its stdout */
+	char dir[64];		/* KK_CONTROL_DIR */
+};
+
+struct text_kb {
+	double pss, private_dirty, anon, rss;
+};
+
+/* @nice: the second machine runs its worker at nice 19, so that it does not
+ * take the CPU from the first one's worker while that one is measured. */
+static int machine_start(struct machine *m, const char *const *extra, int nice)
+{
+	char bin[4200], mods[4200], ctl[128], sock[256], buf[4096];
+	char *argv[] = { bin, mods, NULL, NULL, NULL };
+	const char *env_dir[] = { ctl, NULL };
+	char **env;
+	size_t got = 0;
+	int fds[2];
+
+	snprintf(m->dir, sizeof(m->dir), "/tmp/kk-guest.XXXXXX");
+	if (!mkdtemp(m->dir) || pipe2(fds, O_CLOEXEC))
+		return -1;
+	snprintf(ctl, sizeof(ctl), "KK_CONTROL_DIR=%s/ctl", m->dir);
+	path_in_build(bin, sizeof(bin), "dyndbg-machine");
+	path_in_build(mods, sizeof(mods), "dyndbg-mods");
+	if (nice) {
+		argv[1] = "-n";
+		argv[2] = "19";
+		argv[3] = mods;
+	}
+	env = make_env(env_dir, extra);
+	m->pid = spawn(argv, env, fds[1]);
+	free(env);
+	close(fds[1]);
+	m->out = fds[0];
+	while (m->pid > 0 && got + 1 < sizeof(buf)) {	/* "machine: pid N ..." once loaded */
+		ssize_t n = read(m->out, buf + got, sizeof(buf) - 1 - got);
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "machine: pid"))
+			break;
+	}
+	snprintf(sock, sizeof(sock), "%s/ctl/%d.sock", m->dir, (int)m->pid);
+	for (int i = 0; i < 1000; i++) {	/* the endpoint comes up on its own thread */
+		struct stat st;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (!stat(sock, &st))
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static void machine_stop(struct machine *m)
+{
+	char cmd[128];
+
+	if (m->pid > 0) {
+		kill(m->pid, SIGTERM);
+		waitpid(m->pid, NULL, 0);
+	}
+	close(m->out);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
+	if (system(cmd))
+		return;
+}
+
+/* The r-x mappings of the demo's objects in /proc/PID/smaps. */
+static int text_kb(pid_t pid, struct text_kb *t)
+{
+	char path[64], line[512];
+	int in = 0;
+	double v;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perm[5];
+
+		if (sscanf(line, "%lx-%lx %4s ", &lo, &hi, perm) == 3 && strchr(line, '-') <
+		    strchr(line, ' ')) {
+			in = !strcmp(perm, "r-xp") && strstr(line, "/dyndbg-mods/");
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, "Pss: %lf", &v) == 1)
+			t->pss += v;
+		else if (sscanf(line, "Private_Dirty: %lf", &v) == 1)
+			t->private_dirty += v;
+		else if (sscanf(line, "Anonymous: %lf", &v) == 1)
+			t->anon += v;
+		else if (sscanf(line, "Rss: %lf", &v) == 1)
+			t->rss += v;
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Nanoseconds the machine's worker threads have spent on a CPU
+ * (/proc/PID/task/TID/schedstat; the workers are the threads other than the
+ * main one that keep the program's name), or -1.
+ */
+static double machine_worker_ns(struct machine *m)
+{
+	char path[128], comm[64];
+	struct dirent *d;
+	double total = -1;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)m->pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+		double run;
+		FILE *f;
+
+		if (tid <= 0 || tid == m->pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)m->pid, tid);
+		if (!(f = fopen(path, "re")))
+			continue;
+		comm[0] = '\0';
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+		if (strncmp(comm, "dyndbg-machine", 14))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)m->pid, tid);
+		if (!(f = fopen(path, "re")))
+			continue;
+		if (fscanf(f, "%lf", &run) == 1)
+			total = (total < 0 ? 0 : total) + run;
+		fclose(f);
+	}
+	closedir(dir);
+	return total;
+}
+
+/* kkctl -p PID write dynamic_debug/control QUERY: syncs from the reply, IPIs around it. */
+static int machine_query(struct machine *m, const char *query, double *syncs, double *ipis)
+{
+	char kkctl[4200], pidstr[32], ctl[128], reply[4096];
+	char *argv[] = { kkctl, "-p", pidstr, "write", "dynamic_debug/control", (char *)query, NULL };
+	const char *env_dir[] = { ctl, NULL };
+	char **env;
+	long long i0;
+	const char *tot;
+	int ret;
+
+	path_in_build(kkctl, sizeof(kkctl), "kkctl");
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)m->pid);
+	snprintf(ctl, sizeof(ctl), "KK_CONTROL_DIR=%s/ctl", m->dir);
+	env = make_env(env_dir, NULL);
+	i0 = kkb_ipi_count();
+	ret = run_capture(argv, env, reply, sizeof(reply));
+	*ipis = (double)(kkb_ipi_count() - i0);
+	free(env);
+	if (ret || !(tot = strstr(reply, "syncs ")) || sscanf(tot, "syncs %lf", syncs) != 1)
+		return -1;
+	return 0;
+}
+
+struct sharing {
+	struct text_kb a0, b0, a1, b1;	/* before and after +p on a */
+	double syncs, ipis;
+	double share;			/* share of the +p that a's worker spent on a CPU */
+};
+
+
+static int sharing_run(const char *const *cow, struct sharing *s)
+{
+	struct machine a = { 0 }, b = { 0 };
+	int ret = -1;
+
+	a.out = b.out = -1;
+	if (machine_start(&a, cow, 0) || machine_start(&b, cow, 1))
+		goto out;
+	if (text_kb(a.pid, &s->a0) || text_kb(b.pid, &s->b0))
+		goto out;
+	{
+		double w0 = machine_worker_ns(&a), w1;
+		uint64_t t0 = kkb_now_ns(), t1;
+
+		if (machine_query(&a, "+p", &s->syncs, &s->ipis))
+			goto out;
+		t1 = kkb_now_ns();
+		w1 = machine_worker_ns(&a);
+		s->share = w0 >= 0 && w1 >= w0 ? (w1 - w0) / (double)(t1 - t0) : 0;
+	}
+	if (text_kb(a.pid, &s->a1) || text_kb(b.pid, &s->b1))
+		goto out;
+	ret = 0;
+out:
+	machine_stop(&a);
+	machine_stop(&b);
+	return ret;
+}
+
+static int bench_sharing(struct kkb_ctx *ctx, const char *tag, const char *const *cow)
+{
+	double pss0[MACHINE_RUNS], dirty0[MACHINE_RUNS], pss1[MACHINE_RUNS], dirty1[MACHINE_RUNS];
+	double pssb1[MACHINE_RUNS], rss[MACHINE_RUNS], syncs[MACHINE_RUNS], ipis[MACHINE_RUNS];
+	double dirtyb1[MACHINE_RUNS], share[MACHINE_RUNS];
+	char key[64];
+	int tries = 0;
+
+	for (int r = 0; r < MACHINE_RUNS; r++) {
+		struct sharing s;
+
+		if (sharing_run(cow, &s)) {
+			fprintf(stderr, "kk-bench: the demo machines did not run (make all)\n");
+			return 1;
+		}
+		/* IPIs only count while the worker ran: retry runs where it mostly did not */
+		if (s.share < 0.5 && ++tries < 3 * MACHINE_RUNS) {
+			r--;
+			continue;
+		}
+		share[r] = s.share;
+		pss0[r] = (s.a0.pss + s.b0.pss) / 2;
+		dirty0[r] = (s.a0.private_dirty + s.b0.private_dirty) / 2;
+		rss[r] = s.a0.rss;
+		pss1[r] = s.a1.pss;
+		dirty1[r] = s.a1.private_dirty;
+		pssb1[r] = s.b1.pss;
+		dirtyb1[r] = s.b1.private_dirty;
+		syncs[r] = s.syncs;
+		ipis[r] = s.ipis;
+	}
+#define PUT(name, v) do { snprintf(key, sizeof(key), "%s_" name, tag); \
+			  kkb_json_num(ctx, key, median(v, MACHINE_RUNS)); } while (0)
+	PUT("text_rss_kb", rss);
+	PUT("text_pss_kb_before", pss0);
+	PUT("text_private_dirty_kb_before", dirty0);
+	PUT("text_pss_kb_after_flipped", pss1);
+	PUT("text_private_dirty_kb_after_flipped", dirty1);
+	PUT("text_pss_kb_after_other", pssb1);
+	PUT("text_private_dirty_kb_after_other", dirtyb1);
+	PUT("first_p_syncs", syncs);
+	PUT("first_p_ipis", ipis);
+	PUT("first_p_worker_on_cpu", share);
+#undef PUT
+	return 0;
+}
+
+/* ---- the first +p in a process of our own ------------------------------------------- */
+
+#define MAX_MODS 64
+
+static void (*mod_run[MAX_MODS])(int);
+static int nmods;
+static atomic_int stop, hot;
+static atomic_ulong rounds;
+static volatile unsigned long spin;
+
+static void *runner(void *arg)
+{
+	int v = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (atomic_load_explicit(&hot, memory_order_relaxed))
+			for (int i = 0; i < nmods; i++)
+				mod_run[i](v);
+		else
+			for (int i = 0; i < 1000; i++)
+				spin++;		/* other code: the site pages stay cold */
+		atomic_fetch_add_explicit(&rounds, 1, memory_order_relaxed);
+		v++;
+	}
+	return NULL;
+}
+
+static void null_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+{
+	(void)d;
+	(void)msg;
+	(void)len;
+	(void)arg;
+}
+
+/* kk-bench __insns guest flip hot|cold: "syncs ipis ms" of the first +p. */
+static int child_flip(const char *mode)
+{
+	char path[4200], name[128];
+	struct kk_jump_label_stats a, b;
+	long long i0;
+	struct timespec c0, c1;
+	uint64_t t0, t1;
+	clockid_t cid;
+	pthread_t th;
+	FILE *f;
+	int ret;
+
+	path_in_build(path, sizeof(path), "dyndbg-mods/modules.list");
+	if (!(f = fopen(path, "re")))
+		return 1;
+	while (nmods < MAX_MODS && fgets(name, sizeof(name), f)) {
+		void *h;
+
+		name[strcspn(name, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
+		if (!name[0] || !(h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) ||
+		    !(mod_run[nmods++] = (void (*)(int))dlsym(h, "kkmod_run")))
+			return 2;
+	}
+	fclose(f);
+	kk_dyndbg_set_sink(null_sink, NULL);
+	atomic_store(&hot, !strcmp(mode, "hot"));
+	for (int i = 0; i < nmods; i++)		/* the pages are mapped, as in a running program */
+		mod_run[i](0);
+	pthread_create(&th, NULL, runner, NULL);
+	while (atomic_load(&rounds) < 100)
+		;
+	/* how much of the query the runner spent on a CPU */
+	pthread_getcpuclockid(th, &cid);
+	kk_jump_label_get_stats(&a);
+	i0 = kkb_ipi_count();
+	clock_gettime(cid, &c0);
+	t0 = kkb_now_ns();
+	ret = dynamic_debug_exec_queries("module !kkbench +p", NULL);
+	t1 = kkb_now_ns();
+	clock_gettime(cid, &c1);
+	i0 = kkb_ipi_count() - i0;
+	kk_jump_label_get_stats(&b);
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+	if (ret < 0)
+		return 3;
+	printf("%llu %lld %.3f %.3f\n", b.syncs - a.syncs, i0, (double)(t1 - t0) / 1e6,
+	       ((double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec)) /
+		       (double)(t1 - t0));
+	return 0;
+}
+
+static int bench_flip(struct kkb_ctx *ctx, const char *mode, const char *const *cow,
+		      const char *tag)
+{
+	char self[4200], out[256], key[64], m[16];
+	char *argv[] = { self, "__insns", "guest", "flip", m, NULL };
+	char **env = make_env(control_off, cow);
+	double syncs[FLIP_RUNS], ipis[FLIP_RUNS], ms[FLIP_RUNS], pace[FLIP_RUNS];
+	int tries = 0;
+
+	snprintf(m, sizeof(m), "%s", mode);
+	path_in_build(self, sizeof(self), "kk-bench");
+	for (int r = 0; r < FLIP_RUNS; r++) {
+		if (run_capture(argv, env, out, sizeof(out)) ||
+		    sscanf(out, "%lf %lf %lf %lf", &syncs[r], &ipis[r], &ms[r], &pace[r]) != 4) {
+			free(env);
+			fprintf(stderr, "kk-bench: guest flip %s failed\n", mode);
+			return 1;
+		}
+		/* IPIs only count while the other thread ran: retry when it mostly did not */
+		if (pace[r] < 0.5 && ++tries < 3 * FLIP_RUNS)
+			r--;
+	}
+	free(env);
+	snprintf(key, sizeof(key), "%s_first_p_syncs", tag);
+	kkb_json_num(ctx, key, median(syncs, FLIP_RUNS));
+	snprintf(key, sizeof(key), "%s_first_p_ipis", tag);
+	kkb_json_num(ctx, key, median(ipis, FLIP_RUNS));
+	snprintf(key, sizeof(key), "%s_first_p_ms", tag);
+	kkb_json_num(ctx, key, median(ms, FLIP_RUNS));
+	snprintf(key, sizeof(key), "%s_first_p_thread_on_cpu", tag);
+	kkb_json_num(ctx, key, median(pace, FLIP_RUNS));
+	return 0;
+}
+
+static int insns_guest(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "dlopen"))
+		return child_dlopen(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "flip"))
+		return child_flip(argv[2]);
+	return 2;
+}
+KKB_REGISTER_INSNS("guest", insns_guest)
+
+/* ---- the benchmark ------------------------------------------------------------------ */
+
+static int guest_bench(struct kkb_ctx *ctx)
+{
+	int ret = 0;
+
+	ret |= bench_startup(ctx);
+	ret |= bench_dlopen(ctx);
+	ret |= bench_sharing(ctx, "machine_lazy", cow_lazy);
+	ret |= bench_sharing(ctx, "machine_eager", cow_eager);
+	ret |= bench_flip(ctx, "cold", cow_lazy, "cold_lazy");
+	ret |= bench_flip(ctx, "cold", cow_eager, "cold_eager");
+	ret |= bench_flip(ctx, "hot", cow_lazy, "hot_lazy");
+	ret |= bench_flip(ctx, "hot", cow_eager, "hot_eager");
+	kkb_note(ctx, "hello_*: median of %d alternating pairs, wall time of posix_spawn to exit; "
+		 "hello_pair_ratio: median of the per-pair ratios", HELLO_PAIRS);
+	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
+		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
+		 DLOPEN_PAIRS);
+	kkb_note(ctx, "machine_*: two demo machines (16154 sites, a worker running all of them): "
+		 "kB of the objects' r-x mappings; before = mean of both, after_flipped = the one "
+		 "that took '+p', after_other = the other (whose PSS doubles because it is now the "
+		 "only one mapping the file's pages); median of %d", MACHINE_RUNS);
+	kkb_note(ctx, "cold_*/hot_*: the first 'module !kkbench +p' in a process whose other "
+		 "thread runs other code / every site; median of %d", FLIP_RUNS);
+	kkb_note(ctx, "IPIs: CAL line of /proc/interrupts, whole machine; *_on_cpu: the share of "
+		 "the +p that the other thread spent on a CPU (runs below 0.5, where it mostly "
+		 "did not run and so could not be sent IPIs, are retried)");
+	return ret;
+}
+KKB_REGISTER("guest", "hosting cost: start-up, dlopen time+memory, shared text, first +p IPIs",
+	     guest_bench)

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+# The guest benchmark (bench/guest.c): a hello world built with and without
+# the library, and a 16000-site object built with and without
+# -DKK_NO_JUMP_LABEL, all into $(B)/guest/.
+GUEST_DIR  := $(B)/guest
+GUEST_BINS := $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk \
+	      $(GUEST_DIR)/libkkguest.so $(GUEST_DIR)/libkkguest-nojl.so
+EXTRA_ALL  += $(GUEST_BINS)
+
+$(GUEST_DIR)/hello-plain: bench/progs/hello.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+
+# --no-as-needed: the program uses nothing of the library, and must load it.
+$(GUEST_DIR)/hello-kk: bench/progs/hello.c $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -Wl,--no-as-needed $(LINK_KK)
+
+$(GUEST_DIR)/kkguest.c: bench/gen-sites.sh
+	@mkdir -p $(dir $@)
+	sh bench/gen-sites.sh 16000 > $@
+
+$(GUEST_DIR)/libkkguest.so: $(GUEST_DIR)/kkguest.c $(HDRS) $(B)/libkernelkit.so
+	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+
+$(GUEST_DIR)/libkkguest-nojl.so: $(GUEST_DIR)/kkguest.c $(HDRS) $(B)/libkernelkit.so
+	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -DKK_NO_JUMP_LABEL -shared -o $@ $< \
+		$(LINK_KK) $(KK_LDFLAGS)

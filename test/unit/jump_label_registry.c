@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The static-key registry: an object's own table is sorted in place (entries
+ * moved with their relative offsets re-based), keys are linked to their runs
+ * without an allocation per key or site, and the first patch of many pages
+ * never drops a page that is already privately modified.
+ */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/jump_label.h>
+#include "kktest.h"
+
+#ifndef KK_NO_JUMP_LABEL
+
+static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+static struct static_key_false sk0 = __KK_KEY_INIT(0, "sort_k0");
+static struct static_key_false sk1 = __KK_KEY_INIT(0, "sort_k1");
+static struct static_key_false sk2 = __KK_KEY_INIT(0, "sort_k2");
+
+static uintptr_t e_code(const struct jump_entry *e)
+{
+	return (uintptr_t)&e->code + (uintptr_t)(intptr_t)e->code;
+}
+
+static uintptr_t e_target(const struct jump_entry *e)
+{
+	return (uintptr_t)&e->target + (uintptr_t)(intptr_t)e->target;
+}
+
+static struct static_key *e_key(const struct jump_entry *e)
+{
+	return *(struct static_key **)((uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL));
+}
+
+static void set_entry(struct jump_entry *e, uint8_t *code, uint8_t *target,
+		      struct static_key **slot, int branch)
+{
+	e->code = (int32_t)((intptr_t)code - (intptr_t)&e->code);
+	e->target = (int32_t)((intptr_t)target - (intptr_t)&e->target);
+	e->key = (int64_t)((intptr_t)slot - (intptr_t)&e->key) + branch;
+}
+
+static int is_jump_to(const uint8_t *site, const uint8_t *target)
+{
+	int32_t rel;
+
+	memcpy(&rel, site + 1, 4);
+	return site[0] == 0xe9 && site + 5 + rel == target;
+}
+
+/*
+ * A hand-built object whose table is out of order: entries must move, and
+ * a moved entry must still point at its own site, target and key slot.
+ */
+Test(sorting, table_sorted_in_place_and_entries_rebased)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *code = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct jump_entry *tab = (struct jump_entry *)(code + pg);
+	struct static_key **slot = (struct static_key **)(code + pg + 512);
+	uint8_t *target = code + 256;
+	/* site offset, key, branch; in table order (deliberately unsorted) */
+	static const struct { int off, key, branch; } in[] = {
+		{ 80, 1, 0 }, { 0, 2, 0 }, { 64, 0, 0 }, { 96, 1, 1 }, { 16, 0, 0 }, { 48, 2, 0 },
+		{ 32, 1, 0 },
+	};
+	const int n = (int)(sizeof(in) / sizeof(in[0]));
+	char *txt = NULL;
+
+	cr_assert_neq(code, MAP_FAILED);
+	memset(code, 0xc3, pg);
+	slot[0] = &sk0.key;
+	slot[1] = &sk1.key;
+	slot[2] = &sk2.key;
+	for (int i = 0; i < n; i++) {
+		uint8_t *site = code + in[i].off;
+
+		if (in[i].branch) {	/* a likely() site on a false key starts as a jump */
+			int32_t rel = (int32_t)(target - (site + 5));
+
+			site[0] = 0xe9;
+			memcpy(site + 1, &rel, 4);
+		} else {
+			memcpy(site, nop5, 5);
+		}
+		set_entry(&tab[i], site, target, &slot[in[i].key], in[i].branch);
+	}
+	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+
+	cr_assert_eq(kk_jump_label_add_object(tab, tab + n), 0);
+	for (int i = 1; i < n; i++) {
+		cr_expect((uintptr_t)e_key(&tab[i - 1]) < (uintptr_t)e_key(&tab[i]) ||
+			  (e_key(&tab[i - 1]) == e_key(&tab[i]) && e_code(&tab[i - 1]) < e_code(&tab[i])),
+			  "entry %d out of order", i);
+	}
+	for (int i = 0; i < n; i++) {	/* every original entry is still there, intact */
+		int found = 0;
+
+		for (int j = 0; j < n; j++)
+			found += e_code(&tab[j]) == (uintptr_t)(code + in[i].off) &&
+				 e_target(&tab[j]) == (uintptr_t)target &&
+				 e_key(&tab[j]) == *&slot[in[i].key] &&
+				 (int)(tab[j].key & 1) == in[i].branch;
+		cr_expect_eq(found, 1, "site at +%d", in[i].off);
+	}
+
+	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
+	cr_expect(is_jump_to(code + 80, target) && is_jump_to(code + 32, target));
+	cr_expect(!memcmp(code + 96, nop5, 5), "the likely() site of sk1 turns into a NOP");
+	cr_expect(!memcmp(code + 0, nop5, 5) && !memcmp(code + 16, nop5, 5) &&
+		  !memcmp(code + 48, nop5, 5) && !memcmp(code + 64, nop5, 5), "other keys' sites moved");
+	cr_assert_eq(static_branch_enable(&sk0), 0);
+	cr_expect(is_jump_to(code + 16, target) && is_jump_to(code + 64, target));
+	cr_expect(!memcmp(code + 0, nop5, 5) && !memcmp(code + 48, nop5, 5));
+
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(strstr(txt, "\nsort_k0 1 1 2 "), "%s", txt);
+	cr_expect(strstr(txt, "\nsort_k1 1 1 3 "), "%s", txt);
+	cr_expect(strstr(txt, "\nsort_k2 0 0 2 "), "%s", txt);
+	free(txt);
+
+	kk_jump_label_del_object(tab, tab + n, NULL);
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(!strstr(txt, "sort_k0 "), "unloaded sites still listed:\n%s", txt);
+	free(txt);
+	/* the keys outlive the object: changing them touches no unloaded text */
+	cr_expect_eq(static_branch_disable(&sk0), 0);
+}
+
+/*
+ * A table whose keys are already grouped (here: in descending order, as GCC
+ * emits the sites of static functions) is not written: its pages stay clean
+ * and shared with the file.  The test makes the table read-only, so a write
+ * would crash.
+ */
+Test(sorting, grouped_table_is_not_written)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct jump_entry *tab = (struct jump_entry *)(code + pg);
+	struct static_key **slot = (struct static_key **)(code + 2 * pg);
+	uint8_t *target = code + 256;
+	static const struct { int off, key; } in[] = { { 0, 2 }, { 48, 2 }, { 16, 1 }, { 32, 0 } };
+
+	cr_assert_neq(code, MAP_FAILED);
+	memset(code, 0xc3, pg);
+	slot[0] = &sk0.key;
+	slot[1] = &sk1.key;
+	slot[2] = &sk2.key;
+	for (int i = 0; i < 4; i++) {
+		memcpy(code + in[i].off, nop5, 5);
+		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0);
+	}
+	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
+	cr_assert_eq(kk_jump_label_add_object(tab, tab + 4), 0);
+	cr_assert_eq(static_branch_enable(&sk2), 0, "%s", kk_jump_label_strerror());
+	cr_expect(is_jump_to(code + 0, target) && is_jump_to(code + 48, target));
+	cr_expect(!memcmp(code + 16, nop5, 5) && !memcmp(code + 32, nop5, 5));
+	kk_jump_label_del_object(tab, tab + 4, NULL);
+}
+
+/* ---- the first patch of many pages ---------------------------------------------- */
+
+DEFINE_STATIC_KEY_FALSE(zk_x);
+DEFINE_STATIC_KEY_FALSE(zk_a);
+
+/* Three pages of their own, each with a site of zk_x; the first also holds zk_a's. */
+#define ZPAGE __attribute__((noinline, aligned(4096), section(".text.kkzap")))
+ZPAGE int zp1(int a)
+{
+	if (a)
+		return static_branch_unlikely(&zk_a);
+	return static_branch_unlikely(&zk_x);
+}
+ZPAGE int zp2(void) { return static_branch_unlikely(&zk_x); }
+ZPAGE int zp3(void) { return static_branch_unlikely(&zk_x); }
+ZPAGE int zp4(void) { return static_branch_unlikely(&zk_x); }
+
+/*
+ * Pages already private are never dropped.  A batch over many pages unmaps
+ * the ones that still hold the file's bytes, so that they come back as
+ * private copies without a TLB flush each; a page we patched before, or one
+ * a debugger wrote a breakpoint into, must keep its bytes.
+ */
+Test(cow, private_pages_keep_their_bytes)
+{
+	volatile uint8_t *mark = (volatile uint8_t *)((uintptr_t)zp3 | 4095);	/* padding */
+	uint8_t want;
+	int fd;
+
+	cr_assert_eq(zp1(0) + zp1(1) + zp2() + zp3() + zp4(), 0);	/* map the pages */
+	/* a "debugger" writes into zp3's page */
+	want = *mark == 0xcc ? 0x90 : 0xcc;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, &want, 1, (off_t)(uintptr_t)mark), 1);
+	close(fd);
+	/* a patch of our own on zp1's page */
+	cr_assert_eq(static_branch_enable(&zk_a), 0);
+	cr_assert_eq(zp1(1), 1);
+
+	cr_assert_eq(static_branch_enable(&zk_x), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(zp1(0) + zp2() + zp3() + zp4(), 4);
+	cr_expect_eq(zp1(1), 1, "the earlier patch on the first page was lost");
+	cr_expect_eq(*mark, want, "the debugger's byte was lost");
+	cr_assert_eq(static_branch_disable(&zk_x), 0);
+	cr_expect_eq(zp1(0) + zp2() + zp3() + zp4(), 0);
+	cr_expect_eq(zp1(1), 1);
+	cr_expect_eq(*mark, want);
+}
+
+#endif /* KK_NO_JUMP_LABEL */
+
+/* test/lib/libjl_user.so uses this key (the program links with -rdynamic). */
+DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+
+/*
+ * A key of an object that is unloaded while it is queued leaves the queue
+ * with it: applying the queue afterwards must not touch the unmapped key.
+ * The cross-object key the object used keeps working, with its own sites.
+ */
+Test(registration, unload_drops_queued_keys_of_the_object)
+{
+	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	struct static_key_true *(*key)(void);
+	int (*shared)(void);
+	char *txt = NULL;
+
+	cr_assert(h, "%s", dlerror());
+	key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key");
+	shared = (int (*)(void))dlsym(h, "jl_user_shared");
+	cr_assert(key && shared);
+	cr_assert_eq(static_branch_disable_queued(key()), 0);
+	cr_assert_eq(static_branch_enable_queued(&jl_shared_key), 0);
+	cr_assert_eq(static_key_apply_queued(), 0);
+	cr_expect_eq(shared(), 1);
+	cr_expect(!static_key_enabled(key()));
+	cr_assert_eq(static_branch_enable_queued(key()), 0);
+	cr_assert_eq(static_branch_disable_queued(&jl_shared_key), 0);
+	dlclose(h);
+	cr_expect_eq(static_key_apply_queued(), 0, "%s", kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&jl_shared_key));
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(!strstr(txt, "jl_lib_key"), "%s", txt);
+	free(txt);
+}
+
+/*
+ * Registration allocates per object, not per key or site: dlopen an object
+ * with 2019 sites, each on its own key (bench/gen-sites.sh).  The old
+ * registry kept a 32-byte copy of every site and a record per key (about
+ * 300 bytes a site).  (In the fallback build the object has no sites: the
+ * same holds trivially, and its keys are known only once the API touches them.)
+ */
+Test(registration, no_allocation_per_key_or_site)
+{
+	struct mallinfo2 a, b;
+	size_t used;
+	void *h;
+
+	a = mallinfo2();
+	h = dlopen(kkt_build_path("bench-mods/libkkbm0.so"), RTLD_NOW | RTLD_LOCAL);
+	cr_assert(h, "%s", dlerror());
+	b = mallinfo2();
+	used = (b.uordblks + b.hblkhd) - (a.uordblks + a.hblkhd);
+	cr_expect_lt(used, 2019 * 4, "%zu bytes malloc'ed for 2019 sites", used);
+	dlclose(h);
+}
