@@ -14,12 +14,17 @@ void kk_object_name(const char *path, char *out, size_t len);
 
 /*
  * Name of the object that contains @addr (see kk_object_name), and its base.
- * The main program's name costs one readlink() per process, the first time.
+ * The main program's name comes from AT_EXECFN (readlink() of /proc/self/exe
+ * only when the auxiliary vector has none), once per process.
  */
 void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base);
 
 /* The base and mapped range [lo, hi) of the object that contains @addr (all 0
  * if none).  No syscall: safe in a destructor under a sandbox. */
 void kk_addr_range(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi);
+
+/* The PROT_* bits of the ELF load segment that holds @addr, as the loader
+ * mapped it, or -ENOENT.  For text, where /proc/self/maps cannot be read. */
+int kk_addr_segment_prot(const void *addr);
 
 #endif

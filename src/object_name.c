@@ -7,8 +7,11 @@
  * lock and runs constructors that want the registry lock.  dl_iterate_phdr()
  * takes only the short-lived lock that guards the list of objects.
  */
+#include <errno.h>
 #include <link.h>
 #include <limits.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,9 +100,17 @@ static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
 
 static void exe_lookup(void)
 {
+	const char *fn = (const char *)getauxval(AT_EXECFN);
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t n;
 
+	/* The name it was run by, from the auxiliary vector: no syscall, and
+	 * it works without /proc.  readlink() only where there is none. */
+	if (fn && *fn) {
+		kk_object_name(fn, exe_name, sizeof(exe_name));
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';
 		kk_object_name(exe, exe_name, sizeof(exe_name));
@@ -123,4 +134,36 @@ void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base)
 	}
 	pthread_once(&exe_once, exe_lookup);
 	snprintf(name, len, "%s", exe_name);
+}
+
+struct prot_lookup {
+	uintptr_t addr;
+	int prot;
+};
+
+static int find_prot(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct prot_lookup *l = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && l->addr >= lo && l->addr < lo + ph->p_memsz) {
+			l->prot = (ph->p_flags & PF_R ? PROT_READ : 0) |
+				  (ph->p_flags & PF_W ? PROT_WRITE : 0) |
+				  (ph->p_flags & PF_X ? PROT_EXEC : 0);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int kk_addr_segment_prot(const void *addr)
+{
+	struct prot_lookup l = { (uintptr_t)addr, -ENOENT };
+
+	dl_iterate_phdr(find_prot, &l);
+	return l.prot;
 }

@@ -21,8 +21,13 @@ run() {	# name command...
 
 run plain "$prog"
 run nofile "$prog" nofile
+said() {	# name pattern: what was given up is said, once
+	[ "$(grep -c "^kernelkit: .*$2" "$tmp/$1.err")" -eq 1 ] || fail "$1: does not say once: $2"
+}
+said nofile "/proc/self/mem"
 if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
 	run noproc unshare -m sh -c 'mount -t tmpfs none /proc && exec "$0"' "$prog"
+	said noproc "/proc/self/mem"
 	run noproc_nofile unshare -m sh -c 'mount -t tmpfs none /proc && exec "$0" nofile' "$prog"
 else
 	echo "no /proc case skipped: needs root and unshare -m"

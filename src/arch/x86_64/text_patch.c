@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "internal.h"
 #include "text_patch.h"
 
 #define INT3 0xcc
@@ -254,7 +255,11 @@ static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* The protection of the mapping that holds @page, from /proc/self/maps. */
+/*
+ * The protection of the mapping that holds @page, from /proc/self/maps; where
+ * that cannot be read (no /proc, no descriptor to spare), from the ELF program
+ * header of the segment, which is what the loader mapped text with.
+ */
 static int page_prot(uintptr_t page)
 {
 	char line[512], perm[5];
@@ -262,8 +267,16 @@ static int page_prot(uintptr_t page)
 	int prot = -ENOENT;
 	FILE *f = fopen("/proc/self/maps", "re");
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int e = errno;
+
+		prot = kk_addr_segment_prot((const void *)page);
+		if (prot < 0)
+			return -e;
+		kk_warn_once(maps_warned, "cannot read /proc/self/maps (%s): page protections "
+			     "come from the ELF program headers", strerror(e));
+		return prot;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
 			continue;
@@ -355,19 +368,31 @@ static int choose_method(uintptr_t probe, uint8_t old, char *err, size_t errlen)
 	if (method != M_UNKNOWN)
 		goto out;
 	force = forced_method();
-	if (force != M_REMAP && mem_open() == 0 && write_proc_mem(probe, &old, 1) == 0) {
-		method = M_PROC_MEM;
-		goto out;
-	}
-	if (force == M_PROC_MEM) {
-		snprintf(err, errlen, "KK_TEXT_POKE=proc-mem, but /proc/self/mem refused the write");
-		return -EPERM;
+	if (force != M_REMAP) {
+		int ret = mem_open();
+
+		if (!ret)
+			ret = write_proc_mem(probe, &old, 1);
+		if (!ret) {
+			method = M_PROC_MEM;
+			goto out;
+		}
+		if (force == M_PROC_MEM) {
+			snprintf(err, errlen, "KK_TEXT_POKE=proc-mem, but /proc/self/mem refused "
+				 "the write (%s)", strerror(-ret));
+			return -EPERM;
+		}
+		kk_warn_once(mem_warned, "cannot write code through /proc/self/mem (%s): "
+			     "patching by remapping pages instead", strerror(-ret));
 	}
 	method = M_REMAP;
 	if (write_span(probe, &old, 1))
 		method = M_NONE;
 out:
 	if (method == M_NONE) {
+		/* Not for good: the next change tries again (descriptors may
+		 * be free again, a sandbox may have been lifted). */
+		method = M_UNKNOWN;
 		snprintf(err, errlen, "text cannot be written: /proc/self/mem and mremap both refused");
 		return -EPERM;
 	}
