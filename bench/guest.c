@@ -310,7 +310,6 @@ static int bench_dlopen(struct kkb_ctx *ctx)
 struct machine {
 	pid_t pid;
 	int out;		/* its stdout */
-	char dir[64];		/* KK_CONTROL_DIR */
 };
 
 struct text_kb {
@@ -321,17 +320,14 @@ struct text_kb {
  * take the CPU from the first one's worker while that one is measured. */
 static int machine_start(struct machine *m, const char *const *extra, int nice)
 {
-	char bin[4200], mods[4200], ctl[128], sock[256], buf[4096];
+	char bin[4200], mods[4200], buf[4096];
 	char *argv[] = { bin, mods, NULL, NULL, NULL };
-	const char *env_dir[] = { ctl, NULL };
 	char **env;
 	size_t got = 0;
 	int fds[2];
 
-	snprintf(m->dir, sizeof(m->dir), "/tmp/kk-guest.XXXXXX");
-	if (!mkdtemp(m->dir) || pipe2(fds, O_CLOEXEC))
+	if (pipe2(fds, O_CLOEXEC))
 		return -1;
-	snprintf(ctl, sizeof(ctl), "KK_CONTROL_DIR=%s/ctl", m->dir);
 	path_in_build(bin, sizeof(bin), "dyndbg-machine");
 	path_in_build(mods, sizeof(mods), "dyndbg-mods");
 	if (nice) {
@@ -339,12 +335,14 @@ static int machine_start(struct machine *m, const char *const *extra, int nice)
 		argv[2] = "19";
 		argv[3] = mods;
 	}
-	env = make_env(env_dir, extra);
+	env = make_env(extra, NULL);
 	m->pid = spawn(argv, env, fds[1]);
 	free(env);
 	close(fds[1]);
 	m->out = fds[0];
-	while (m->pid > 0 && got + 1 < sizeof(buf)) {	/* "machine: pid N ..." once loaded */
+	/* "machine: pid N ..." once loaded.  The endpoint listens by then: it
+	 * binds its socket when the first object with sites registers. */
+	while (m->pid > 0 && got + 1 < sizeof(buf)) {
 		ssize_t n = read(m->out, buf + got, sizeof(buf) - 1 - got);
 
 		if (n <= 0)
@@ -352,32 +350,18 @@ static int machine_start(struct machine *m, const char *const *extra, int nice)
 		got += (size_t)n;
 		buf[got] = '\0';
 		if (strstr(buf, "machine: pid"))
-			break;
-	}
-	snprintf(sock, sizeof(sock), "%s/ctl/%d.sock", m->dir, (int)m->pid);
-	for (int i = 0; i < 1000; i++) {	/* the endpoint comes up on its own thread */
-		struct stat st;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-		if (!stat(sock, &st))
 			return 0;
-		nanosleep(&ts, NULL);
 	}
 	return -1;
 }
 
 static void machine_stop(struct machine *m)
 {
-	char cmd[128];
-
 	if (m->pid > 0) {
 		kill(m->pid, SIGTERM);
 		waitpid(m->pid, NULL, 0);
 	}
 	close(m->out);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", m->dir);
-	if (system(cmd))
-		return;
 }
 
 /* The r-x mappings of the demo's objects in /proc/PID/smaps. */
@@ -461,9 +445,8 @@ static double machine_worker_ns(struct machine *m)
 /* kkctl -p PID write dynamic_debug/control QUERY: syncs from the reply, IPIs around it. */
 static int machine_query(struct machine *m, const char *query, double *syncs, double *ipis)
 {
-	char kkctl[4200], pidstr[32], ctl[128], reply[4096];
+	char kkctl[4200], pidstr[32], reply[4096];
 	char *argv[] = { kkctl, "-p", pidstr, "write", "dynamic_debug/control", (char *)query, NULL };
-	const char *env_dir[] = { ctl, NULL };
 	char **env;
 	long long i0;
 	const char *tot;
@@ -471,8 +454,7 @@ static int machine_query(struct machine *m, const char *query, double *syncs, do
 
 	path_in_build(kkctl, sizeof(kkctl), "kkctl");
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)m->pid);
-	snprintf(ctl, sizeof(ctl), "KK_CONTROL_DIR=%s/ctl", m->dir);
-	env = make_env(env_dir, NULL);
+	env = make_env(NULL, NULL);
 	i0 = kkb_ipi_count();
 	ret = run_capture(argv, env, reply, sizeof(reply));
 	*ipis = (double)(kkb_ipi_count() - i0);
