@@ -9,6 +9,7 @@ prog=$B/test/progs/guest_restricted
 tmp=$(mktemp -d /tmp/kk-restricted.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# (Under ASan the program switches LeakSanitizer off itself: see its source.)
 
 run() {	# name command...
 	name=$1; shift
