@@ -23,6 +23,8 @@ run() {	# name command...
 run plain "$prog"
 run nofile "$prog" nofile
 said() {	# name pattern: what was given up is said, once
+	# (the fallback build patches no code, so it gives up nothing)
+	[ "${KK_TEST_LABEL:-default}" = fallback ] && return
 	[ "$(grep -c "^kernelkit: .*$2" "$tmp/$1.err")" -eq 1 ] || fail "$1: does not say once: $2"
 }
 said nofile "/proc/self/mem"
