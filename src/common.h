@@ -49,6 +49,49 @@ enum kk_init_level {
 #define KK_INIT(level)	__attribute__((__constructor__(level)))
 #define KK_EXIT(level)	__attribute__((__destructor__(level)))
 
+/*
+ * Start-up locality.  Every process that links the library pays for what the
+ * constructors touch, and the price is per page: a first touch is a page
+ * fault, about 2 us on a virtual machine, the cost of a hello world's whole
+ * main().  So:
+ *  - KK_LOAD_TEXT: code that runs at load (or exit) goes with the
+ *    constructors into .text.startup, the start of .text, next to the PLT
+ *    that the first call through it maps anyway;
+ *  - KK_LOAD_DATA: data written at load goes into .data, on the page the
+ *    dynamic linker already copied when it relocated .got.plt (.data follows
+ *    it).  Keep such data small: a large buffer belongs in .bss, touched only
+ *    when used.
+ * Constructors also avoid libc calls they can do without: each first call
+ * costs a symbol lookup and often a fault on a page of libc's text.
+ */
+#define KK_LOAD_TEXT	__attribute__((__section__(".text.startup")))
+#define KK_LOAD_DATA	__attribute__((__section__(".data")))
+
+/*
+ * A system call without libc's syscall(), for the few a constructor makes:
+ * no symbol lookup, no page of libc.  Returns the result or -errno.
+ */
+#if defined(__x86_64__)
+static inline long kk_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#else
+#include <errno.h>
+#include <unistd.h>
+static inline long kk_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	long ret = syscall(nr, a, b, c, d);
+
+	return ret < 0 ? -errno : ret;
+}
+#endif
+
 /* ---- fork ------------------------------------------------------------------------
  * One pthread_atfork() for the whole library.  prepare handlers run from the
  * highest level down, parent and child handlers from the lowest up, so locks
