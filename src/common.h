@@ -113,6 +113,18 @@ void kk_fork_register(const struct kk_fork_ops *ops);
  * it may run in a constructor, a signal handler or a panic.
  */
 const char *kk_getenv(const char *name);
+/*
+ * Is any KK_* variable set?  One pass over environ that reads no string
+ * constant (so no page of .rodata) and calls no libc: constructors ask this
+ * first and skip their settings when none is set, the common case.  (True
+ * in a set-user-ID program too: kk_getenv() refuses there.)
+ */
+bool kk_env_any(void);
+/*
+ * Is there a variable whose name starts with @prefix?  One pass over environ,
+ * same rules as kk_getenv() (none in a set-user-ID program).
+ */
+bool kk_env_has_prefix(const char *prefix);
 /* 1/0, y/n, yes/no, on/off, true/false (any case).  0, or -EINVAL. */
 int kk_parse_bool(const char *s, bool *out);
 /* The boolean value of @name, or @def when unset or invalid (warns once per call). */
