@@ -273,6 +273,9 @@ void kk_flush_work(struct kk_work *w);
  */
 void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
 					   void (*fn)(struct kk_work *), void *arg), void *arg);
+/* False until the first kk_queue_work() (in this process or before its fork):
+ * then nothing can be pending or running, and there is nothing to cancel. */
+bool kk_work_ever_queued(void);
 /* The kernel's work_pending(): queued and not yet started. */
 bool kk_work_pending(const struct kk_work *w);
 /* True on the worker thread (inside a work function). */
