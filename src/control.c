@@ -404,7 +404,7 @@ static pid_t srv_tid;			/* the thread's kernel id, set by itself */
 static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
 static __thread bool on_srv_thread;
 
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static int hooks_done KK_LOAD_DATA;	/* atomic: register_hooks() ran */
 static void register_hooks(void);
 
 static uint64_t now_ms(void)
@@ -413,7 +413,7 @@ static uint64_t now_ms(void)
 }
 
 /* KK_CONTROL: unset = start when there is something to control; 1 = at load; 0 = never by itself. */
-static int control_mode(void)
+KK_LOAD_TEXT static int control_mode(void)
 {
 	static int mode = -1;
 	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
@@ -422,7 +422,7 @@ static int control_mode(void)
 
 	if (m >= 0)
 		return m;
-	v = kk_getenv("KK_CONTROL");
+	v = kk_env_any() ? kk_getenv("KK_CONTROL") : NULL;	/* no .rodata at load */
 	if (!v) {
 		m = CTL_LAZY;
 	} else if (kk_parse_bool(v, &b)) {
@@ -774,7 +774,7 @@ int kk_control_start(void)
 {
 	int ret;
 
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	pthread_mutex_lock(&srv_lock);
 	ret = start_locked();
 	if (!ret) {
@@ -799,7 +799,7 @@ void kk_control_autostart(void)
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE) || on_srv_thread ||
 	    __atomic_load_n(&srv_off, __ATOMIC_ACQUIRE) || control_mode() == CTL_NEVER)
 		return;
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	pthread_mutex_lock(&srv_lock);
 	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
 		/* Wanted even if it cannot start now: kk_threads_start() retries. */
@@ -882,16 +882,23 @@ static const struct kk_fork_ops control_fork_ops = {
 	KK_INIT_CONTROL, atfork_prepare, atfork_parent, atfork_child
 };
 
-/* Registration only: no socket, no thread, no syscall. */
-static void register_hooks(void)
+/*
+ * Registration only: no socket, no thread, no syscall (so no pthread_once(),
+ * whose wake-up is one).  The constructor calls it, or before that an object
+ * that registers sites (a static link runs the program's constructors
+ * first): either way at load, in the one thread the constructors run in.
+ */
+KK_LOAD_TEXT static void register_hooks(void)
 {
+	if (__atomic_exchange_n(&hooks_done, 1, __ATOMIC_ACQ_REL))
+		return;
 	kk_fork_register(&control_fork_ops);
 	kk_service_register(&control_service);
 }
 
 KK_INIT(200) static void control_init(void)
 {
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	if (control_mode() == CTL_ALWAYS)
 		kk_control_start();
 }
