@@ -69,9 +69,11 @@ lib: $(B)/libkernelkit.a $(B)/libkernelkit.so
 
 all: $(EXTRA_ALL)
 
+# KK_LIBRARY_BUILD: the library's own units skip the per-object constructors
+# of the public headers (the library has no sites of its own).
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
+	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
 
 $(B)/libkernelkit.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
