@@ -49,6 +49,49 @@ enum kk_init_level {
 #define KK_INIT(level)	__attribute__((__constructor__(level)))
 #define KK_EXIT(level)	__attribute__((__destructor__(level)))
 
+/*
+ * Start-up locality.  Every process that links the library pays for what the
+ * constructors touch, and the price is per page: a first touch is a page
+ * fault, about 2 us on a virtual machine, the cost of a hello world's whole
+ * main().  So:
+ *  - KK_LOAD_TEXT: code that runs at load (or exit) goes with the
+ *    constructors into .text.startup, the start of .text, next to the PLT
+ *    that the first call through it maps anyway;
+ *  - KK_LOAD_DATA: data written at load goes into .data, on the page the
+ *    dynamic linker already copied when it relocated .got.plt (.data follows
+ *    it).  Keep such data small: a large buffer belongs in .bss, touched only
+ *    when used.
+ * Constructors also avoid libc calls they can do without: each first call
+ * costs a symbol lookup and often a fault on a page of libc's text.
+ */
+#define KK_LOAD_TEXT	__attribute__((__section__(".text.startup")))
+#define KK_LOAD_DATA	__attribute__((__section__(".data")))
+
+/*
+ * A system call without libc's syscall(), for the few a constructor makes:
+ * no symbol lookup, no page of libc.  Returns the result or -errno.
+ */
+#if defined(__x86_64__)
+static inline long kk_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#else
+#include <errno.h>
+#include <unistd.h>
+static inline long kk_raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	long ret = syscall(nr, a, b, c, d);
+
+	return ret < 0 ? -errno : ret;
+}
+#endif
+
 /* ---- fork ------------------------------------------------------------------------
  * One pthread_atfork() for the whole library.  prepare handlers run from the
  * highest level down, parent and child handlers from the lowest up, so locks
@@ -70,6 +113,18 @@ void kk_fork_register(const struct kk_fork_ops *ops);
  * it may run in a constructor, a signal handler or a panic.
  */
 const char *kk_getenv(const char *name);
+/*
+ * Is any KK_* variable set?  One pass over environ that reads no string
+ * constant (so no page of .rodata) and calls no libc: constructors ask this
+ * first and skip their settings when none is set, the common case.  (True
+ * in a set-user-ID program too: kk_getenv() refuses there.)
+ */
+bool kk_env_any(void);
+/*
+ * Is there a variable whose name starts with @prefix?  One pass over environ,
+ * same rules as kk_getenv() (none in a set-user-ID program).
+ */
+bool kk_env_has_prefix(const char *prefix);
 /* 1/0, y/n, yes/no, on/off, true/false (any case).  0, or -EINVAL. */
 int kk_parse_bool(const char *s, bool *out);
 /* The boolean value of @name, or @def when unset or invalid (warns once per call). */
@@ -218,6 +273,9 @@ void kk_flush_work(struct kk_work *w);
  */
 void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
 					   void (*fn)(struct kk_work *), void *arg), void *arg);
+/* False until the first kk_queue_work() (in this process or before its fork):
+ * then nothing can be pending or running, and there is nothing to cancel. */
+bool kk_work_ever_queued(void);
 /* The kernel's work_pending(): queued and not yet started. */
 bool kk_work_pending(const struct kk_work *w);
 /* True on the worker thread (inside a work function). */

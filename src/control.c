@@ -113,15 +113,18 @@ void kk_buf_free(struct kk_buf *b)
 
 /* ---- the file registry ----------------------------------------------------- */
 
-struct kk_cfile {
-	struct kk_cfile *next;
+/* struct kk_cfile: see control_internal.h.  Files made by kk_control_create_file()
+ * carry their name after the node, in the same allocation. */
+struct kk_cfile_dyn {
+	struct kk_cfile f;
 	char name[KK_CONTROL_NAME_MAX];
-	const struct kk_control_file_ops *ops;
-	void *priv;
 };
 
 static pthread_rwlock_t files_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct kk_cfile *files;		/* sorted by name, for `list` */
+/* Library files added at load, linked in by the first use of the registry:
+ * adding one at load then costs two stores, and reads no name. */
+static struct kk_cfile *lib_pending KK_LOAD_DATA;
 
 static int name_ok(const char *name)
 {
@@ -165,32 +168,93 @@ static struct kk_cfile *find_file(const char *name)
 	return NULL;
 }
 
+/* Link @f in name order, under files_lock.  -EEXIST if the name is taken. */
+static int insert_file_locked(struct kk_cfile *f)
+{
+	struct kk_cfile **pp;
+	int cmp = 1;
+
+	for (pp = &files; *pp && (cmp = strcmp((*pp)->name, f->name)) < 0; pp = &(*pp)->next)
+		;
+	if (*pp && !cmp)
+		return -EEXIST;
+	f->next = *pp;
+	*pp = f;
+	return 0;
+}
+
+/* Under files_lock (write): link in the library files added since.  They
+ * came first, so a taken name is the program's mistake, not theirs. */
+static void merge_lib_files_locked(void)
+{
+	struct kk_cfile *f = __atomic_exchange_n(&lib_pending, NULL, __ATOMIC_ACQUIRE), *next;
+
+	for (; f; f = next) {
+		next = f->next;
+		insert_file_locked(f);
+	}
+}
+
+/* Take files_lock for reading, with the library files linked in. */
+static void files_rdlock(void)
+{
+	if (__atomic_load_n(&lib_pending, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_wrlock(&files_lock);
+		merge_lib_files_locked();
+		pthread_rwlock_unlock(&files_lock);
+	}
+	pthread_rwlock_rdlock(&files_lock);
+}
+
+static void files_wrlock(void)
+{
+	pthread_rwlock_wrlock(&files_lock);
+	merge_lib_files_locked();
+}
+
+static int insert_file(struct kk_cfile *f)
+{
+	int ret;
+
+	files_wrlock();
+	ret = insert_file_locked(f);
+	pthread_rwlock_unlock(&files_lock);
+	return ret;
+}
+
 int kk_control_create_file(const char *name, const struct kk_control_file_ops *ops, void *priv)
 {
-	struct kk_cfile *f, **pp;
+	struct kk_cfile_dyn *d;
+	int ret;
 
 	if (!name_ok(name) || !ops || (!ops->show && !ops->write))
 		return -EINVAL;
-	f = calloc(1, sizeof(*f));
-	if (!f)
+	d = calloc(1, sizeof(*d));
+	if (!d)
 		return -ENOMEM;
-	strcpy(f->name, name);
-	f->ops = ops;
-	f->priv = priv;
-	pthread_rwlock_wrlock(&files_lock);
-	if (find_file(name)) {
-		pthread_rwlock_unlock(&files_lock);
-		free(f);
-		return -EEXIST;
+	strcpy(d->name, name);
+	d->f.name = d->name;
+	d->f.ops = ops;
+	d->f.priv = priv;
+	ret = insert_file(&d->f);
+	if (ret) {
+		free(d);
+		return ret;
 	}
-	for (pp = &files; *pp && strcmp((*pp)->name, name) < 0; pp = &(*pp)->next)
-		;
-	f->next = *pp;
-	*pp = f;
-	pthread_rwlock_unlock(&files_lock);
 	if (!library_file(name))
 		kk_control_autostart();
 	return 0;
+}
+
+/* A lock-free push; the names are looked at when the registry is first used. */
+KK_LOAD_TEXT void kk_control_add_lib_file(struct kk_cfile *f)
+{
+	struct kk_cfile *head = __atomic_load_n(&lib_pending, __ATOMIC_RELAXED);
+
+	do
+		f->next = head;
+	while (!__atomic_compare_exchange_n(&lib_pending, &head, f, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
 }
 
 int kk_control_remove_file(const char *name)
@@ -199,7 +263,7 @@ int kk_control_remove_file(const char *name)
 
 	if (!name)
 		return -EINVAL;
-	pthread_rwlock_wrlock(&files_lock);
+	files_wrlock();
 	for (pp = &files; *pp; pp = &(*pp)->next) {
 		if (!strcmp((*pp)->name, name)) {
 			f = *pp;
@@ -208,8 +272,13 @@ int kk_control_remove_file(const char *name)
 		}
 	}
 	pthread_rwlock_unlock(&files_lock);
-	free(f);
-	return f ? 0 : -ENOENT;
+	if (!f)
+		return -ENOENT;
+	if (!f->lib)
+		free(f);	/* a struct kk_cfile_dyn: f is its first member */
+	else
+		f->next = NULL;	/* the facility's node: it may be added again */
+	return 0;
 }
 
 /* Run one request against the registry.  @out gets the body to send back. */
@@ -219,7 +288,7 @@ static int dispatch(const char *verb, const char *name, const char *body, size_t
 	struct kk_cfile *f;
 	int ret;
 
-	pthread_rwlock_rdlock(&files_lock);
+	files_rdlock();
 	if (!strcmp(verb, "list")) {
 		for (f = files; f; f = f->next)
 			kk_buf_printf(out, "%s%s\t%s\n", f->ops->show ? "r" : "-",
@@ -335,7 +404,7 @@ static pid_t srv_tid;			/* the thread's kernel id, set by itself */
 static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
 static __thread bool on_srv_thread;
 
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static int hooks_done KK_LOAD_DATA;	/* atomic: register_hooks() ran */
 static void register_hooks(void);
 
 static uint64_t now_ms(void)
@@ -344,7 +413,7 @@ static uint64_t now_ms(void)
 }
 
 /* KK_CONTROL: unset = start when there is something to control; 1 = at load; 0 = never by itself. */
-static int control_mode(void)
+KK_LOAD_TEXT static int control_mode(void)
 {
 	static int mode = -1;
 	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
@@ -353,7 +422,7 @@ static int control_mode(void)
 
 	if (m >= 0)
 		return m;
-	v = kk_getenv("KK_CONTROL");
+	v = kk_env_any() ? kk_getenv("KK_CONTROL") : NULL;	/* no .rodata at load */
 	if (!v) {
 		m = CTL_LAZY;
 	} else if (kk_parse_bool(v, &b)) {
@@ -705,7 +774,7 @@ int kk_control_start(void)
 {
 	int ret;
 
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	pthread_mutex_lock(&srv_lock);
 	ret = start_locked();
 	if (!ret) {
@@ -730,7 +799,7 @@ void kk_control_autostart(void)
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE) || on_srv_thread ||
 	    __atomic_load_n(&srv_off, __ATOMIC_ACQUIRE) || control_mode() == CTL_NEVER)
 		return;
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	pthread_mutex_lock(&srv_lock);
 	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
 		/* Wanted even if it cannot start now: kk_threads_start() retries. */
@@ -813,16 +882,23 @@ static const struct kk_fork_ops control_fork_ops = {
 	KK_INIT_CONTROL, atfork_prepare, atfork_parent, atfork_child
 };
 
-/* Registration only: no socket, no thread, no syscall. */
-static void register_hooks(void)
+/*
+ * Registration only: no socket, no thread, no syscall (so no pthread_once(),
+ * whose wake-up is one).  The constructor calls it, or before that an object
+ * that registers sites (a static link runs the program's constructors
+ * first): either way at load, in the one thread the constructors run in.
+ */
+KK_LOAD_TEXT static void register_hooks(void)
 {
+	if (__atomic_exchange_n(&hooks_done, 1, __ATOMIC_ACQ_REL))
+		return;
 	kk_fork_register(&control_fork_ops);
 	kk_service_register(&control_service);
 }
 
 KK_INIT(200) static void control_init(void)
 {
-	pthread_once(&hooks_once, register_hooks);
+	register_hooks();
 	if (control_mode() == CTL_ALWAYS)
 		kk_control_start();
 }

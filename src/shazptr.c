@@ -43,6 +43,7 @@
 #include "common.h"
 #ifndef KK_SHAZPTR_NO_CONTROL
 #include <kernelkit/control.h>
+#include "control_internal.h"
 #endif
 
 #define SHZ_LINE	64
@@ -75,9 +76,9 @@ static struct shz_rec *rec_head;	/* list of all records (atomic) */
 static unsigned int rec_count;		/* records allocated (atomic) */
 static unsigned int rec_in_use;		/* records owned (atomic) */
 
-static pthread_once_t shz_once = PTHREAD_ONCE_INIT;
-static pthread_key_t shz_key;
-static int shz_key_ok;
+/* The key that releases a thread's record at its exit: 0 before the first
+ * thread registers, then the key + 1, or -1 if it could not be made. */
+static long shz_key_state;
 static bool shz_skip_self_scan;		/* atomic */
 
 static struct {
@@ -186,12 +187,30 @@ static void shz_atfork_child(void)
 	scan.backoff_us = scan.quick = 0;
 }
 
-static void shz_init(void)
+/*
+ * Made by the first thread that registers, not at load.  Registration may run
+ * in a signal handler that interrupted this very function, so this is no
+ * pthread_once() (which would wait for itself): each caller makes a key and
+ * the first to publish wins; a loser deletes its own.
+ */
+static long shz_key_get(void)
 {
-	shz_key_ok = pthread_key_create(&shz_key, shz_thread_exit) == 0;
-	if (!shz_key_ok)
-		kk_warn("shazptr: pthread_key_create failed; "
-			"slots of exiting threads will not be released");
+	long v = __atomic_load_n(&shz_key_state, __ATOMIC_ACQUIRE), want;
+	pthread_key_t k;
+
+	if (v)
+		return v;
+	want = pthread_key_create(&k, shz_thread_exit) == 0 ? (long)k + 1 : -1;
+	if (__atomic_compare_exchange_n(&shz_key_state, &v, want, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		if (want < 0)
+			kk_warn("shazptr: pthread_key_create failed; "
+				"slots of exiting threads will not be released");
+		return want;
+	}
+	if (want > 0)
+		pthread_key_delete(k);
+	return v;
 }
 
 static struct shz_rec *rec_claim_free(void)
@@ -238,8 +257,8 @@ void **__kk_shazptr_register_thread(void)
 {
 	sigset_t all, old;
 	struct shz_rec *r;
+	long key;
 
-	pthread_once(&shz_once, shz_init);
 	/* Block signals so that a handler cannot register this thread twice. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -264,8 +283,9 @@ void **__kk_shazptr_register_thread(void)
 	 * after ours already ran, setting the value again makes glibc run our
 	 * destructor once more (up to PTHREAD_DESTRUCTOR_ITERATIONS rounds).
 	 */
-	if (shz_key_ok)
-		pthread_setspecific(shz_key, r);
+	key = shz_key_get();
+	if (key > 0)
+		pthread_setspecific((pthread_key_t)(key - 1), r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return &r->slot;
 }
@@ -467,7 +487,6 @@ void synchronize_shazptr(void *ptr)
 	w.done = 0;
 	w.next = NULL;
 
-	pthread_once(&shz_once, shz_init);
 	/* Checked under the lock: kk_threads_stop() sets the flag, then takes
 	 * the lock to hand back every queued waiter. */
 	pthread_mutex_lock(&scan.lock);
@@ -605,6 +624,8 @@ static const struct kk_control_file_ops stats_ops = {
 static const struct kk_control_file_ops skip_ops = {
 	.show = skip_show, .write = skip_write, .max_write = 64,
 };
+KK_CONTROL_LIB_FILE(stats_file, "shazptr/stats", &stats_ops);
+KK_CONTROL_LIB_FILE(skip_file, "shazptr/skip_synchronize_self_scan", &skip_ops);
 #endif
 
 KK_INIT(310) static void shazptr_ctor(void)
@@ -613,13 +634,12 @@ KK_INIT(310) static void shazptr_ctor(void)
 		KK_INIT_SHAZPTR, shz_atfork_prepare, shz_atfork_parent, shz_atfork_child
 	};
 
-	pthread_once(&shz_once, shz_init);
 	kk_fork_register(&fork_ops);
 	kk_service_register(&scan_service);
-	if (kk_env_bool("KK_SHAZPTR_SKIP_SELF_SCAN", false))
+	if (kk_env_any() && kk_env_bool("KK_SHAZPTR_SKIP_SELF_SCAN", false))
 		kk_shazptr_set_skip_synchronize_self_scan(true);
 #ifndef KK_SHAZPTR_NO_CONTROL
-	kk_control_create_file("shazptr/stats", &stats_ops, NULL);
-	kk_control_create_file("shazptr/skip_synchronize_self_scan", &skip_ops, NULL);
+	kk_control_add_lib_file(&stats_file);
+	kk_control_add_lib_file(&skip_file);
 #endif
 }

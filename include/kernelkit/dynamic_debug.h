@@ -293,6 +293,7 @@ extern struct ddebug_class_map __start_kk_dyndbg_classes[]
 extern struct ddebug_class_map __stop_kk_dyndbg_classes[]
 	__attribute__((weak, visibility("hidden")));
 
+#ifndef KK_LIBRARY_BUILD	/* see jump_label.h */
 /* After the jump-label constructor (101), so the sites' keys are known. */
 __attribute__((constructor(102), used)) static void __kk_dyndbg_ctor(void)
 {
@@ -314,6 +315,7 @@ __attribute__((destructor(102), used)) static void __kk_dyndbg_dtor(void)
 	if (start != stop || cstart != cstop)
 		kk_dyndbg_del_object(start, cstart);
 }
+#endif
 
 #ifdef __cplusplus
 }

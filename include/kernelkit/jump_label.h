@@ -203,6 +203,9 @@ extern const struct jump_entry __start_kk_jump_table[]
 extern const struct jump_entry __stop_kk_jump_table[]
 	__attribute__((weak, visibility("hidden")));
 
+/* The library's own units (KK_LIBRARY_BUILD) have no sites and it is never
+ * unloaded: they register nothing and spend nothing at load or exit. */
+#ifndef KK_LIBRARY_BUILD
 __attribute__((constructor(101), used)) static void __kk_jump_label_ctor(void)
 {
 	const struct jump_entry *start = __start_kk_jump_table, *stop = __stop_kk_jump_table;
@@ -217,6 +220,7 @@ __attribute__((destructor(101), used)) static void __kk_jump_label_dtor(void)
 	kk_jump_label_del_object(__start_kk_jump_table, __stop_kk_jump_table,
 				 (const void *)&__kk_jump_label_dtor);
 }
+#endif
 
 
 extern int __kk_wrong_branch_type(void)

@@ -21,17 +21,57 @@
 
 extern char **environ;
 
-const char *kk_getenv(const char *name)
+/* AT_SECURE does not change while the process runs: ask once. */
+static int secure = -1;	/* .data: written at load */
+
+KK_LOAD_TEXT static bool is_secure(void)
 {
-	size_t n = strlen(name);
+	int s = __atomic_load_n(&secure, __ATOMIC_RELAXED);
+
+	if (s < 0) {
+		s = getauxval(AT_SECURE) != 0;
+		__atomic_store_n(&secure, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+/* The rest of @e after @prefix, or NULL.  (No libc: constructors call this.) */
+KK_LOAD_TEXT static const char *skip_prefix(const char *e, const char *prefix)
+{
+	while (*prefix)
+		if (*e++ != *prefix++)
+			return NULL;
+	return e;
+}
+
+/* (AT_SECURE is looked at only when there is something to refuse.) */
+KK_LOAD_TEXT const char *kk_getenv(const char *name)
+{
+	char **e = environ;
+	const char *v;
+
+	for (; e && *e; e++)
+		if ((v = skip_prefix(*e, name)) && *v == '=')
+			return is_secure() ? NULL : v + 1;
+	return NULL;
+}
+
+KK_LOAD_TEXT bool kk_env_any(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if ((*e)[0] == 'K' && (*e)[1] == 'K' && (*e)[2] == '_')
+			return true;
+	return false;
+}
+
+KK_LOAD_TEXT bool kk_env_has_prefix(const char *prefix)
+{
 	char **e = environ;
 
-	if (!e || getauxval(AT_SECURE))
-		return NULL;
-	for (; *e; e++)
-		if (!strncmp(*e, name, n) && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
+	for (; e && *e; e++)
+		if (skip_prefix(*e, prefix))
+			return !is_secure();
+	return false;
 }
 
 int kk_parse_bool(const char *s, bool *out)

@@ -161,15 +161,19 @@ int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *
 /* ---- services ----------------------------------------------------------------------------- */
 
 static pthread_mutex_t svc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kk_service *services;
+static struct kk_service *services KK_LOAD_DATA;
 static int threads_stopped;
 
-void kk_service_register(struct kk_service *s)
+/* A lock-free push (no libc call at load): the walks under svc_lock see the
+ * list before or after it, and services are never removed. */
+KK_LOAD_TEXT void kk_service_register(struct kk_service *s)
 {
-	pthread_mutex_lock(&svc_lock);
-	s->next = services;
-	services = s;
-	pthread_mutex_unlock(&svc_lock);
+	struct kk_service *head = __atomic_load_n(&services, __ATOMIC_RELAXED);
+
+	do
+		s->next = head;
+	while (!__atomic_compare_exchange_n(&services, &head, s, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
 }
 
 bool kk_threads_stopped(void)
@@ -181,7 +185,7 @@ int kk_threads_stop(void)
 {
 	pthread_mutex_lock(&svc_lock);
 	__atomic_store_n(&threads_stopped, 1, __ATOMIC_RELEASE);
-	for (struct kk_service *s = services; s; s = s->next)
+	for (struct kk_service *s = __atomic_load_n(&services, __ATOMIC_ACQUIRE); s; s = s->next)
 		if (s->stop)
 			s->stop();
 	pthread_mutex_unlock(&svc_lock);
@@ -192,7 +196,7 @@ int kk_threads_start(void)
 {
 	pthread_mutex_lock(&svc_lock);
 	__atomic_store_n(&threads_stopped, 0, __ATOMIC_RELEASE);
-	for (struct kk_service *s = services; s; s = s->next)
+	for (struct kk_service *s = __atomic_load_n(&services, __ATOMIC_ACQUIRE); s; s = s->next)
 		if (s->start)
 			s->start();
 	pthread_mutex_unlock(&svc_lock);
@@ -202,11 +206,11 @@ int kk_threads_start(void)
 /* ---- fork dispatch --------------------------------------------------------------------------- */
 
 #define KK_FORK_MAX 16
-static const struct kk_fork_ops *fork_ops[KK_FORK_MAX];
-static int nfork_ops;
+static const struct kk_fork_ops *fork_ops[KK_FORK_MAX] KK_LOAD_DATA;
+static int nfork_ops KK_LOAD_DATA;
 
 /* Called from constructors, one thread: keep the table sorted by level. */
-void kk_fork_register(const struct kk_fork_ops *ops)
+KK_LOAD_TEXT void kk_fork_register(const struct kk_fork_ops *ops)
 {
 	int i;
 

@@ -52,6 +52,7 @@ static struct {
 	int thread;			/* T_*: the worker thread (atomic) */
 	int stop;			/* the worker must exit (lock) */
 	int self_stop;			/* ... and detach: stopped from a work item (lock) */
+	int used;			/* atomic: something was queued once (never cleared) */
 	pthread_t tid;
 } wq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -270,6 +271,8 @@ int kk_queue_work(struct kk_work *w, uint64_t delay_ns)
 	} while (!__atomic_compare_exchange_n(&w->state, &st, st | W_PENDING, true,
 					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
 	w->deadline_ns = delay_ns ? kk_now_ns() + delay_ns : 0;
+	if (!__atomic_load_n(&wq.used, __ATOMIC_RELAXED))
+		__atomic_store_n(&wq.used, 1, __ATOMIC_RELEASE);
 	push_incoming(w);
 	kick();
 	if (__atomic_load_n(&wq.thread, __ATOMIC_ACQUIRE) == T_RUNNING)
@@ -371,9 +374,16 @@ void kk_flush_work(struct kk_work *w)
 	pthread_mutex_unlock(&wq.lock);
 }
 
+bool kk_work_ever_queued(void)
+{
+	return __atomic_load_n(&wq.used, __ATOMIC_ACQUIRE);
+}
+
 void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
 					    void (*fn)(struct kk_work *), void *arg), void *arg)
 {
+	if (!kk_work_ever_queued())
+		return;
 	pthread_mutex_lock(&wq.lock);
 	for (;;) {
 		struct kk_work **pp = &wq.list, *w;

@@ -23,6 +23,7 @@
 #include "internal.h"
 #ifndef KK_ODEBUG_STANDALONE
 #include <kernelkit/control.h>
+#include "control_internal.h"
 #endif
 
 DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
@@ -48,7 +49,7 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 }
 #endif
 
-int odebug_enabled;
+int odebug_enabled KK_LOAD_DATA;	/* read at exit (odebug_exit) */
 unsigned long odebug_nested_skips;
 ODEBUG_TLS __attribute__((visibility("hidden"))) unsigned int odebug_depth;
 
@@ -1009,18 +1010,18 @@ static const struct kk_control_file_ops stats_ops = { .show = stats_show };
 static const struct kk_control_file_ops policy_ops = {
 	.show = policy_show, .write = policy_write, .max_write = 64,
 };
+KK_CONTROL_LIB_FILE(stats_file, "debug_objects/stats", &stats_ops);
+KK_CONTROL_LIB_FILE(policy_file, "debug_objects/policy", &policy_ops);
 #endif
 
 extern int odebug_exit_report;
 
-KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
+/* The KK_DEBUG_OBJECTS* settings. */
+static void odebug_env_init(void)
 {
 	const char *e;
 	unsigned long max;
 
-	/* The pool is sized when tracking is first switched on, not here:
-	 * counting CPUs reads /sys, which a sandbox may refuse. */
-	kk_fork_register(&odebug_fork_ops);
 	if ((e = kk_getenv("KK_DEBUG_OBJECTS_POLICY")) && kk_debug_objects_set_policy(e))
 		kk_warn("ignoring KK_DEBUG_OBJECTS_POLICY=%.64s: not base, pcpu2x, refill or ewma", e);
 	max = kk_env_ulong("KK_DEBUG_OBJECTS_MAX_TRACKERS", 0, 0, ULONG_MAX);
@@ -1030,10 +1031,19 @@ KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
 		kk_debug_objects_set_backtraces(true);
 	if (!kk_env_bool("KK_DEBUG_OBJECTS_EXIT_REPORT", true))
 		ODEBUG_WRITE(odebug_exit_report, 0);
-#ifndef KK_ODEBUG_STANDALONE
-	kk_control_create_file("debug_objects/stats", &stats_ops, NULL);
-	kk_control_create_file("debug_objects/policy", &policy_ops, NULL);
-#endif
 	if (kk_env_bool("KK_DEBUG_OBJECTS", false))
 		kk_debug_objects_enable();
+}
+
+KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
+{
+	/* The pool is sized when tracking is first switched on, not here:
+	 * counting CPUs reads /sys, which a sandbox may refuse. */
+	kk_fork_register(&odebug_fork_ops);
+#ifndef KK_ODEBUG_STANDALONE
+	kk_control_add_lib_file(&stats_file);
+	kk_control_add_lib_file(&policy_file);
+#endif
+	if (kk_env_any() && kk_env_has_prefix("KK_DEBUG_OBJECTS"))
+		odebug_env_init();
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
@@ -73,8 +74,11 @@ struct range {
 static struct range *startup_ranges;
 static size_t nstartup;
 
-static char srcroot[PATH_MAX];
-static size_t srcroot_len;
+/* Stripped from file names: "<dir>/".  Usually fits the small buffer (in
+ * .data, as it is set at load); a longer one is allocated. */
+static char srcroot_buf[192] KK_LOAD_DATA;
+static char *srcroot = srcroot_buf;
+static size_t srcroot_len KK_LOAD_DATA;
 
 static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
 static void dd_init_once(void);
@@ -674,6 +678,8 @@ static const struct kk_control_file_ops batched_fops = {
 	.write = batched_write,
 	.max_write = 64,
 };
+KK_CONTROL_LIB_FILE(control_file, "dynamic_debug/control", &control_fops);
+KK_CONTROL_LIB_FILE(batched_file, "dynamic_debug/batched", &batched_fops);
 
 /* ---- classmap parameters ----------------------------------------------------------------- */
 
@@ -882,30 +888,66 @@ static void read_module_env(void)
 	}
 }
 
+/* Strip @dir (@n bytes) and a '/' after it from file names. */
+KK_LOAD_TEXT static void set_srcroot(const char *dir, size_t n)
+{
+	char *p = srcroot_buf;
+	size_t len = n + (dir[n - 1] != '/');
+
+	if (len + 1 > sizeof(srcroot_buf) && !(p = malloc(len + 1))) {
+		srcroot_len = 0;
+		return;
+	}
+	if (p != dir)
+		memmove(p, dir, n);
+	p[len - 1] = '/';
+	/* (Two stores: merged, GCC loads "/" from .rodata, a page fault at load.) */
+	__asm__ volatile("" ::: "memory");
+	p[len] = '\0';
+	if (srcroot != srcroot_buf && srcroot != p)
+		free(srcroot);
+	srcroot = p;
+	srcroot_len = len;
+}
+
+/*
+ * The working directory the program started in: the system call glibc's
+ * getcwd() makes, straight into the small buffer when it fits.  Like
+ * getcwd(), a directory outside our root ("(unreachable)/...") is none.
+ */
+KK_LOAD_TEXT static void get_srcroot(void)
+{
+	char big[PATH_MAX];
+	char *buf = srcroot_buf;
+	long n = kk_raw_syscall4(SYS_getcwd, (long)buf, sizeof(srcroot_buf) - 1, 0, 0);
+
+	if (n == -ERANGE) {
+		buf = big;
+		n = kk_raw_syscall4(SYS_getcwd, (long)buf, sizeof(big) - 1, 0, 0);
+	}
+	/* n counts the NUL; "/" strips nothing */
+	if (n > 2 && buf[0] == '/')
+		set_srcroot(buf, (size_t)n - 1);
+}
+
+/* false: dd_init() found no dynamic-debug setting in the environment at
+ * load, and took the working directory itself: nothing is left to do. */
+static bool dd_env_at_load = true;
+static bool dd_init_ran KK_LOAD_DATA;
+
+/* The settings, read at load (by dd_init(), or by an object that registers
+ * before it in a static link). */
 static void dd_init_once(void)
 {
 	const char *e;
 
-	if (getcwd(srcroot, sizeof(srcroot) - 1)) {
-		srcroot_len = strlen(srcroot);
-		if (srcroot_len > 1) {
-			srcroot[srcroot_len++] = '/';
-			srcroot[srcroot_len] = '\0';
-		} else {
-			srcroot_len = 0;
-		}
-	}
-	if ((e = kk_getenv("KK_DYNDBG_SRCROOT")) && *e) {
-		snprintf(srcroot, sizeof(srcroot) - 1, "%s", e);
-		srcroot_len = strlen(srcroot);
-		if (srcroot[srcroot_len - 1] != '/') {
-			srcroot[srcroot_len++] = '/';
-			srcroot[srcroot_len] = '\0';
-		}
-	}
+	dd_init_ran = true;
+	if (!dd_env_at_load)
+		return;
+	get_srcroot();
+	if ((e = kk_getenv("KK_DYNDBG_SRCROOT")) && *e)
+		set_srcroot(e, strlen(e));
 	dd_verbose = kk_env_bool("KK_DYNDBG_VERBOSE", false);
-	/* Every object mapped now was loaded with the program. */
-	dl_iterate_phdr(collect_ranges, NULL);
 	e = kk_getenv("KK_DYNDBG");
 	if (e && *e) {
 		struct ddq_msgs m = { 0 };
@@ -916,9 +958,30 @@ static void dd_init_once(void)
 			fprintf(stderr, "kernelkit: KK_DYNDBG ignored:\n%s", m.buf ? m.buf : "");
 		ddq_msgs_free(&m);
 	}
+	/* KK_DYNDBG is for the objects loaded with the program: every one mapped now. */
+	if (env_ok)
+		dl_iterate_phdr(collect_ranges, NULL);
 	read_module_env();
-	kk_control_create_file("dynamic_debug/control", &control_fops, NULL);
-	kk_control_create_file("dynamic_debug/batched", &batched_fops, NULL);
+}
+
+/* Is there a KK_DYNDBG* or <module>.dyndbg variable?  (None in a setuid
+ * program: kk_getenv() and read_module_env() would not read them.)  No libc
+ * call and no string constant unless there is a KK_* variable: this runs in
+ * every process, at load. */
+KK_LOAD_TEXT static bool env_has_dyndbg(void)
+{
+	if (kk_env_any() && kk_env_has_prefix("KK_DYNDBG"))
+		return true;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = *e;
+
+		while (*eq && *eq != '=')
+			eq++;
+		if (*eq && eq - *e > 7 && eq[-7] == '.' && eq[-6] == 'd' && eq[-5] == 'y' &&
+		    eq[-4] == 'n' && eq[-3] == 'd' && eq[-2] == 'b' && eq[-1] == 'g')
+			return !getauxval(AT_SECURE);
+	}
+	return false;
 }
 
 static void dd_atfork_prepare(void)
@@ -935,8 +998,23 @@ static const struct kk_fork_ops dd_fork_ops = {
 	KK_INIT_DYNDBG, dd_atfork_prepare, dd_atfork_release, dd_atfork_release
 };
 
+/*
+ * With dynamic-debug settings in the environment, read them now, as the
+ * kernel reads dyndbg= at boot.  Without (the common case) the one thing to
+ * take at load is the working directory, which file names are shown
+ * relative to (the load ranges of the objects are only for KK_DYNDBG).
+ */
 KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 {
-	pthread_once(&dd_once, dd_init_once);
 	kk_fork_register(&dd_fork_ops);
+	kk_control_add_lib_file(&control_file);
+	kk_control_add_lib_file(&batched_file);
+	if (env_has_dyndbg()) {
+		pthread_once(&dd_once, dd_init_once);
+		return;
+	}
+	if (dd_init_ran)	/* an object registered before this constructor ran */
+		return;
+	dd_env_at_load = false;
+	get_srcroot();
 }

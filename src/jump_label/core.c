@@ -1092,6 +1092,7 @@ static int static_keys_show(struct kk_buf *out, void *priv)
 static const struct kk_control_file_ops static_keys_fops = {
 	.show = static_keys_show,
 };
+KK_CONTROL_LIB_FILE(static_keys_file, "static_keys", &static_keys_fops);
 
 /* ---- init and fork ------------------------------------------------------------------- */
 
@@ -1128,5 +1129,5 @@ static const struct kk_fork_ops jl_fork_ops = {
 KK_INIT(150) static void jump_label_init(void)
 {
 	kk_fork_register(&jl_fork_ops);
-	kk_control_create_file("static_keys", &static_keys_fops, NULL);
+	kk_control_add_lib_file(&static_keys_file);
 }

@@ -149,7 +149,8 @@ void jl_deferred_forget_object(const void *self)
 {
 	struct obj_ranges r = { .self = (uintptr_t)self };
 
-	if (!self || !dl_iterate_phdr(find_ranges, &r) || !r.n)
+	/* Most processes never defer anything: then skip looking up the object. */
+	if (!self || !kk_work_ever_queued() || !dl_iterate_phdr(find_ranges, &r) || !r.n)
 		return;
 	kk_cancel_work_matching(work_in_object, &r);
 }

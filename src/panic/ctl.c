@@ -307,6 +307,7 @@ static const struct kk_control_file_ops panic_ops = {
 	.write = panic_write,
 	.max_write = 4096,
 };
+KK_CONTROL_LIB_FILE(panic_file, "panic", &panic_ops);
 
 void kkp_control_gone(void)
 {
@@ -314,10 +315,7 @@ void kkp_control_gone(void)
 	kk_control_refuse();
 }
 
-void kkp_control_init(void)
+KK_LOAD_TEXT void kkp_control_init(void)
 {
-	int rc = kk_control_create_file("panic", &panic_ops, NULL);
-
-	if (rc && rc != -EEXIST)
-		kkp_dprintf(KKP_FD, "kernelkit: cannot create control file panic (%d)\n", rc);
+	kk_control_add_lib_file(&panic_file);
 }

@@ -102,7 +102,6 @@ extern int kkp_debug_wanted;
 
 /* ---- wait.c ------------------------------------------------------------ */
 
-void kkp_policy_init(void);
 __attribute__((noreturn)) void kkp_after_panic(void);
 const char *kkp_policy_name(void);
 int kkp_policy_select(const char *name);

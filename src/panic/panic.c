@@ -841,26 +841,32 @@ void kk_panic(const char *fmt, ...)
 
 /* ---- init ------------------------------------------------------------------------ */
 
-int kkp_argc;
-char **kkp_argv;
+int kkp_argc KK_LOAD_DATA;
+char **kkp_argv KK_LOAD_DATA;
+/* A copy (getopt() permutes argv): a short one on the page written at load
+ * anyway, a long one in .bss. */
+static char *short_argv[8] KK_LOAD_DATA;
 static char *saved_argv[1025];
 
 /*
  * Nothing that can fail or that a sandbox could refuse: one look at the
- * signal mask (restored by a re-exec), argv, the settings.
+ * signal mask (restored by a re-exec), argv, the settings (when any is set).
  */
 KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 {
+	char **copy = argc < (int)(sizeof(short_argv) / sizeof(short_argv[0])) ?
+		short_argv : saved_argv;
+
 	(void)envp;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &kkp_init_mask, KSIGSET_SIZE);
+	kk_raw_syscall4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&kkp_init_mask, KSIGSET_SIZE);
 	if (argc > 0 && argc < (int)(sizeof(saved_argv) / sizeof(saved_argv[0])) && argv) {
 		for (int i = 0; i < argc; i++)
-			saved_argv[i] = argv[i];
-		saved_argv[argc] = NULL;
+			copy[i] = argv[i];
+		copy[argc] = NULL;
 		kkp_argc = argc;
-		kkp_argv = saved_argv;
+		kkp_argv = copy;
 	}
-	kkp_policy_init();
-	kkp_env_init();
+	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_"))
+		kkp_env_init();
 	kkp_control_init();
 }

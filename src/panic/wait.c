@@ -41,7 +41,7 @@
 #include "common.h"
 #include "panic/internal.h"
 
-uint64_t kkp_init_mask;
+uint64_t kkp_init_mask KK_LOAD_DATA;
 
 /* ---- the policy chain -------------------------------------------------------- */
 
@@ -49,12 +49,13 @@ static int halt_run(struct kk_panic_policy *p, const struct kk_panic_wait *w);
 static int busy_run(struct kk_panic_policy *p, const struct kk_panic_wait *w);
 static int debugger_run(struct kk_panic_policy *p, const struct kk_panic_wait *w);
 
-static struct kk_panic_policy pol_debugger = { "debugger", 300, debugger_run, NULL };
-static struct kk_panic_policy pol_halt = { "halt", 200, halt_run, NULL };
+/* The built-in chain, highest priority first, linked at build time. */
 static struct kk_panic_policy pol_busy = { "busy", 100, busy_run, NULL };
+static struct kk_panic_policy pol_halt = { "halt", 200, halt_run, &pol_busy };
+static struct kk_panic_policy pol_debugger = { "debugger", 300, debugger_run, &pol_halt };
 
 static pthread_mutex_t pol_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kk_panic_policy *policy_head;
+static struct kk_panic_policy *policy_head = &pol_debugger;
 static struct kk_panic_policy *selected = &pol_halt;
 
 static int builtin(const struct kk_panic_policy *p)
@@ -93,17 +94,6 @@ static void insert_locked(struct kk_panic_policy *p)
 		pp = &(*pp)->next;
 	p->next = *pp;
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
-}
-
-void kkp_policy_init(void)
-{
-	pthread_mutex_lock(&pol_lock);
-	if (!policy_head) {
-		insert_locked(&pol_debugger);
-		insert_locked(&pol_halt);
-		insert_locked(&pol_busy);
-	}
-	pthread_mutex_unlock(&pol_lock);
 }
 
 int kk_panic_policy_register(struct kk_panic_policy *p)
