@@ -163,7 +163,8 @@ static double run_wall_ns(char *path, char **env)
 }
 
 /* Median ns of each program over @pairs alternating pairs, and the median of the pair ratios. */
-static int hello_pairs(char **env, double *plain, double *kk, double *pair_ratio)
+static int hello_pairs(char **env, const char *other, double *plain, double *kk,
+		       double *pair_ratio)
 {
 	char p[4200], k[4200];
 	double *a = calloc(HELLO_PAIRS, sizeof(double)), *b = calloc(HELLO_PAIRS, sizeof(double));
@@ -171,7 +172,7 @@ static int hello_pairs(char **env, double *plain, double *kk, double *pair_ratio
 	int ret = 0;
 
 	path_in_build(p, sizeof(p), "guest/hello-plain");
-	path_in_build(k, sizeof(k), "guest/hello-kk");
+	path_in_build(k, sizeof(k), other);
 	for (int i = 0; i < HELLO_PAIRS && !ret; i++) {
 		if (i % 2) {
 			a[i] = run_wall_ns(p, env);
@@ -201,7 +202,7 @@ static int bench_startup(struct kkb_ctx *ctx)
 	double plain, kk, ratio;
 	int ret = 0;
 
-	if (hello_pairs(env, &plain, &kk, &ratio)) {
+	if (hello_pairs(env, "guest/hello-kk", &plain, &kk, &ratio)) {
 		fprintf(stderr, "kk-bench: guest/hello-* did not run (make all builds them)\n");
 		ret = 1;
 	} else {
@@ -210,9 +211,14 @@ static int bench_startup(struct kkb_ctx *ctx)
 		kkb_json_num(ctx, "hello_ratio", kk / plain);
 		kkb_json_num(ctx, "hello_pair_ratio", ratio);
 	}
-	if (!ret && !hello_pairs(env_off, &plain, &kk, &ratio)) {
+	if (!ret && !hello_pairs(env_off, "guest/hello-kk", &plain, &kk, &ratio)) {
 		kkb_json_num(ctx, "hello_control_off_ratio", kk / plain);
 		kkb_json_num(ctx, "hello_control_off_kk_us", kk / 1e3);
+	}
+	/* The floor: what linking any shared library costs (an empty one, same rpath). */
+	if (!ret && !hello_pairs(env, "guest/hello-empty", &plain, &kk, &ratio)) {
+		kkb_json_num(ctx, "hello_empty_so_ratio", kk / plain);
+		kkb_json_num(ctx, "hello_empty_so_pair_ratio", ratio);
 	}
 	free(env);
 	free(env_off);
@@ -696,7 +702,8 @@ static int guest_bench(struct kkb_ctx *ctx)
 	ret |= bench_flip(ctx, "hot", cow_lazy, "hot_lazy");
 	ret |= bench_flip(ctx, "hot", cow_eager, "hot_eager");
 	kkb_note(ctx, "hello_*: median of %d alternating pairs, wall time of posix_spawn to exit; "
-		 "hello_pair_ratio: median of the per-pair ratios", HELLO_PAIRS);
+		 "hello_pair_ratio: median of the per-pair ratios; hello_empty_so_*: the same hello "
+		 "world linked to an empty shared library instead (the floor)", HELLO_PAIRS);
 	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
 		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
 		 DLOPEN_PAIRS);

@@ -3,7 +3,7 @@
 # the library, and a 16000-site object built with and without
 # -DKK_NO_JUMP_LABEL, all into $(B)/guest/.
 GUEST_DIR  := $(B)/guest
-GUEST_BINS := $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk \
+GUEST_BINS := $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk $(GUEST_DIR)/hello-empty \
 	      $(GUEST_DIR)/libkkguest.so $(GUEST_DIR)/libkkguest-nojl.so
 EXTRA_ALL  += $(GUEST_BINS)
 
@@ -15,6 +15,15 @@ $(GUEST_DIR)/hello-plain: bench/progs/hello.c
 $(GUEST_DIR)/hello-kk: bench/progs/hello.c $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -Wl,--no-as-needed $(LINK_KK)
+
+# The floor for the start-up ratio: the same program linked to an empty library.
+$(GUEST_DIR)/libkkempty.so:
+	@mkdir -p $(dir $@)
+	echo 'int kk_guest_empty(void); int kk_guest_empty(void) { return 0; }' | \
+		$(CC) $(CFLAGS) -fPIC -shared -x c -o $@ -
+
+$(GUEST_DIR)/hello-empty: bench/progs/hello.c $(GUEST_DIR)/libkkempty.so
+	$(CC) $(CFLAGS) -o $@ $< -Wl,--no-as-needed -L$(GUEST_DIR) -lkkempty -Wl,-rpath,$(abspath $(GUEST_DIR))
 
 $(GUEST_DIR)/kkguest.c: bench/gen-sites.sh
 	@mkdir -p $(dir $@)
