@@ -704,17 +704,24 @@ int static_key_slow_inc(struct static_key *key)
 	return locked_call(inc_locked, key);
 }
 
+bool jl_dec_not_one(struct static_key *key, int *v)
+{
+	*v = static_key_count(key);
+	while (*v > 1)
+		if (__atomic_compare_exchange_n(&key->enabled, v, *v - 1, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 int static_key_slow_dec(struct static_key *key)
 {
 	int v;
 
 	if (!key)
 		return fail(-EINVAL, "NULL key");
-	v = static_key_count(key);
-	while (v > 1)
-		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return 0;
+	if (jl_dec_not_one(key, &v))
+		return 0;
 	return locked_call(dec_locked, key);
 }
 

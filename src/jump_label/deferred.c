@@ -56,13 +56,9 @@ int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_wor
 
 	if (!key || !work)
 		return fail(-EINVAL, "NULL key");
-	/* static_key_dec_not_one(): above one reference there is nothing to
-	 * patch, drop it now. */
-	v = static_key_count(key);
-	while (v > 1)
-		if (__atomic_compare_exchange_n(&key->enabled, &v, v - 1, 0,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return 0;
+	/* Above one reference there is nothing to patch: drop it now. */
+	if (jl_dec_not_one(key, &v))
+		return 0;
 	if (v <= 0)
 		return fail(-EINVAL, "deferred decrement of a key whose count is %d", v);
 	/* schedule_delayed_work(): a no-op while the decrement is pending. */
