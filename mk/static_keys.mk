@@ -17,6 +17,6 @@ $(B)/bench-mods/libkkbm%.so: $(B)/bench-mods/kkbm%.c $(HDRS) $(B)/libkernelkit.s
 PROG_BINS   := $(patsubst test/progs/%.c,$(B)/test/progs/%,$(wildcard test/progs/*.c))
 EXTRA_TESTS += $(PROG_BINS)
 
-$(B)/test/progs/%: test/progs/%.c $(HDRS) $(B)/libkernelkit.so
+$(B)/test/progs/%: test/progs/%.c test/kktest.h $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+	$(CC) $(KK_CPPFLAGS) -Itest $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS)

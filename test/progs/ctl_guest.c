@@ -41,6 +41,8 @@
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/kernelkit.h>
 
+#include "kktest.h"
+
 enum { F_FILE, F_PIPE_R, F_PIPE_W, F_SOCK_A, F_SOCK_B, NFDS };
 
 static struct mine {
@@ -220,20 +222,6 @@ static int evil_show(struct kk_buf *out, void *priv)
 
 static const struct kk_control_file_ops evil_ops = { .show = evil_show };
 
-static int count_tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 int main(void)
 {
 	char line[512], why[256];
@@ -274,7 +262,7 @@ int main(void)
 
 			printf(l < 0 ? "fail dup2\n" : "ok %d\n", l);
 		} else if (!strcmp(line, "tasks")) {
-			printf("ok %d\n", count_tasks());
+			printf("ok %d\n", kkt_nr_tasks());
 		} else if (!strcmp(line, "stop")) {
 			puts(kk_threads_stop() ? "fail stop" : "ok");
 		} else if (!strcmp(line, "start")) {

@@ -17,6 +17,8 @@
 
 #include <kernelkit/control.h>
 
+#include "kktest.h"
+
 static int show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
@@ -24,19 +26,6 @@ static int show(struct kk_buf *out, void *priv)
 }
 
 static const struct kk_control_file_ops hello_ops = { .show = show };
-
-static int tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
 
 static int endpoint(void)
 {
@@ -63,6 +52,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", dlerror());
 		return 4;
 	}
-	printf("tasks=%d endpoint=%d\n", tasks(), endpoint());
+	printf("tasks=%d endpoint=%d\n", kkt_nr_tasks(), endpoint());
 	return 0;
 }

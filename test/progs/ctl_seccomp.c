@@ -42,6 +42,8 @@
 #include <kernelkit/jump_label.h>
 #include <kernelkit/kernelkit.h>
 
+#include "kktest.h"
+
 #if defined(__x86_64__)
 #define ARCH_NR AUDIT_ARCH_X86_64
 #elif defined(__aarch64__)
@@ -140,19 +142,6 @@ static const struct sock_filter preauth[] = {
 };
 #endif
 
-static int tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /*
  * Wait until the endpoint's thread is idle in accept4() (it starts at load,
  * and may not be there yet): under a TSYNC filter its next syscall would be
@@ -241,7 +230,7 @@ int main(int argc, char **argv)
 	       (int)kk_debug_objects_enabled(), flips);
 	if (!strcmp(mode, "stopped")) {
 		kk_threads_stop();
-		printf("threads after kk_threads_stop(): %d\n", tasks());
+		printf("threads after kk_threads_stop(): %d\n", kkt_nr_tasks());
 	}
 	if (wait_endpoint_idle())
 		return 8;

@@ -20,6 +20,8 @@
 #include <kernelkit/control.h>
 #include <kernelkit/kernelkit.h>
 
+#include "kktest.h"
+
 static char last_write[256];
 
 static int echo_show(struct kk_buf *out, void *priv)
@@ -317,19 +319,6 @@ Test(socket, squatted_name_is_reported_once, .timeout = 20)
 	cr_expect(got > 0 && strchr(buf, '\n') == buf + got - 1, "not one line: '%s'", buf);
 }
 
-static int count_tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /*
  * kk_threads_stop(): the endpoint's thread is gone (one thread left) and
  * nobody can connect; it does not start while stopped; kk_threads_start()
@@ -344,30 +333,30 @@ Test(threads, stop_and_start, .timeout = 30)
 	if (pid == 0) {
 		pid_t me = getpid();
 
-		if (count_tasks() != 1)
+		if (kkt_nr_tasks() != 1)
 			_exit(9);
-		if (kk_control_start() || count_tasks() != 2 || try_connect(me))
+		if (kk_control_start() || kkt_nr_tasks() != 2 || try_connect(me))
 			_exit(10);
-		if (kk_threads_stop() || count_tasks() != 1)
+		if (kk_threads_stop() || kkt_nr_tasks() != 1)
 			_exit(11);
 		if (try_connect(me) != -ECONNREFUSED || kk_control_socket_path())
 			_exit(12);
-		if (kk_control_start() != -EAGAIN || count_tasks() != 1)
+		if (kk_control_start() != -EAGAIN || kkt_nr_tasks() != 1)
 			_exit(13);
-		if (kk_control_create_file("test/stopped", &echo_ops, "x") || count_tasks() != 1)
+		if (kk_control_create_file("test/stopped", &echo_ops, "x") || kkt_nr_tasks() != 1)
 			_exit(14);
-		if (kk_threads_start() || count_tasks() != 2 || try_connect(me))
+		if (kk_threads_start() || kkt_nr_tasks() != 2 || try_connect(me))
 			_exit(15);
 		if (!kk_control_socket_path())
 			_exit(16);
 		kk_control_stop();
-		if (count_tasks() != 1 || try_connect(me) != -ECONNREFUSED)
+		if (kkt_nr_tasks() != 1 || try_connect(me) != -ECONNREFUSED)
 			_exit(17);
 		/* stopped by hand: a new file of the program's does not restart it */
-		if (kk_control_create_file("test/after-stop", &echo_ops, "x") || count_tasks() != 1)
+		if (kk_control_create_file("test/after-stop", &echo_ops, "x") || kkt_nr_tasks() != 1)
 			_exit(19);
 		/* stopped by hand: kk_threads_start() leaves it stopped */
-		if (kk_threads_stop() || kk_threads_start() || count_tasks() != 1)
+		if (kk_threads_stop() || kk_threads_start() || kkt_nr_tasks() != 1)
 			_exit(18);
 		_exit(0);
 	}
@@ -427,7 +416,7 @@ Test(socket, no_endpoint_no_endpoint_in_the_child, .timeout = 30)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0)
-		_exit(!kk_control_socket_path() && count_tasks() == 1 &&
+		_exit(!kk_control_socket_path() && kkt_nr_tasks() == 1 &&
 		      try_connect(getpid()) == -ECONNREFUSED ? 0 : 10);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
