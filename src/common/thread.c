@@ -80,7 +80,18 @@ struct start {
 	void *arg;
 	char name[16];
 	int started;		/* futex: the thread is named and recorded */
+	int pooled;		/* in start_pool: the thread releases it */
 };
+
+/*
+ * In a fork child's handlers the creator must not wait for the new thread:
+ * only the forking thread came along, and a lock another parent thread held
+ * at the fork (ASan's allocator, say) can block the new thread before it
+ * runs.  Such creations take their start record from here, not the stack.
+ */
+static int in_fork_child;
+static struct start start_pool[4];
+static int start_busy[4];
 
 /*
  * The tids of the running library threads, so that a panic can tell a library
@@ -120,10 +131,14 @@ static void *thread_main(void *p)
 
 	pthread_setname_np(pthread_self(), st->name);
 	slot = lib_tid_add((pid_t)syscall(SYS_gettid));
-	/* Last touch of *st (it is on the creator's stack); the wake below uses
-	 * only its address, and our waits all recheck their condition. */
-	__atomic_store_n(&st->started, 1, __ATOMIC_RELEASE);
-	kk_futex_wake(&st->started, 1);
+	if (st->pooled) {	/* nobody waits: give the record back */
+		__atomic_store_n(&start_busy[st - start_pool], 0, __ATOMIC_RELEASE);
+	} else {
+		/* Last touch of *st (it is on the creator's stack); the wake
+		 * uses only its address, and our waits recheck their condition. */
+		__atomic_store_n(&st->started, 1, __ATOMIC_RELEASE);
+		kk_futex_wake(&st->started, 1);
+	}
 	ret = fn(arg);
 	if (slot >= 0)
 		__atomic_store_n(&lib_tids[slot], 0, __ATOMIC_RELEASE);
@@ -132,16 +147,27 @@ static void *thread_main(void *p)
 
 /*
  * Returns once the thread runs, named and recorded as a library thread (so
- * that /proc and a panic see it as ours from the start).
+ * that /proc and a panic see it as ours from the start) -- except from a fork
+ * child's handlers, where it returns at once (see start_pool).
  */
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
-	struct start st = { fn, arg, "", 0 };
+	struct start st = { fn, arg, "", 0, 0 };
 	struct start *s = &st;
 	sigset_t all, old;
 	int ret;
 
+	if (__atomic_load_n(&in_fork_child, __ATOMIC_RELAXED)) {
+		s = NULL;
+		for (size_t i = 0; !s && i < sizeof(start_pool) / sizeof(start_pool[0]); i++)
+			if (!__atomic_exchange_n(&start_busy[i], 1, __ATOMIC_ACQUIRE))
+				s = &start_pool[i];
+		if (!s)
+			return -EAGAIN;
+		*s = st;
+		s->pooled = 1;
+	}
 	strncpy(s->name, name, sizeof(s->name) - 1);
 	/* The new thread inherits the creator's mask: set it for the creation. */
 	sigfillset(&all);
@@ -151,8 +177,13 @@ int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(t, NULL, thread_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
+	if (ret) {
+		if (s->pooled)
+			__atomic_store_n(&start_busy[s - start_pool], 0, __ATOMIC_RELEASE);
 		return -ret;
+	}
+	if (s->pooled)
+		return 0;
 	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
 		kk_futex_wait(&st.started, 0, 0);
 	return 0;
@@ -241,9 +272,13 @@ static void fork_child(void)
 	/* Only the forking thread came along, and it is the program's. */
 	for (int i = 0; i < KK_MAX_LIB_THREADS; i++)
 		__atomic_store_n(&lib_tids[i], 0, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < sizeof(start_busy) / sizeof(start_busy[0]); i++)
+		__atomic_store_n(&start_busy[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&in_fork_child, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nfork_ops; i++)
 		if (fork_ops[i]->child)
 			fork_ops[i]->child();
+	__atomic_store_n(&in_fork_child, 0, __ATOMIC_RELAXED);
 }
 
 KK_INIT(110) static void common_init(void)
