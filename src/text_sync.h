@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Making the other threads of the process see code that was just written.
+ * Generic (no instruction encoding here): src/text_sync.c.
+ *
+ * A batch of text changes (src/arch/<arch>/text_patch.c) asks kk_sync_plan()
+ * how to reach the other threads *before it writes anything*, so that a
+ * refusal changes nothing:
+ *
+ *   KK_PATCH_INT3   the int3 protocol: write, kk_sync_round(), write, ...
+ *                   Each round is membarrier(PRIVATE_EXPEDITED_SYNC_CORE) or,
+ *                   where that is unavailable, the park signal sent to every
+ *                   other thread, whose handler executes a serializing
+ *                   instruction (liburcu's signal flavour).
+ *   KK_PATCH_STOP   stop_machine: every other thread waits in the park
+ *                   signal's handler while the whole batch is written with no
+ *                   int3 at all, then executes a serializing instruction and
+ *                   runs on.  Used under a tracer (gdb stops on SIGTRAP and a
+ *                   plain `continue` would kill the program), under valgrind,
+ *                   and when some thread blocks SIGTRAP (a trap there would
+ *                   kill the process) but not the park signal.
+ *
+ * KK_TEXT_SYNC=auto|membarrier|signal|stop-machine forces a choice (tests,
+ * kk-bench); an impossible forced choice is an error, not a fallback.
+ */
+#ifndef KK_TEXT_SYNC_H
+#define KK_TEXT_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum kk_patch_how {
+	KK_PATCH_INT3 = 1,
+	KK_PATCH_STOP = 2,
+};
+
+/* First object with sites registered: register membarrier SYNC_CORE now (see
+ * kk_text_arm()).  Idempotent, cannot fail (failure = signal fallback later). */
+void kk_sync_arm(void);
+/* In a fork child (one thread, new mm): membarrier registration is per mm. */
+void kk_sync_atfork_child(void);
+
+/*
+ * How the next batch must be written (enum kk_patch_how), or -errno with a
+ * one-line reason in @err: -ENOTSUP when no way to reach every thread exists
+ * (no membarrier SYNC_CORE and a thread blocks the park signal; a thread
+ * blocks both SIGTRAP and the park signal; a forced KK_TEXT_SYNC that cannot
+ * work).  The reason names the thread (tid and comm) and the signal.
+ */
+int kk_sync_plan(char *err, size_t errlen);
+
+/*
+ * One sync round for the int3 protocol: returns once every other thread of
+ * the process has executed a core-serializing instruction after the call
+ * began (or cannot run stale code: it did not exist yet).  0 or -errno.
+ * With one thread, a no-op.  Not async-signal-safe; called under the
+ * jump-label lock only.
+ */
+int kk_sync_round(void);
+
+/*
+ * Run @fn(@arg) while every other thread waits in the park signal's handler;
+ * after @fn, each executes a serializing instruction before it returns to
+ * what it was doing.  @fn must not take locks or allocate (other threads may
+ * hold malloc's lock).  Returns @fn's result, or -errno with @err filled and
+ * @fn not called (a thread could not be stopped).
+ */
+int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen);
+
+/* TracerPid from /proc/self/status: 0 when not traced or unknown. */
+pid_t kk_tracer_pid(void);
+/* RUNNING_ON_VALGRIND, cached. */
+bool kk_under_valgrind(void);
+
+struct kk_sync_stats {
+	unsigned long long membarrier_rounds;	/* rounds done with membarrier */
+	unsigned long long signal_rounds;	/* rounds done by signalling threads */
+	unsigned long long signals;		/* park signals sent (rounds + stops) */
+	unsigned long long stop_machines;	/* batches written under stop_machine */
+};
+void kk_sync_get_stats(struct kk_sync_stats *st);
+/* The method the last plan chose: "membarrier", "signal", "stop-machine",
+ * "single-thread" or "unused". */
+const char *kk_sync_method(void);
+
+/*
+ * Called (under a tracer only) just before stop_machine sends @sig to the
+ * other threads.  Empty and never inlined: the gdb helper
+ * (tools/gdb/libkernelkit.so-gdb.py) puts an internal breakpoint here to tell
+ * gdb to pass @sig silently.  Exported; keep it in the version script.
+ */
+void kk_gdb_stop_signal(int sig);
+
+#endif
