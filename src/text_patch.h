@@ -18,7 +18,8 @@ struct kk_poke {
 	uint8_t len;
 	uint8_t old[KK_POKE_MAX];
 	uint8_t new[KK_POKE_MAX];
-	uintptr_t resume;	/* where a thread that traps on the site continues */
+	uintptr_t resume;	/* where a trap continues once the change took effect */
+	uintptr_t resume_old;	/* ... and before (the batch can still fail) */
 };
 
 /*
@@ -44,9 +45,37 @@ void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool
  * Replace every instruction of @v in one batch, safely against threads that
  * run them: all or nothing.  Sorts @v by address.  Returns 0, -EILSEQ (old
  * bytes do not match), -EINVAL (overlap), -ENOTSUP (no way to sync other
- * threads), -EPERM/-EIO (text cannot be written).  @err gets a message.
+ * threads), -EPERM/-EIO (text cannot be written), -ENOMEM.  @err gets a
+ * message.  On error no thread has run a new instruction, and every site
+ * still behaves as its old instruction (see "stuck" in text_patch.c).
  */
 int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen);
+
+/*
+ * Why the site at @code is neither a NOP nor a jump to @target, in one
+ * phrase for an error message ("holds int3 (0xcc), which kernelkit did not
+ * write: a debugger breakpoint (traced by pid 123)?").
+ */
+void kk_text_site_problem(uintptr_t code, char *buf, size_t len);
+
+/* An object's text [lo, hi) is going away: forget its sites (the trap
+ * handler must not take a later trap there for one of ours). */
+void kk_text_forget(uintptr_t lo, uintptr_t hi);
+
+/*
+ * Test-only fault injection: when set, called before every text write with
+ * the step (enum kk_text_step) and the span; a non-zero return (-errno)
+ * makes that write fail as if the kernel had refused it.
+ */
+enum kk_text_step {
+	KK_STEP_DRY,		/* the dry run: current bytes over themselves */
+	KK_STEP_INT3,		/* int3 over the first byte of every site */
+	KK_STEP_TAIL,		/* the new bytes 1..len-1 */
+	KK_STEP_HEAD,		/* the new first byte */
+	KK_STEP_REPAIR,		/* finishing or undoing a failed batch */
+	KK_STEP_STOP,		/* whole instructions, under stop_machine */
+};
+extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
 /*
  * KK_JUMP_LABEL_COW=eager: make the pages that hold @addrs (sorted) private
@@ -59,6 +88,9 @@ void kk_text_prepare(const uintptr_t *addrs, size_t n);
 
 struct kk_text_stats {
 	unsigned long long syncs, batches, pokes, traps;
+	unsigned long long stopped;	/* batches written under stop_machine */
+	unsigned long long repairs;	/* failed batches finished or undone later */
+	unsigned long long stuck;	/* sites emulated now (a batch awaits repair) */
 };
 void kk_text_get_stats(struct kk_text_stats *st);
 const char *kk_text_method(void);

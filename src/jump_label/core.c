@@ -552,9 +552,12 @@ static int patch_keys(struct static_key *const *keys, const bool *on, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		c.on = on[i];
 		if (for_each_run(keys[i], collect_run, &c)) {
+			char why[160];
+
+			kk_text_site_problem(c.bad_site, why, sizeof(why));
 			free(c.pokes);
-			return fail(-EILSEQ, "site %#lx in %s does not hold a jump-label instruction",
-				    (unsigned long)c.bad_site, c.bad_obj);
+			return fail(-EILSEQ, "site %#lx in %s %s", (unsigned long)c.bad_site,
+				    c.bad_obj, why);
 		}
 	}
 	ret = kk_text_poke_batch(c.pokes, c.np, err, sizeof(err));
@@ -983,6 +986,7 @@ void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_
 		*pp = o->next;
 		lo = o->lo;
 		hi = o->hi;
+		kk_text_forget(lo, hi);
 	}
 	/* Forget the keys that live in the object: their memory goes with it. */
 	if (!hi && self && (records || queue_len))

@@ -52,3 +52,17 @@ const char *kk_text_method(void)
 {
 	return "none";
 }
+
+int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
+
+void kk_text_site_problem(uintptr_t code, char *buf, size_t len)
+{
+	(void)code;
+	snprintf(buf, len, "cannot be read on this architecture");
+}
+
+void kk_text_forget(uintptr_t lo, uintptr_t hi)
+{
+	(void)lo;
+	(void)hi;
+}
