@@ -435,8 +435,10 @@ static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
 {
 	/* Every write re-checks the number: never pwrite() into a file the
 	 * program put there meanwhile. */
-	if (mem.pid != getpid() || !kk_fd_ours(&mem))
-		return -EBADF;
+	int ret;
+
+	if ((mem.fd < 0 || mem.pid != getpid() || !kk_fd_ours(&mem)) && (ret = mem_open()))
+		return ret;
 	while (len) {
 		ssize_t w = pwrite(mem.fd, buf, len, (off_t)addr);
 

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Patching is transactional: a write that fails, before or after the first
+ * int3, never leaves a site that differs from its key, never lets a failed
+ * enable be observed, and never blocks the next change.  Faults come from
+ * kk_text_write_hook (src/text_patch.h), which fails chosen writes as if the
+ * kernel had refused them.  Also: a site holding an int3 we did not write (a
+ * debugger breakpoint), and fork() from a signal handler that interrupted
+ * the patching thread mid-batch.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <kernelkit/jump_label.h>
+#include "text_patch.h"
+
+DEFINE_STATIC_KEY_FALSE(kf);
+DEFINE_STATIC_KEY_FALSE(kg);
+
+__attribute__((noinline)) static int f1(void) { return static_branch_unlikely(&kf); }
+__attribute__((noinline)) static int f2(void) { return static_branch_likely(&kf); }
+__attribute__((noinline)) static int g1(void) { return static_branch_unlikely(&kg); }
+
+/* The hook: fail writes of the steps in fail_mask, from the fail_from-th on. */
+static unsigned fail_mask;
+static int fail_from, writes_seen, fail_errno = EIO;
+
+static int hook(int step, unsigned long addr, unsigned long len)
+{
+	(void)addr;
+	(void)len;
+	if (!(fail_mask & (1u << step)))
+		return 0;
+	return ++writes_seen >= fail_from ? -fail_errno : 0;
+}
+
+static void fail_steps(unsigned mask, int from)
+{
+	fail_mask = mask;
+	fail_from = from;
+	writes_seen = 0;
+	kk_text_write_hook = hook;
+}
+
+static void heal(void)
+{
+	kk_text_write_hook = NULL;
+}
+
+static void stats(struct kk_text_stats *st)
+{
+	kk_text_get_stats(st);
+}
+
+#define M(s) (1u << (s))
+
+Test(faults, dry_run_refusal_changes_nothing)
+{
+	fail_steps(M(KK_STEP_DRY), 1);
+	cr_expect_eq(static_branch_enable(&kf), -EIO);
+	cr_expect(strstr(kk_jump_label_strerror(), "nothing changed"), "%s",
+		  kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&kf));
+	cr_expect_eq(f1(), 0);
+	cr_expect_eq(f2(), 0);
+	heal();
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 1);
+	cr_expect_eq(f2(), 1);
+}
+
+Test(faults, int3_step_fails_then_undone)
+{
+	struct kk_text_stats st;
+
+	fail_steps(M(KK_STEP_INT3), 1);
+	cr_expect_eq(static_branch_enable(&kf), -EIO);
+	cr_expect(!static_key_enabled(&kf));
+	cr_expect_eq(f1(), 0);
+	cr_expect_eq(f2(), 0);
+	stats(&st);
+	cr_expect_eq(st.stuck, 0, "repaired at once: the repair writes work");
+	heal();
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 1);
+}
+
+/* Every write after the first int3 fails, the repair too: the batch is stuck,
+ * its sites are emulated as the old instruction, and the next change, once
+ * writes work again, repairs and applies (the old code: -EILSEQ forever). */
+Test(faults, stuck_before_commit_emulates_old_then_repairs)
+{
+	struct kk_text_stats st;
+
+	fail_steps(M(KK_STEP_TAIL) | M(KK_STEP_REPAIR), 1);
+	cr_expect_eq(static_branch_enable(&kf), -EIO);
+	cr_expect(!static_key_enabled(&kf));
+	stats(&st);
+	cr_expect_eq(st.stuck, 2, "two sites await repair");
+	/* The sites hold int3 now: the trap handler runs the old instruction. */
+	for (int i = 0; i < 100; i++) {
+		cr_expect_eq(f1(), 0);
+		cr_expect_eq(f2(), 0);
+	}
+	/* Other keys still report their state; a change while still broken
+	 * fails and says why. */
+	cr_expect_eq(static_branch_enable(&kg), -EIO);
+	cr_expect(strstr(kk_jump_label_strerror(), "emulated"), "%s", kk_jump_label_strerror());
+	cr_expect_eq(g1(), 0);
+	heal();
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 1);
+	cr_expect_eq(f2(), 1);
+	stats(&st);
+	cr_expect_eq(st.stuck, 0);
+	cr_expect_geq(st.repairs, 1);
+	cr_expect_eq(static_branch_enable(&kg), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(g1(), 1);
+}
+
+/* A failure after the change took effect (step 3 began) finishes it: the
+ * call succeeds, and the sites run the new instruction, emulated if need be. */
+Test(faults, stuck_after_commit_emulates_new)
+{
+	struct kk_text_stats st;
+
+	fail_steps(M(KK_STEP_HEAD) | M(KK_STEP_REPAIR), 1);
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect(static_key_enabled(&kf));
+	stats(&st);
+	cr_expect_eq(st.stuck, 2);
+	cr_expect_eq(f1(), 1);
+	cr_expect_eq(f2(), 1);
+	heal();
+	cr_expect_eq(static_branch_disable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 0);
+	cr_expect_eq(f2(), 0);
+	stats(&st);
+	cr_expect_eq(st.stuck, 0);
+}
+
+/* The remap path takes over when /proc/self/mem fails mid-batch (EBADF: the
+ * program closed our descriptor): repaired at once, nothing changed. */
+Test(faults, failure_mid_batch_is_repaired_at_once)
+{
+	struct kk_text_stats st;
+
+	fail_errno = EBADF;
+	fail_steps(M(KK_STEP_TAIL), 1);
+	cr_expect_eq(static_branch_enable(&kf), -EIO);
+	stats(&st);
+	cr_expect_eq(st.stuck, 0);
+	cr_expect_eq(st.repairs, 1);
+	cr_expect_eq(f1(), 0);
+	cr_expect_eq(f2(), 0);
+	heal();
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 1);
+}
+
+/* ---- a debugger's breakpoint on a site ----------------------------------------- */
+
+Test(breakpoint, foreign_int3_on_site_is_named)
+{
+	struct kk_jump_label_stats st0;
+	uintptr_t site = 0;
+	int fd;
+	uint8_t cc = 0xcc, orig;
+
+	/* f1's site: the NOP5 among its first bytes. */
+	static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const uint8_t *p = (const uint8_t *)(uintptr_t)f1;
+
+	for (int i = 0; i < 64 && !site; i++)
+		if (!memcmp(p + i, nop5, 5))
+			site = (uintptr_t)(p + i);
+	cr_assert(site, "no NOP5 in f1");
+	kk_jump_label_get_stats(&st0);
+	orig = *(const uint8_t *)site;
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, &cc, 1, (off_t)site), 1);	/* what gdb's "break *site" does */
+	cr_expect_eq(static_branch_enable(&kf), -EILSEQ);
+	cr_expect(strstr(kk_jump_label_strerror(), "debugger"), "%s", kk_jump_label_strerror());
+	cr_expect(strstr(kk_jump_label_strerror(), "int3"), "%s", kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&kf));
+	cr_assert_eq(pwrite(fd, &orig, 1, (off_t)site), 1);	/* the breakpoint is deleted */
+	close(fd);
+	cr_expect_eq(f2(), 0, "the other site did not change");
+	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(f1(), 1);
+}
+
+/* ---- fork() from a signal handler that interrupted the patcher ------------------ */
+
+static volatile sig_atomic_t child_mode, in_child;
+static int step_to_fork;
+
+static void on_usr1(int sig)
+{
+	pid_t pid;
+
+	(void)sig;
+	pid = fork();
+	if (pid == 0) {
+		in_child = 1;
+		/* Sites run in the child, in the handler, mid-batch: they must
+		 * behave as the old instruction (not committed) or the new
+		 * (committed), never trap to death. */
+		if (child_mode == 0)
+			_exit(f1() == (step_to_fork == KK_STEP_HEAD) &&
+			      f2() == (step_to_fork == KK_STEP_HEAD) ? 0 : 1);
+		return;		/* mode 1: the batch goes on in the child */
+	}
+	if (pid > 0) {
+		int status = -1;
+
+		waitpid(pid, &status, 0);
+		child_mode = WIFEXITED(status) ? 100 + WEXITSTATUS(status) : 200 + WTERMSIG(status);
+	}
+}
+
+static int fork_hook(int step, unsigned long addr, unsigned long len)
+{
+	(void)addr;
+	(void)len;
+	if (step == step_to_fork && !in_child) {
+		kk_text_write_hook = NULL;
+		raise(SIGUSR1);
+	}
+	return 0;
+}
+
+static void fork_mid_batch(int step, int mode)
+{
+	signal(SIGUSR1, on_usr1);
+	step_to_fork = step;
+	child_mode = mode;
+	kk_text_write_hook = fork_hook;
+	cr_assert_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	if (in_child) {
+		/* Mode 1, in the child: the batch finished here. */
+		_exit(static_key_enabled(&kf) && f1() == 1 && f2() == 1 ? 0 : 1);
+	}
+	cr_expect_eq(child_mode, 100, "child: %d (1xx exit status, 2xx signal)", child_mode);
+	cr_expect_eq(f1(), 1);
+	cr_expect_eq(f2(), 1);
+}
+
+Test(fork, from_handler_before_commit_runs_sites) { fork_mid_batch(KK_STEP_TAIL, 0); }
+Test(fork, from_handler_after_commit_runs_sites) { fork_mid_batch(KK_STEP_HEAD, 0); }
+Test(fork, from_handler_child_finishes_batch) { fork_mid_batch(KK_STEP_TAIL, 1); }
