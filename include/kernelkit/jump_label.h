@@ -156,12 +156,20 @@ struct kk_jump_label_stats {
 	unsigned long long keys;	/* keys the registry knows now */
 	unsigned long long sites;	/* sites of every loaded object */
 	unsigned long long objects;	/* ELF objects with sites */
+	unsigned long long stopped;	/* batches written under stop_machine (tracer, valgrind) */
+	unsigned long long repairs;	/* failed batches finished or undone afterwards */
+	unsigned long long stuck;	/* sites emulated now: a failed batch awaits repair */
+	unsigned long long signal_syncs; /* syncs done by signalling threads (no membarrier) */
 };
 void kk_jump_label_get_stats(struct kk_jump_label_stats *st);
 /* A description of the calling thread's last failed key change. */
 const char *kk_jump_label_strerror(void);
 /* How text is written: "proc-mem", "remap" (copy + mremap per page) or "none". */
 const char *kk_jump_label_method(void);
+/* How the last batch reached the other threads: "membarrier", "signal"
+ * (the fallback without membarrier SYNC_CORE), "stop-machine",
+ * "single-thread" or "unused". */
+const char *kk_jump_label_sync_method(void);
 
 /* ---- branch sites ------------------------------------------------------------------ */
 

@@ -51,6 +51,7 @@
 #include "internal.h"
 #include "jump_label/jl.h"
 #include "text_patch.h"
+#include "text_sync.h"
 
 struct jl_object {
 	struct jl_object *next;
@@ -1032,6 +1033,7 @@ static void count_key(struct static_key *key, void *arg)
 void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 {
 	struct kk_text_stats ts;
+	struct kk_sync_stats ss;
 
 	kk_text_get_stats(&ts);
 	memset(st, 0, sizeof(*st));
@@ -1039,6 +1041,11 @@ void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 	st->batches = ts.batches;
 	st->sites_patched = ts.pokes;
 	st->traps = ts.traps;
+	st->stopped = ts.stopped;
+	st->repairs = ts.repairs;
+	st->stuck = ts.stuck;
+	kk_sync_get_stats(&ss);
+	st->signal_syncs = ss.signal_rounds;
 	jump_label_lock();
 	for_each_key(count_key, &st->keys);
 	for (struct jl_object *o = objects; o; o = o->next) {
@@ -1051,6 +1058,11 @@ void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 const char *kk_jump_label_method(void)
 {
 	return kk_text_method();
+}
+
+const char *kk_jump_label_sync_method(void)
+{
+	return kk_sync_method();
 }
 
 /* No symbol lookup here: this runs under jl_mutex (see object_name.c). */
