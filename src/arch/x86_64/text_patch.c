@@ -1215,8 +1215,8 @@ int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	/* From here this thread reads no text until the dry run wrote it. */
-	if (method == M_PROC_MEM || method == M_UNKNOWN)
-		pre = cow_prepare(v, n);
+	if ((method == M_PROC_MEM || method == M_UNKNOWN) && !kk_under_valgrind())
+		pre = cow_prepare(v, n);	/* valgrind knows no process_madvise */
 	ret = choose_method(v[0].addr, v[0].old[0], err, errlen);
 	if (!ret)
 		ret = dry_run(b, pre, err, errlen);
