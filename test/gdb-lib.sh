@@ -37,7 +37,7 @@ continue_loop() {
 		echo "  continue"
 	fi
 	echo "end"
-	echo "printf \"KK-EXIT %d %d\\n\", \$_exitcode, \$kk_i"
+	printf '%s\n' 'printf "KK-EXIT %d %d\n", $_exitcode, $kk_i'
 }
 
 # check_exit LOG NAME: the program exited 0 and printed its "ok" line.

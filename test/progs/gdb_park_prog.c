@@ -7,12 +7,16 @@
  * not stop on @sig; without it, gdb stops (default: real-time signals stop).
  * Exit 0 when both signals reached their handler.
  *
+ * The program links the library, so that gdb auto-loads the helper with it.
  * This program's own kk_gdb_stop_signal is not exported (no -rdynamic) and so
  * does not interpose the library's; gdb finds it by its symbol.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+
+/* Links libkernelkit.so (the helper is auto-loaded with it); no sites. */
+#include <kernelkit/jump_label.h>
 
 static volatile sig_atomic_t got;
 

@@ -143,17 +143,29 @@ class _Helper(object):
                   "`continue` drops the signal and resumes inside the instruction.\n"
                   % (code, self.key_name(slot), what))
 
-    def on_stop(self, ev):
-        if not isinstance(ev, gdb.SignalEvent):
-            return
+    def stop_signal(self, ev):
+        """The signal that stopped the program, or None.  gdb reports a
+        SIGTRAP that is none of its breakpoints as a plain StopEvent."""
+        if isinstance(ev, gdb.SignalEvent):
+            return ev.stop_signal
+        if isinstance(ev, gdb.BreakpointEvent):
+            return None
         try:
-            if ev.stop_signal == "SIGTRAP":
+            if int(gdb.parse_and_eval("$_siginfo.si_signo")) == _signal.SIGTRAP:
+                return "SIGTRAP"
+        except gdb.error:
+            pass
+        return None
+
+    def on_stop(self, ev):
+        try:
+            sig = self.stop_signal(ev)
+            if sig == "SIGTRAP":
                 self.explain_trap()
-            elif ev.stop_signal == self.park_signal():
+            elif sig is not None and sig == self.park_signal():
                 gdb.write("kernelkit: %s is kernelkit's park signal (stop_machine or a sync "
                           "round while it patches code): `continue` is safe; "
-                          "`handle %s nostop noprint pass` hides it.\n"
-                          % (ev.stop_signal, ev.stop_signal))
+                          "`handle %s nostop noprint pass` hides it.\n" % (sig, sig))
         except gdb.error as e:
             gdb.write("kernelkit: cannot explain this stop: %s\n" % e)
 
