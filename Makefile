@@ -159,6 +159,18 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/kernelkit.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib
+	install -m 644 tools/gdb/libkernelkit.so-gdb.py \
+		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
+
+# What install put in place (not the directories, which others may share).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/kernelkit/*.h $(DESTDIR)$(PREFIX)/lib/libkernelkit.a \
+		$(DESTDIR)$(PREFIX)/lib/libkernelkit.so $(DESTDIR)$(PREFIX)/bin/kkctl \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc \
+		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
+	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))
+	-rmdir $(DESTDIR)$(PREFIX)/include/kernelkit
 
 clean:
 	rm -rf $(B)

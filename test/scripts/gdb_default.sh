@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Issue 10, "gdb, default settings": gdb stopped on the patching trap and a
+# plain `continue` then killed the program (SIGILL/SIGSEGV).  Real gdb, batch
+# mode, no init files, default signal settings: test/progs/jl_flip (512 sites,
+# 200 flips, every third a batch of all keys; 1 reader thread, then 4) must
+# exit 0 with nothing but `run` and `continue` (a loop of at most 20000).
+# On the old code gdb stops on a reader's SIGTRAP and the `continue` kills it;
+# a run can miss (gdb ignores a trap whose int3 is gone by the time it looks),
+# so the 1-reader case, which traps hundreds of times, runs twice.
+#
+# Then with the gdb helper (tools/gdb/libkernelkit.so-gdb.py) auto-loaded the
+# way an installed copy is: the build puts it next to the library as
+# $KK_BUILD/libkernelkit.so-gdb.py, and `add-auto-load-safe-path $KK_BUILD`
+# lets gdb load it.  Then `run` alone must finish: no stop at all.
+set -u
+. "${KK_SRC:?}/test/gdb-lib.sh"
+PROG=$B/test/progs/jl_flip
+[ -x "$PROG" ] || { echo "not built"; exit 77; }
+
+{ echo run; continue_loop 20000; } > "$tmp/continue.gdb"
+for args in "1 200" "1 200" "4 200"; do
+	# shellcheck disable=SC2086
+	run_gdb 300 -x "$tmp/continue.gdb" --args "$PROG" $args > "$tmp/default.log" 2>&1
+	check_exit "$tmp/default.log" "jl_flip $args: default settings, run + continue"
+	echo "jl_flip $args: default settings: $(grep '^KK-EXIT' "$tmp/default.log" | cut -d' ' -f3) continues"
+done
+
+[ -f "$B/libkernelkit.so-gdb.py" ] || fail "$B/libkernelkit.so-gdb.py is not built"
+printf 'run\nprintf "KK-EXIT %%d 0\\n", $_exitcode\n' > "$tmp/run.gdb"
+run_gdb 300 -iex "add-auto-load-safe-path $B" -x "$tmp/run.gdb" \
+	--args "$PROG" 4 200 > "$tmp/helper.log" 2>&1
+grep -q "libkernelkit.so-gdb.py" "$tmp/helper.log" && { cat "$tmp/helper.log"; fail "auto-load refused"; }
+check_exit "$tmp/helper.log" "helper auto-loaded, run alone"
+echo "gdb_default: ok"

@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Issue 10, "gdb, handle SIGTRAP nostop noprint pass": every flip killed the
+# program, because gdb rewinds the pc of an int3 trap (it takes it for one of
+# its own breakpoints) before it passes the signal on, so the library's
+# handler saw the site's address instead of the address after the int3.
+#
+# Real gdb, `handle SIGTRAP nostop noprint pass`, test/progs/jl_flip:
+#  - KK_TEXT_SYNC=membarrier: the int3 protocol is forced even under a
+#    tracer, so the readers do trap and the handler must cope with the
+#    rewound pc.  `run` alone must finish with exit 0 (nothing else stops).
+#    Skipped when membarrier SYNC_CORE is unavailable.
+#  - the default (auto: stop_machine under a tracer): run, then `continue`
+#    through the park signal's stops (no helper loaded here); exit 0.
+set -u
+. "${KK_SRC:?}/test/gdb-lib.sh"
+PROG=$B/test/progs/jl_flip
+[ -x "$PROG" ] || { echo "not built"; exit 77; }
+
+printf 'handle SIGTRAP nostop noprint pass\nrun\nprintf "KK-EXIT %%d 0\\n", $_exitcode\n' \
+	> "$tmp/run.gdb"
+if "$PROG" --membarrier-ok; then
+	for args in "1 200" "4 200"; do
+		# shellcheck disable=SC2086
+		KK_TEXT_SYNC=membarrier run_gdb 300 -x "$tmp/run.gdb" --args "$PROG" $args \
+			> "$tmp/int3.log" 2>&1
+		check_exit "$tmp/int3.log" "jl_flip $args, KK_TEXT_SYNC=membarrier, SIGTRAP nostop"
+		grep "^jl_flip: .* traps" "$tmp/int3.log"
+	done
+else
+	echo "membarrier SYNC_CORE unavailable: the forced int3 case is skipped"
+fi
+
+{ echo "handle SIGTRAP nostop noprint pass"; echo run; continue_loop 20000; } > "$tmp/cont.gdb"
+run_gdb 300 -x "$tmp/cont.gdb" --args "$PROG" 4 200 > "$tmp/auto.log" 2>&1
+check_exit "$tmp/auto.log" "jl_flip 4 200, SIGTRAP nostop, run + continue"
+echo "gdb_nostop: ok"
