@@ -69,7 +69,8 @@ int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen)
 }
 
 pid_t kk_tracer_pid(void) { return 0; }
-bool kk_under_valgrind(void) { return false; }
+#include <valgrind/valgrind.h>
+bool kk_under_valgrind(void) { return RUNNING_ON_VALGRIND; }
 void kk_sync_get_stats(struct kk_sync_stats *st) { memset(st, 0, sizeof(*st)); st->membarrier_rounds = rounds; }
 const char *kk_sync_method(void) { return "membarrier"; }
 void kk_gdb_stop_signal(int sig) { (void)sig; }

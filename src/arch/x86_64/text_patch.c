@@ -269,7 +269,9 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = 0;
 
-	if (si->si_code == SI_KERNEL) {		/* not raise(), kill(), single-step ... */
+	/* Sent by the kernel (SI_KERNEL for int3; valgrind says TRAP_BRKPT),
+	 * not by raise() or kill(); the address decides the rest. */
+	if (si->si_code > 0) {
 		/* Count ourselves in before looking: the patcher frees a batch
 		 * only once nobody is in here (see wait_for_traps()). */
 		atomic_fetch_add(&traps_inflight, 1);
