@@ -73,14 +73,6 @@ static void flip(void)
 	cr_assert_eq(tsite(), 0);
 }
 
-static int trap_handler_is(void (*fn)(int, siginfo_t *, void *))
-{
-	struct sigaction cur;
-
-	sigaction(SIGTRAP, NULL, &cur);
-	return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn;
-}
-
 static void no_core_files(void)
 {
 	struct rlimit rl = { 0, 0 };
@@ -89,6 +81,16 @@ static void no_core_files(void)
 }
 
 /* ---- foreign int3 ------------------------------------------------------------------ */
+
+#ifdef __x86_64__
+
+static int trap_handler_is(void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction cur;
+
+	sigaction(SIGTRAP, NULL, &cur);
+	return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn;
+}
 
 static atomic_int prog_traps;
 static atomic_uintptr_t prog_trap_pc;
@@ -205,6 +207,8 @@ Test(jump_label_traps, foreign_int3_without_handler_kills, .signal = SIGTRAP)
 	int3_cc();
 	cr_log_error("int3 did not kill the process");
 }
+
+#endif /* __x86_64__ */
 
 /* ---- crash reporters --------------------------------------------------------------- */
 
