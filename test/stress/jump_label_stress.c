@@ -5,15 +5,51 @@
  * must be one the key held during the call: when no toggle overlapped the
  * call (an unchanged, even sequence number around it), exactly the key's value.
  *
+ * With KK_STRESS_SIGNALS=1 (the default of jump_label_signal, which is this
+ * file built again), a fourth thread sends SIGUSR1 to the readers as fast as
+ * pthread_kill() goes, and the program's handler (sa_mask empty, the way
+ * programs install them) runs sites and checks them the same way.  Such a
+ * handler lands on top of the library's SIGTRAP handler when a reader traps
+ * on a site in flight; the site it runs then traps again, with SIGTRAP
+ * blocked (issue 10: the old handler had an empty sa_mask, and the kernel
+ * killed the process in 8 runs of 8).
+ *
+ * The patching path follows the library's environment: KK_TEXT_POKE=remap,
+ * KK_TEXT_SYNC=signal|stop-machine|membarrier (test/scripts/jump_label_stress_*.sh).
+ * When one is forced, the program checks from the library's statistics that
+ * the forced path is the one that ran, and prints what it found.
+ *
  * Environment: KK_STRESS_TOGGLES overrides the toggle count.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <kernelkit/jump_label.h>
+
+#include "text_sync.h"
+
+#ifndef JL_STRESS_SIGNALS
+#define JL_STRESS_SIGNALS 0		/* default of KK_STRESS_SIGNALS */
+#endif
+#ifndef JL_STRESS_TOGGLES
+#define JL_STRESS_TOGGLES 100000	/* default of KK_STRESS_TOGGLES */
+#endif
+
+/*
+ * The sync layer (src/text_sync.c) and the write hook arrive with issue 10.
+ * Weak, so that this program also runs against a library without them: the
+ * check of a forced KK_TEXT_SYNC then only says the knob was not understood.
+ */
+extern void kk_sync_get_stats(struct kk_sync_stats *st) __attribute__((__weak__));
+extern const char *kk_sync_method(void) __attribute__((__weak__));
+extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len)
+	__attribute__((__weak__));
 
 DEFINE_STATIC_KEY_FALSE(key_a);
 DEFINE_STATIC_KEY_TRUE(key_b);
@@ -45,52 +81,207 @@ static int (*const sites[])(void) = {
 };
 #define NSITES ((int)(sizeof(sites) / sizeof(sites[0])))
 
+/* Sites one SIGUSR1 runs: enough that a handler stacked on a trap meets a
+ * site of the batch in flight, few enough that readers still make progress. */
+#define SIG_SITES 64
+
 /* sites[i] is site_N with N % 2 == i % 2 (N runs 100..999, 1000..1099): even uses key_a. */
 static atomic_uint seq;			/* odd while a toggle is in progress */
 static atomic_int val_a, val_b;		/* the keys' values when seq is even */
 static atomic_int done;
 static atomic_long checked, mismatches, calls;
+/* What the SIGUSR1 handler did; it cannot print, so the first bad site goes here. */
+static atomic_long sig_runs, sig_checked, sig_sent;
+static atomic_uint sig_cursor;
+static atomic_int sig_bad_site = -1, sig_bad_got, sig_bad_want;
+
+/*
+ * Run site @i and check what it returned.  Returns 0, or 1 for a wrong
+ * value (then *gotp and *wantp say which).  Async-signal-safe: atomics only.
+ */
+static int check_site(int i, atomic_long *nchecked, int *gotp, int *wantp)
+{
+	unsigned s1 = atomic_load(&seq);
+	int want = (i % 2 == 0) ? atomic_load(&val_a) : atomic_load(&val_b);
+	int got = sites[i]();
+	unsigned s2 = atomic_load(&seq);
+
+	atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
+	*gotp = got;
+	*wantp = want;
+	if (got != 0 && got != 1)
+		return 1;
+	if (s1 != s2 || (s1 & 1))
+		return 0;		/* a toggle overlapped: either value is right */
+	atomic_fetch_add_explicit(nchecked, 1, memory_order_relaxed);
+	return got != want;
+}
 
 static void *reader(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&done)) {
 		for (int i = 0; i < NSITES; i++) {
-			unsigned s1 = atomic_load(&seq);
-			int want = (i % 2 == 0) ? atomic_load(&val_a) : atomic_load(&val_b);
-			int got = sites[i]();
-			unsigned s2 = atomic_load(&seq);
+			int got, want;
 
-			atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
-			if (got != 0 && got != 1) {
+			if (check_site(i, &checked, &got, &want)) {
+				fprintf(stderr, "site %d: got %d, key held %d\n", i, got, want);
 				atomic_fetch_add(&mismatches, 1);
-			} else if (s1 == s2 && !(s1 & 1)) {
-				atomic_fetch_add_explicit(&checked, 1, memory_order_relaxed);
-				if (got != want) {
-					fprintf(stderr, "site %d: got %d, key held %d\n", i, got, want);
-					atomic_fetch_add(&mismatches, 1);
-				}
 			}
 		}
 	}
 	return NULL;
 }
 
+/* The program's own handler: nothing blocked, no SA_NODEFER. */
+static void usr1_handler(int sig)
+{
+	int saved_errno = errno;
+	unsigned start = atomic_fetch_add_explicit(&sig_cursor, SIG_SITES, memory_order_relaxed);
+
+	(void)sig;
+	for (int k = 0; k < SIG_SITES; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)NSITES), got, want;
+
+		if (check_site(i, &sig_checked, &got, &want)) {
+			int none = -1;
+
+			if (atomic_compare_exchange_strong(&sig_bad_site, &none, i)) {
+				atomic_store(&sig_bad_got, got);
+				atomic_store(&sig_bad_want, want);
+			}
+			atomic_fetch_add(&mismatches, 1);
+		}
+	}
+	atomic_fetch_add_explicit(&sig_runs, 1, memory_order_relaxed);
+	errno = saved_errno;
+}
+
+struct sender {
+	pthread_t *readers;
+	int n;
+};
+
+/* Interrupt the readers as often as the kernel lets us. */
+static void *sender(void *arg)
+{
+	struct sender *s = arg;
+
+	while (!atomic_load(&done))
+		for (int i = 0; i < s->n; i++)
+			if (pthread_kill(s->readers[i], SIGUSR1) == 0)
+				atomic_fetch_add_explicit(&sig_sent, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static int env_flag(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) != 0 : dflt;
+}
+
+/*
+ * KK_TEXT_POKE / KK_TEXT_SYNC forced: did that path run?  Prints what it saw
+ * either way; returns the number of failed checks.
+ */
+static int check_forced_path(const struct kk_jump_label_stats *st)
+{
+	const char *poke = getenv("KK_TEXT_POKE");
+	const char *sync = getenv("KK_TEXT_SYNC");
+	struct kk_sync_stats ss;
+	int bad = 0;
+
+	if (!st->sites) {
+		printf("no sites registered (KK_NO_JUMP_LABEL build): nothing was patched, "
+		       "no path to check\n");
+		return 0;
+	}
+	if (poke && *poke && strcmp(poke, "auto")) {
+		if (strcmp(kk_jump_label_method(), poke)) {
+			fprintf(stderr, "KK_TEXT_POKE=%s, but text was written with %s\n", poke,
+				kk_jump_label_method());
+			bad++;
+		} else {
+			printf("write path: %s, as forced\n", poke);
+		}
+	}
+	if (!kk_sync_get_stats) {
+		printf("sync layer: absent from this library%s\n",
+		       sync && *sync ? " (KK_TEXT_SYNC was ignored)" : "");
+		/* The write hook and the sync layer come together: a library
+		 * with one but not the other hides the statistics. */
+		if (sync && *sync && strcmp(sync, "auto") && &kk_text_write_hook) {
+			fprintf(stderr, "KK_TEXT_SYNC=%s: the library has kk_text_write_hook but "
+				"no kk_sync_get_stats(); cannot check the path\n", sync);
+			bad++;
+		}
+		return bad;
+	}
+	kk_sync_get_stats(&ss);
+	printf("sync layer: method %s, membarrier rounds %llu, signal rounds %llu, "
+	       "signals %llu, stop_machines %llu\n", kk_sync_method ? kk_sync_method() : "?",
+	       ss.membarrier_rounds, ss.signal_rounds, ss.signals, ss.stop_machines);
+	if (!sync || !*sync || !strcmp(sync, "auto"))
+		return bad;
+	if (!strcmp(sync, "signal")) {
+		if (!ss.signal_rounds || ss.membarrier_rounds || ss.stop_machines) {
+			fprintf(stderr, "KK_TEXT_SYNC=signal, but the rounds were not all "
+				"signal rounds\n");
+			bad++;
+		}
+	} else if (!strcmp(sync, "membarrier")) {
+		if (!ss.membarrier_rounds || ss.signal_rounds || ss.stop_machines) {
+			fprintf(stderr, "KK_TEXT_SYNC=membarrier, but the rounds were not all "
+				"membarrier rounds\n");
+			bad++;
+		}
+	} else if (!strcmp(sync, "stop-machine")) {
+		/* No int3 was ever in the path of a running thread. */
+		if (!ss.stop_machines || ss.membarrier_rounds || ss.signal_rounds || st->traps) {
+			fprintf(stderr, "KK_TEXT_SYNC=stop-machine, but %llu stop_machines, "
+				"%llu int3 rounds, %llu traps emulated\n", ss.stop_machines,
+				ss.membarrier_rounds + ss.signal_rounds, st->traps);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int main(void)
 {
-	long toggles = getenv("KK_STRESS_TOGGLES") ? atol(getenv("KK_STRESS_TOGGLES")) : 100000;
+	long toggles = getenv("KK_STRESS_TOGGLES") ? atol(getenv("KK_STRESS_TOGGLES"))
+						   : JL_STRESS_TOGGLES;
+	int signals = env_flag("KK_STRESS_SIGNALS", JL_STRESS_SIGNALS);
 	struct kk_jump_label_stats st;
-	pthread_t r[2];
-	int errors = 0;
+	struct sender snd;
+	pthread_t r[2], s;
+	int errors = 0, bad = 0;
 
 	if (NSITES != 1000) {
 		fprintf(stderr, "expected 1000 sites, have %d\n", NSITES);
 		return 1;
 	}
+	if (signals) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = usr1_handler;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGUSR1, &sa, NULL)) {
+			perror("sigaction");
+			return 1;
+		}
+	}
 	atomic_store(&val_a, 0);
 	atomic_store(&val_b, 1);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&r[i], NULL, reader, NULL);
+	snd.readers = r;
+	snd.n = 2;
+	if (signals)
+		pthread_create(&s, NULL, sender, &snd);
 	for (long t = 0; t < toggles; t++) {
 		/* Keep the readers in the race: in the fallback build a toggle
 		 * is a store, and 100k of them would be over before they start. */
@@ -98,6 +289,10 @@ int main(void)
 			long target = atomic_load(&calls) + NSITES;
 
 			while (atomic_load(&calls) < target)
+				sched_yield();
+			/* and the handler: it must run sites, not only be sent */
+			target = atomic_load(&sig_runs) + 1;
+			while (signals && atomic_load(&sig_runs) < target)
 				sched_yield();
 		}
 		int on = !(t & 2);
@@ -115,6 +310,8 @@ int main(void)
 		atomic_fetch_add(&seq, 1);			/* even: stable */
 	}
 	atomic_store(&done, 1);
+	if (signals)
+		pthread_join(s, NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(r[i], NULL);
 	kk_jump_label_get_stats(&st);
@@ -122,10 +319,24 @@ int main(void)
 	       "syncs %llu, traps emulated %llu, method %s\n",
 	       toggles, atomic_load(&calls), atomic_load(&checked), atomic_load(&mismatches),
 	       errors, st.syncs, st.traps, kk_jump_label_method());
+	if (signals) {
+		printf("SIGUSR1: %ld sent, %ld handled, %ld sites checked in the handler\n",
+		       atomic_load(&sig_sent), atomic_load(&sig_runs), atomic_load(&sig_checked));
+		if (atomic_load(&sig_bad_site) >= 0)
+			fprintf(stderr, "in the SIGUSR1 handler: site %d: got %d, key held %d\n",
+				atomic_load(&sig_bad_site), atomic_load(&sig_bad_got),
+				atomic_load(&sig_bad_want));
+		/* The handler must have run sites, or this tested nothing new. */
+		if (atomic_load(&sig_checked) < 100) {
+			fprintf(stderr, "too few stable observations in the signal handler\n");
+			bad++;
+		}
+	}
+	bad += check_forced_path(&st);
 	/* The check must have had something to check. */
 	if (atomic_load(&checked) < 1000) {
 		fprintf(stderr, "too few stable observations\n");
 		return 1;
 	}
-	return errors || atomic_load(&mismatches) ? 1 : 0;
+	return errors || bad || atomic_load(&mismatches) ? 1 : 0;
 }
