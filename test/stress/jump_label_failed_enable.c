@@ -143,15 +143,23 @@ static void saw_enabled(unsigned s1, unsigned s2, int i)
 	 * attempt j can from 4j+1 (enable starts) to 4j+3 (disable ends). */
 	long jlo = s1 / 4, jhi = s2 >= 1 ? (long)(s2 - 1) / 4 : -1;
 
-	for (long j = jhi; j >= jlo && j < nattempts; j--) {
+	int unknown = 0;
+
+	/* Any attempt in the window that succeeded explains what was seen:
+	 * the window may span its disable and the next attempt's start. */
+	for (long j = jlo; j <= jhi && j < nattempts; j++) {
 		int o = atomic_load(&outcome[j]);
 
 		if (o == OK)
 			return;
-		if (o == UNKNOWN) {		/* in flight: must succeed */
-			atomic_store(&seen_on[j], 1);
-			return;
-		}
+		unknown |= o == UNKNOWN;
+	}
+	if (unknown) {
+		/* Attempts still in flight: blame them if they end failed. */
+		for (long j = jlo; j <= jhi && j < nattempts; j++)
+			if (atomic_load(&outcome[j]) == UNKNOWN)
+				atomic_store(&seen_on[j], 1);
+		return;
 	}
 	if (atomic_fetch_add(&bad_enabled, 1) < 5)
 		fprintf(stderr, "site %d took the enabled branch during seq %u..%u: "
