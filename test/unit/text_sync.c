@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -40,15 +41,25 @@ struct spinner {
 static struct spinner spin[NSPIN];
 static atomic_int spin_ready, spin_stop;
 
+/* mmap()ed and disabled before the thread exits: ASan unmaps the alternate
+ * stack it finds at thread exit, taking it for its own. */
 static unsigned char *new_altstack(void)
 {
-	unsigned char *p = malloc(ALTSZ);
+	unsigned char *p = mmap(NULL, ALTSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
 	stack_t ss = { .ss_sp = p, .ss_size = ALTSZ, .ss_flags = 0 };
 
-	cr_assert(p);
+	cr_assert(p != MAP_FAILED);
 	memset(p, PATTERN, ALTSZ);
 	cr_assert_eq(sigaltstack(&ss, NULL), 0);
 	return p;
+}
+
+static void end_altstack(void)
+{
+	stack_t ss = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+
+	sigaltstack(&ss, NULL);
 }
 
 static void *spinner_main(void *arg)
@@ -60,6 +71,7 @@ static void *spinner_main(void *arg)
 	atomic_fetch_add(&spin_ready, 1);
 	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
 		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+	end_altstack();
 	return NULL;
 }
 
@@ -184,6 +196,7 @@ static void *late_child(void *arg)
 	atomic_store(&late_phase, 3);
 	while (atomic_load(&late_phase) != 4)
 		sched_yield();
+	end_altstack();
 	return NULL;
 }
 
