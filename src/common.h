@@ -220,6 +220,28 @@ struct kk_service {
 void kk_service_register(struct kk_service *s);
 bool kk_threads_stopped(void);
 
+/* ---- the threads of the process (tasks.c) ------------------------------------------------
+ * From /proc/self/task, with open+getdents64: no malloc, no opendir, usable
+ * in a panic.  Out of descriptors, a helper process that shares our memory
+ * does the listing.
+ */
+/* The tids of this process into @tids (at most @max): the number of threads
+ * seen (more than @max when they did not fit), or -errno. */
+int kk_list_tasks(pid_t *tids, int max);
+/* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno. */
+ssize_t kk_read_proc(const char *path, char *buf, size_t n);
+/* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
+ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n);
+/* SigBlk of thread @tid (0: the caller): bit (sig - 1) set = blocked.  0 or -errno. */
+int kk_task_sigblk(pid_t tid, uint64_t *mask);
+/* The thread's name without the newline ("" when gone).  0 or -errno. */
+int kk_task_comm(pid_t tid, char *buf, size_t n);
+/* Its state letter from /proc (R, S, D, T, t, Z, ...), '\0' when gone. */
+char kk_task_state(pid_t tid);
+/* Still a thread that can run: not gone, not a zombie (an exited main thread
+ * stays listed as one while the others run). */
+bool kk_task_alive(pid_t tid);
+
 /* ---- the worker ---------------------------------------------------------------------- */
 
 /*

@@ -1,76 +1,690 @@
 // SPDX-License-Identifier: MIT
-/* INTERIM (lead's branch only): membarrier-only sync, replaced by the sync helper's file at merge. */
+/*
+ * Making the other threads see code that was just written (text_sync.h).
+ *
+ * Three ways, chosen per batch by kk_sync_plan():
+ *
+ *  - membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): the kernel
+ *    IPIs every CPU that runs one of our threads and serializes it.
+ *  - the signal fallback (liburcu's signal flavour, for gVisor, old kernels
+ *    and seccomp profiles that deny membarrier): the park signal goes to
+ *    every other thread with tgkill(); its handler executes a serializing
+ *    instruction (kk_sync_core()) and acknowledges; the caller waits on a
+ *    futex for every acknowledgement, then lists /proc/self/task again for
+ *    threads created meanwhile, until a listing adds nobody.
+ *  - stop_machine (the kernel's): the same signal, but each handler parks on
+ *    a futex until the caller has run the whole batch, then serializes and
+ *    returns.  No int3 is ever in the path of a running thread: the choice
+ *    under a debugger (gdb stops on SIGTRAP), under valgrind, and when a
+ *    thread blocks SIGTRAP (a trap there kills the process).
+ *
+ * The handler is installed the first time a signal is needed, never at load:
+ * until then the signal's disposition is the program's.  It is installed only
+ * over SIG_DFL; a handler the program put there is never replaced (the plan
+ * refuses instead, naming the signal).  It takes part only in a request of
+ * ours (si_code SI_TKILL from our own pid while a request is open): anything
+ * else just serializes and returns.  A panic installs its own handler on the
+ * same signal when it stops the threads for good.
+ *
+ * Each request has a sequence number.  A handler acknowledges by raising its
+ * slot's word to that number (never lowering it), so an acknowledgement of an
+ * old request (a thread that blocked the signal, then unblocked it after the
+ * caller gave up) can never be counted for a newer one.
+ *
+ * A thread that exits before it acknowledges does not count: the caller
+ * notices on a periodic check (tgkill(tid, 0) says ESRCH, or /proc shows a
+ * zombie).  A thread that keeps the signal blocked for KK_SYNC_BLOCKED_NS
+ * makes the request fail with its tid and name.
+ */
 #include <errno.h>
-#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define KK_HAVE_VALGRIND_H 1
+#endif
+#endif
+
+#include "arch/sync_core.h"
 #include "common.h"
 #include "text_sync.h"
 
-static int membarrier_ok, armed;
-static unsigned long long rounds;
+#define KK_SYNC_MAX_THREADS	4096
+#define KK_SYNC_TICK_NS		(10 * 1000000ull)	/* look for exited threads */
+#define KK_SYNC_BLOCKED_NS	(1000 * 1000000ull)	/* then give up on a blocker */
+#define SLOT_GONE		0x7fffffff		/* exited, never acknowledges */
 
-static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
+enum req_type { REQ_NONE = 0, REQ_ROUND = 1, REQ_STOP = 2 };
+#define REQ_TYPE(w)	((w) & 3)
+#define REQ_SEQ_STEP	4
+
+enum sync_method { M_UNUSED, M_SINGLE, M_MEMBARRIER, M_SIGNAL, M_STOP };
+static const char *const method_names[] = {
+	"unused", "single-thread", "membarrier", "signal", "stop-machine",
+};
+
+/* ---- state shared with the handler --------------------------------------------------- */
+
+static int req_word;			/* seq | REQ_*; REQ_NONE between requests */
+static int nsig;			/* entries of sig_tids[] in use */
+static pid_t sig_tids[KK_SYNC_MAX_THREADS];
+static int sig_ack[KK_SYNC_MAX_THREADS];	/* highest request acknowledged, or SLOT_GONE */
+static int ack_count;			/* futex: bumped by every acknowledgement */
+static int release_word;		/* futex: bumped to release stopped threads */
+
+/* ---- the caller's state (under sync_lock) ---------------------------------------------- */
+
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static int armed, membarrier_ok, handler_in;
+static int method = M_UNUSED;
+static int seq;
+static pid_t listed[KK_SYNC_MAX_THREADS];
+
+/*
+ * Threads that block both SIGTRAP and the park signal, as the last plan saw
+ * them: glibc's helper for SIGEV_THREAD timers and mq_notify(), a program's
+ * sigwaitinfo() thread.  Nothing can stop or sync them by signal, and a trap
+ * would kill them, so the library assumes they never run a site: rounds
+ * and stops leave them alone (the remaining hazard, see kk_sync_plan()).
+ */
+#define KK_SYNC_MAX_DEAF	64
+static pid_t deaf[KK_SYNC_MAX_DEAF];
+static int ndeaf;
+
+static bool is_deaf(pid_t tid)
+{
+	for (int i = 0; i < ndeaf; i++)
+		if (deaf[i] == tid)
+			return true;
+	return false;
+}
+
+static unsigned long long st_membarrier, st_signal_rounds, st_signals, st_stops;
+
+#define STAT_INC(x)	__atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
+
+static pid_t my_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- membarrier ------------------------------------------------------------------------ */
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
 
 void kk_sync_arm(void)
 {
-	int cmds;
+	int cmds, ok;
 
-	if (armed)
+	if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE))
 		return;
-	armed = 1;
 	cmds = membarrier(MEMBARRIER_CMD_QUERY);
-	membarrier_ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
+	ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
 		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0;
+	__atomic_store_n(&membarrier_ok, ok, __ATOMIC_RELAXED);
+	__atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
 }
 
-void kk_sync_atfork_child(void) { armed = 0; membarrier_ok = 0; }
-
-static int nthreads(void)
+void kk_sync_atfork_child(void)
 {
-	char line[256];
-	int n = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	/* One thread, a new mm: registration is per mm, and a fork from a
+	 * signal handler may have left the lock held and a request open. */
+	pthread_mutex_init(&sync_lock, NULL);
+	__atomic_store_n(&armed, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&membarrier_ok, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&req_word, REQ_NONE, __ATOMIC_RELAXED);
+	__atomic_store_n(&nsig, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&method, M_UNUSED, __ATOMIC_RELAXED);
 }
 
-int kk_sync_plan(char *err, size_t errlen)
+/* ---- the handler ----------------------------------------------------------------------- */
+
+static int find_slot(pid_t tid)
 {
-	kk_sync_arm();
-	if (membarrier_ok || nthreads() == 1)
-		return KK_PATCH_INT3;
-	snprintf(err, errlen, "membarrier SYNC_CORE is unavailable and other threads run");
+	int n = __atomic_load_n(&nsig, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
+		if (__atomic_load_n(&sig_tids[i], __ATOMIC_RELAXED) == tid)
+			return i;
+	return -1;
+}
+
+/* Raise the slot to @w: true if this call acknowledged request @w. */
+static bool ack_slot(int slot, int w)
+{
+	int old = __atomic_load_n(&sig_ack[slot], __ATOMIC_RELAXED);
+
+	while (old < w)
+		if (__atomic_compare_exchange_n(&sig_ack[slot], &old, w, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+static void sync_handler(int sig, siginfo_t *si, void *uc)
+{
+	int e = errno, w = __atomic_load_n(&req_word, __ATOMIC_ACQUIRE);
+
+	(void)sig;
+	(void)uc;
+	if (REQ_TYPE(w) != REQ_NONE && si && si->si_code == SI_TKILL && si->si_pid == getpid()) {
+		/* Read before the acknowledgement: the caller releases after it. */
+		int gen = __atomic_load_n(&release_word, __ATOMIC_ACQUIRE);
+		int slot = find_slot(my_tid());
+
+		/* For a round the serializing instruction comes before the
+		 * acknowledgement: that is what the caller waits for. */
+		kk_sync_core();
+		if (slot >= 0 && ack_slot(slot, w)) {
+			__atomic_fetch_add(&ack_count, 1, __ATOMIC_RELEASE);
+			kk_futex_wake(&ack_count, 1);
+			if (REQ_TYPE(w) == REQ_STOP)
+				while (__atomic_load_n(&release_word, __ATOMIC_ACQUIRE) == gen)
+					kk_futex_wait(&release_word, gen, 0);
+		}
+	}
+	/* After a stop: the code may have changed under us. */
+	kk_sync_core();
+	errno = e;
+}
+
+static bool handler_is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == sync_handler;
+}
+
+static bool handler_is_dfl(const struct sigaction *sa)
+{
+	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+/* Can we use the park signal?  0, or -ENOTSUP with the reason. */
+static int check_disposition(int sig, char *err, size_t errlen)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old)) {
+		snprintf(err, errlen, "cannot read the disposition of signal %d (the park signal): %s",
+			 sig, strerror(errno));
+		return -ENOTSUP;
+	}
+	if (handler_is_ours(&old) || handler_is_dfl(&old))
+		return 0;
+	snprintf(err, errlen, "signal %d (the park signal) has a %s of the program's: "
+		 "kernelkit will not replace it (set KK_PANIC_SIGNAL to a free real-time signal)",
+		 sig, old.sa_handler == SIG_IGN && !(old.sa_flags & SA_SIGINFO) ? "SIG_IGN" : "handler");
 	return -ENOTSUP;
 }
 
+/* Install the handler over SIG_DFL, once. */
+static int install_handler(int sig, char *err, size_t errlen)
+{
+	struct sigaction sa;
+	int ret;
+
+	if (handler_in)
+		return check_disposition(sig, err, errlen);
+	ret = check_disposition(sig, err, errlen);
+	if (ret)
+		return ret;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sync_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL)) {
+		snprintf(err, errlen, "cannot install the handler of signal %d (the park signal): %s",
+			 sig, strerror(errno));
+		return -ENOTSUP;
+	}
+	handler_in = 1;
+	return 0;
+}
+
+/* ---- signalling every other thread ------------------------------------------------------ */
+
+static void name_thread(char *buf, size_t n, pid_t tid)
+{
+	char comm[32];
+
+	kk_task_comm(tid, comm, sizeof(comm));
+	snprintf(buf, n, "thread %d (%s)", (int)tid, comm[0] ? comm : "?");
+}
+
+static bool blocks(pid_t tid, int sig)
+{
+	uint64_t m;
+
+	return !kk_task_sigblk(tid, &m) && (m >> (sig - 1) & 1);
+}
+
+/*
+ * Signal every listed thread not signalled yet.  Returns how many were
+ * added, or -errno.  The leader, once it called pthread_exit(), stays listed
+ * as a zombie that will never run a handler: skipped.
+ */
+static int signal_new(pid_t me, pid_t pid, int sig, char *err, size_t errlen)
+{
+	int n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS), added = 0;
+
+	if (n < 0) {
+		snprintf(err, errlen, "cannot list /proc/self/task: %s", strerror(-n));
+		return n;
+	}
+	if (n > KK_SYNC_MAX_THREADS) {
+		snprintf(err, errlen, "%d threads: more than the %d the signal fallback can track",
+			 n, KK_SYNC_MAX_THREADS);
+		return -ENOTSUP;
+	}
+	for (int i = 0; i < n; i++) {
+		pid_t tid = listed[i];
+		int slot;
+
+		if (tid == me || is_deaf(tid) || find_slot(tid) >= 0)
+			continue;
+		if (tid == pid && kk_task_state(tid) == 'Z')
+			continue;
+		slot = nsig;
+		if (slot == KK_SYNC_MAX_THREADS) {
+			snprintf(err, errlen, "more than %d threads", KK_SYNC_MAX_THREADS);
+			return -ENOTSUP;
+		}
+		__atomic_store_n(&sig_ack[slot], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sig_tids[slot], tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&nsig, slot + 1, __ATOMIC_RELEASE);
+		if (syscall(SYS_tgkill, pid, tid, sig) != 0) {
+			/* ESRCH: it exited between the listing and now. */
+			__atomic_store_n(&sig_ack[slot], SLOT_GONE, __ATOMIC_RELAXED);
+			continue;
+		}
+		STAT_INC(st_signals);
+		added++;
+	}
+	return added;
+}
+
+/* Slots that neither acknowledged request @w nor exited. */
+static int pending(int w)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsig; i++) {
+		int a = __atomic_load_n(&sig_ack[i], __ATOMIC_ACQUIRE);
+
+		n += a != w && a != SLOT_GONE;
+	}
+	return n;
+}
+
+/* On a tick: forget threads that exited; fail on one that keeps @sig blocked. */
+static int check_pending(int w, int sig, uint64_t waited, char *err, size_t errlen)
+{
+	for (int i = 0; i < nsig; i++) {
+		int a = __atomic_load_n(&sig_ack[i], __ATOMIC_ACQUIRE);
+		pid_t tid = sig_tids[i];
+
+		if (a == w || a == SLOT_GONE)
+			continue;
+		if (!kk_task_alive(tid)) {
+			/* It may have acknowledged just before it exited. */
+			__atomic_compare_exchange_n(&sig_ack[i], &a, SLOT_GONE, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (waited >= KK_SYNC_BLOCKED_NS && blocks(tid, sig)) {
+			char who[64];
+
+			name_thread(who, sizeof(who), tid);
+			snprintf(err, errlen, "%s blocks signal %d (the park signal): "
+				 "cannot sync it", who, sig);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+/* Wait until every signalled thread acknowledged @w or exited. */
+static int wait_acks(int w, int sig, char *err, size_t errlen)
+{
+	uint64_t start = kk_now_ns();
+
+	for (;;) {
+		int seen = __atomic_load_n(&ack_count, __ATOMIC_ACQUIRE);
+		uint64_t now;
+
+		if (!pending(w))
+			return 0;
+		if (kk_futex_wait(&ack_count, seen, kk_now_ns() + KK_SYNC_TICK_NS) != -ETIMEDOUT)
+			continue;
+		now = kk_now_ns();
+		if (check_pending(w, sig, now - start, err, errlen))
+			return -ENOTSUP;
+	}
+}
+
+/*
+ * Open request @type, signal every other thread, wait for all of them, and
+ * list again until a listing finds nobody new.  The request stays open (for
+ * a stop: the threads stay parked) until close_request().
+ */
+static int signal_all(int type, int sig, char *err, size_t errlen)
+{
+	pid_t me = my_tid(), pid = getpid();
+	int w, added, ret;
+
+	seq += REQ_SEQ_STEP;
+	if (seq >= SLOT_GONE - REQ_SEQ_STEP)
+		seq = REQ_SEQ_STEP;	/* after 2^29 requests: old acks may linger a while */
+	w = seq | type;
+	__atomic_store_n(&nsig, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&req_word, w, __ATOMIC_RELEASE);
+	do {
+		added = signal_new(me, pid, sig, err, errlen);
+		if (added < 0)
+			return added;
+		ret = wait_acks(w, sig, err, errlen);
+		if (ret)
+			return ret;
+	} while (added);
+	return 0;
+}
+
+static void close_request(void)
+{
+	__atomic_store_n(&req_word, REQ_NONE, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&release_word, 1, __ATOMIC_RELEASE);
+	kk_futex_wake(&release_word, 0x7fffffff);
+}
+
+static int signal_round(char *err, size_t errlen)
+{
+	int sig = kk_park_signal();
+	int ret = install_handler(sig, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = signal_all(REQ_ROUND, sig, err, errlen);
+	close_request();
+	if (!ret)
+		STAT_INC(st_signal_rounds);
+	return ret;
+}
+
+/* ---- rounds and stop_machine -------------------------------------------------------------- */
+
 int kk_sync_round(void)
 {
-	if (!membarrier_ok)
-		return 0;
-	rounds++;
-	return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) ? -errno : 0;
+	char err[256];
+	int ret = 0, m;
+
+	pthread_mutex_lock(&sync_lock);
+	m = method;
+	if (m != M_SIGNAL && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED)) {
+		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+			STAT_INC(st_membarrier);
+			goto out;
+		}
+		/* A seccomp filter installed since we registered: signals then. */
+		__atomic_store_n(&membarrier_ok, 0, __ATOMIC_RELAXED);
+	}
+	ret = signal_round(err, sizeof(err));
+	if (ret)
+		kk_warn("text sync: %s", err);
+out:
+	pthread_mutex_unlock(&sync_lock);
+	return ret;
+}
+
+__attribute__((__noinline__, __used__)) void kk_gdb_stop_signal(int sig)
+{
+	(void)sig;
+	__asm__ volatile("");
 }
 
 int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen)
 {
-	(void)fn; (void)arg;
-	snprintf(err, errlen, "stop_machine not implemented");
+	int sig = kk_park_signal();
+	int ret;
+
+	pthread_mutex_lock(&sync_lock);
+	ret = install_handler(sig, err, errlen);
+	if (ret)
+		goto out;
+	if (kk_tracer_pid() > 0)
+		kk_gdb_stop_signal(sig);
+	ret = signal_all(REQ_STOP, sig, err, errlen);
+	if (!ret) {
+		ret = fn(arg);
+		STAT_INC(st_stops);
+	}
+	close_request();
+out:
+	pthread_mutex_unlock(&sync_lock);
+	return ret;
+}
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+
+enum sync_force { F_AUTO, F_MEMBARRIER, F_SIGNAL, F_STOP };
+
+static enum sync_force read_force(void)
+{
+	const char *e = kk_getenv("KK_TEXT_SYNC");
+
+	if (!e || !*e || !strcmp(e, "auto"))
+		return F_AUTO;
+	if (!strcmp(e, "membarrier"))
+		return F_MEMBARRIER;
+	if (!strcmp(e, "signal"))
+		return F_SIGNAL;
+	if (!strcmp(e, "stop-machine"))
+		return F_STOP;
+	kk_warn_once(warned_sync, "ignoring KK_TEXT_SYNC=%.32s: not auto, membarrier, signal "
+		     "or stop-machine", e);
+	return F_AUTO;
+}
+
+/* What the other threads' signal masks allow. */
+struct survey {
+	int others;		/* threads besides the caller (and the deaf) */
+	pid_t trap_blocker;	/* a thread that blocks SIGTRAP, or 0 */
+	pid_t park_blocker;	/* a thread that blocks the park signal, or 0 */
+};
+
+static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
+{
+	pid_t me = my_tid(), pid = getpid();
+	sigset_t cur;
+	int n;
+
+	memset(s, 0, sizeof(*s));
+	ndeaf = 0;
+	/* A trap in the caller itself (a signal handler running a site). */
+	if (!pthread_sigmask(SIG_BLOCK, NULL, &cur) && sigismember(&cur, SIGTRAP))
+		s->trap_blocker = me;
+	n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot list /proc/self/task: %s", strerror(-n));
+		return n;
+	}
+	if (n > KK_SYNC_MAX_THREADS)
+		n = KK_SYNC_MAX_THREADS;	/* the signal methods refuse later */
+	for (int i = 0; i < n; i++) {
+		pid_t tid = listed[i];
+		uint64_t m;
+		bool trap, park;
+
+		if (tid == me)
+			continue;
+		if (tid == pid && kk_task_state(tid) == 'Z')
+			continue;
+		/* Library threads leave both unblocked (kk_thread_create()). */
+		if (kk_is_library_thread(tid) || kk_task_sigblk(tid, &m)) {
+			s->others++;
+			continue;
+		}
+		trap = m >> (SIGTRAP - 1) & 1;
+		park = m >> (sig - 1) & 1;
+		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
+			deaf[ndeaf++] = tid;
+			continue;
+		}
+		if (trap && !s->trap_blocker)
+			s->trap_blocker = tid;
+		if (park && !s->park_blocker)
+			s->park_blocker = tid;
+		s->others++;
+	}
+	return 0;
+}
+
+static int refuse(char *err, size_t errlen, pid_t tid, const char *what, const char *why)
+{
+	char who[64];
+
+	name_thread(who, sizeof(who), tid);
+	snprintf(err, errlen, "%s blocks %s: %s", who, what, why);
 	return -ENOTSUP;
 }
 
-pid_t kk_tracer_pid(void) { return 0; }
-#include <valgrind/valgrind.h>
-bool kk_under_valgrind(void) { return RUNNING_ON_VALGRIND; }
-void kk_sync_get_stats(struct kk_sync_stats *st) { memset(st, 0, sizeof(*st)); st->membarrier_rounds = rounds; }
-const char *kk_sync_method(void) { return "membarrier"; }
-void kk_gdb_stop_signal(int sig) { (void)sig; }
+/* Can every other thread be signalled?  0 or -ENOTSUP. */
+static int can_signal(int sig, const struct survey *s, char *err, size_t errlen, const char *why)
+{
+	char what[48];
+
+	if (check_disposition(sig, err, errlen))
+		return -ENOTSUP;
+	if (s->park_blocker) {
+		snprintf(what, sizeof(what), "signal %d (the park signal)", sig);
+		return refuse(err, errlen, s->park_blocker, what, why);
+	}
+	return 0;
+}
+
+static int choose(enum sync_force force, int sig, const struct survey *s, char *err, size_t errlen)
+{
+	bool mb = __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED);
+	bool debug = kk_tracer_pid() > 0 || kk_under_valgrind();
+
+	switch (force) {
+	case F_MEMBARRIER:
+		if (!mb) {
+			snprintf(err, errlen, "KK_TEXT_SYNC=membarrier: membarrier SYNC_CORE is "
+				 "unavailable");
+			return -ENOTSUP;
+		}
+		if (s->trap_blocker)
+			return refuse(err, errlen, s->trap_blocker, "SIGTRAP",
+				      "KK_TEXT_SYNC=membarrier would kill it with a trap");
+		return M_MEMBARRIER;
+	case F_SIGNAL:
+		if (can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=signal cannot sync it"))
+			return -ENOTSUP;
+		if (s->trap_blocker)
+			return refuse(err, errlen, s->trap_blocker, "SIGTRAP",
+				      "KK_TEXT_SYNC=signal would kill it with a trap");
+		return M_SIGNAL;
+	case F_STOP:
+		if (can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=stop-machine cannot stop it"))
+			return -ENOTSUP;
+		return M_STOP;
+	case F_AUTO:
+		break;
+	}
+	if (!s->others)
+		return s->trap_blocker ? M_STOP : M_SINGLE;
+	if (s->trap_blocker)
+		return can_signal(sig, s, err, errlen, "it cannot be stopped, and a trap would "
+				  "kill it") ? -ENOTSUP : M_STOP;
+	if (debug) {
+		if (!can_signal(sig, s, err, errlen, ""))
+			return M_STOP;
+		/* A thread under a debugger or valgrind that cannot be stopped:
+		 * the int3 protocol still works (a debugger shows the trap). */
+		if (mb)
+			return M_MEMBARRIER;
+		return can_signal(sig, s, err, errlen, "membarrier SYNC_CORE is unavailable, "
+				  "so kernelkit can neither stop it nor sync it");
+	}
+	if (mb)
+		return M_MEMBARRIER;
+	if (can_signal(sig, s, err, errlen, "membarrier SYNC_CORE is unavailable, so "
+		       "kernelkit cannot sync it"))
+		return -ENOTSUP;
+	return M_SIGNAL;
+}
+
+int kk_sync_plan(char *err, size_t errlen)
+{
+	enum sync_force force = read_force();
+	int sig = kk_park_signal(), m;
+	struct survey s;
+
+	kk_sync_arm();
+	pthread_mutex_lock(&sync_lock);
+	m = survey_threads(sig, &s, err, errlen);
+	if (!m)
+		m = choose(force, sig, &s, err, errlen);
+	if (m >= 0)
+		__atomic_store_n(&method, m, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sync_lock);
+	if (m < 0)
+		return m;
+	return m == M_STOP ? KK_PATCH_STOP : KK_PATCH_INT3;
+}
+
+/* ---- what the plan looks at ------------------------------------------------------------------ */
+
+pid_t kk_tracer_pid(void)
+{
+	char buf[2048], *p;
+	long v = 0;
+
+	if (kk_read_proc("/proc/self/status", buf, sizeof(buf)) <= 0 ||
+	    !(p = strstr(buf, "\nTracerPid:")))
+		return 0;
+	for (p += 11; *p == ' ' || *p == '\t'; p++)
+		;
+	for (; *p >= '0' && *p <= '9' && v < 0x7fffffff; p++)
+		v = v * 10 + (*p - '0');
+	return (pid_t)v;
+}
+
+bool kk_under_valgrind(void)
+{
+#ifdef KK_HAVE_VALGRIND_H
+	static int cached;	/* 0 unknown, 1 no, 2 yes */
+	int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+	if (!c) {
+		c = RUNNING_ON_VALGRIND ? 2 : 1;
+		__atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+	}
+	return c == 2;
+#else
+	return false;
+#endif
+}
+
+void kk_sync_get_stats(struct kk_sync_stats *st)
+{
+	st->membarrier_rounds = __atomic_load_n(&st_membarrier, __ATOMIC_RELAXED);
+	st->signal_rounds = __atomic_load_n(&st_signal_rounds, __ATOMIC_RELAXED);
+	st->signals = __atomic_load_n(&st_signals, __ATOMIC_RELAXED);
+	st->stop_machines = __atomic_load_n(&st_stops, __ATOMIC_RELAXED);
+}
+
+const char *kk_sync_method(void)
+{
+	return method_names[__atomic_load_n(&method, __ATOMIC_RELAXED)];
+}

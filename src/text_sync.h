@@ -44,9 +44,15 @@ void kk_sync_atfork_child(void);
 /*
  * How the next batch must be written (enum kk_patch_how), or -errno with a
  * one-line reason in @err: -ENOTSUP when no way to reach every thread exists
- * (no membarrier SYNC_CORE and a thread blocks the park signal; a thread
- * blocks both SIGTRAP and the park signal; a forced KK_TEXT_SYNC that cannot
- * work).  The reason names the thread (tid and comm) and the signal.
+ * (no membarrier SYNC_CORE and a thread blocks the park signal; one thread
+ * blocks SIGTRAP and another the park signal; a forced KK_TEXT_SYNC that
+ * cannot work).  The reason names the thread (tid and comm) and the signal.
+ *
+ * A thread that blocks both SIGTRAP and the park signal (glibc's helper
+ * thread for SIGEV_THREAD timers and mq_notify(), a sigwaitinfo() loop: every
+ * Criterion test process has one) can be neither stopped, nor synced by
+ * signal, nor trapped.  It is assumed never to run a site: rounds and stops
+ * leave it alone (membarrier still syncs it).  The remaining hazard.
  */
 int kk_sync_plan(char *err, size_t errlen);
 

@@ -2,9 +2,10 @@
 /*
  * Stopping the other threads of a panicking process.
  *
- * The owner lists /proc/self/task with open(2)+getdents64(2) (no malloc, no
- * opendir) and sends each thread the library's park signal (kk_park_signal(),
- * the one signal library threads leave unblocked) with tgkill(2).  The
+ * The owner lists /proc/self/task (kk_list_tasks(): open(2)+getdents64(2),
+ * no malloc, no opendir) and sends each thread the library's park signal
+ * (kk_park_signal(), the one signal library threads leave unblocked) with
+ * tgkill(2).  The
  * handler is installed then, not at load: the signal's disposition is the
  * program's until it panics.  The handler blocks every signal, records its tid, wakes the
  * owner with a futex and parks in rt_sigtimedwait() on an empty set: a sleep
@@ -19,12 +20,8 @@
  * the signal, or sit in an uninterruptible sleep) are reported by tid, name
  * and state: a program thread that blocks the signal is named as such, a
  * library thread that did not park is reported as a library bug.
- *
- * Out of descriptors, the listing is done by a helper process that shares
- * our memory but has a copy of our descriptor table (clone(CLONE_VM) without
- * CLONE_FILES): it may close descriptors of its copy to open the directory,
- * and writes the tids straight into our memory.  No descriptor is kept open
- * from load to panic.
+ * No descriptor is kept open from load to panic (out of descriptors, the
+ * lister uses a helper process: see src/common/tasks.c).
  */
 #include <errno.h>
 #include <sched.h>
@@ -49,7 +46,6 @@ int kkp_debug_evfd = -1;
 int kkp_debug_wanted;
 
 #define KKP_MAX_THREADS	4096
-#define KKP_LISTER_STACK	(32 * 1024)
 
 static int parked_count;		/* futex word: number of parked threads */
 static int parked_slots;
@@ -58,99 +54,19 @@ static pid_t signalled[KKP_MAX_THREADS];
 static int nsignalled;
 static int overflow;			/* threads beyond KKP_MAX_THREADS */
 
-struct linux_dirent64_ {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-/* ---- listing the threads ------------------------------------------------------------- */
+/* ---- listing the threads (src/common/tasks.c) ------------------------------------------- */
 
 static pid_t listed[KKP_MAX_THREADS];
-static int nlisted, list_err;
-static char lister_stack[KKP_LISTER_STACK] __attribute__((aligned(64)));
-
-/* getdents64() over an open task directory: the tids into listed[]. */
-static void collect_tids(int fd)
-{
-	char buf[4096];
-	long n;
-
-	nlisted = 0;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
-			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
-			long v;
-
-			off += d->d_reclen;
-			if (kkp_parse_long(d->d_name, strlen(d->d_name), &v) || v <= 0)
-				continue;
-			if (nlisted < KKP_MAX_THREADS)
-				listed[nlisted++] = (pid_t)v;
-		}
-	}
-}
-
-/*
- * In the helper process: our memory, its own copy of our descriptor table.
- * Raw system calls only (errno is the panicking thread's).
- */
-static int lister(void *arg)
-{
-	char path[64];
-	long fd;
-
-	kkp_snprintf(path, sizeof(path), "/proc/%d/task", (int)(intptr_t)arg);
-	fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		/* Closing here closes the copies, not the program's descriptors. */
-		for (int i = 0; i < 1024 && fd < 0; i++) {
-			syscall(SYS_close, i);
-			fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		}
-	}
-	if (fd < 0) {
-		list_err = (int)-fd;
-		return 0;
-	}
-	collect_tids((int)fd);
-	return 0;
-}
-
-/* Fill listed[] with the threads of this process.  0 or -errno. */
-static int list_tasks(void)
-{
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int e = errno, st;
-	long pid;
-
-	if (fd >= 0) {
-		collect_tids(fd);
-		close(fd);
-		return 0;
-	}
-	if (e != EMFILE && e != ENFILE)
-		return -e;
-	/* CLONE_VFORK: we sleep until the helper has exited. */
-	list_err = 0;
-	nlisted = 0;
-	pid = clone(lister, lister_stack + sizeof(lister_stack), CLONE_VM | CLONE_VFORK,
-		    (void *)(intptr_t)kkp_getpid());
-	if (pid < 0)
-		return -e;
-	waitpid((pid_t)pid, &st, __WCLONE);
-	return list_err ? -list_err : 0;
-}
 
 int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 {
-	int ret = list_tasks();
+	int n = kk_list_tasks(listed, KKP_MAX_THREADS);
 
-	if (ret < 0)
-		return ret;
-	for (int i = 0; i < nlisted; i++)
+	if (n < 0)
+		return n;
+	if (n > KKP_MAX_THREADS)
+		n = KKP_MAX_THREADS;
+	for (int i = 0; i < n; i++)
 		if (fn(listed[i], arg))
 			return 1;
 	return 0;
@@ -293,16 +209,10 @@ static int task_exists(pid_t tid)
 /* Does @tid block @sig?  1, 0, or -1 when unknown (from SigBlk in its status). */
 static int blocks_signal(pid_t tid, int sig)
 {
-	char path[64], buf[2048], *p;
-	uint64_t m = 0;
+	uint64_t m;
 
-	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	if (kkp_read_file(path, buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nSigBlk:")))
+	if (kk_task_sigblk(tid, &m))
 		return -1;
-	for (p += 8; *p == ' ' || *p == '\t'; p++)
-		;
-	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-		m = m << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
 	return !!(m & (1ull << (sig - 1)));
 }
 

@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The text sync layer (src/text_sync.c), called directly: a signal round
+ * reaches every thread (each runs the handler on its own alternate stack,
+ * whose bytes we watch), including one created while the round waits; the
+ * plan refuses a thread that blocks the park signal and names it, picks
+ * stop_machine for a thread that blocks SIGTRAP and under a tracer; while
+ * stop_machine's function runs no other thread advances; a handler the
+ * program installed on the park signal is never replaced.
+ */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "text_sync.h"
+
+#define NSPIN		8
+#define ALTSZ		(64 * 1024)
+#define PATTERN		0xa5
+
+struct spinner {
+	pthread_t th;
+	pid_t tid;
+	atomic_ulong count;
+	unsigned char *alt;	/* its sigaltstack: the handler writes on it */
+};
+
+static struct spinner spin[NSPIN];
+static atomic_int spin_ready, spin_stop;
+
+/* mmap()ed and disabled before the thread exits: ASan unmaps the alternate
+ * stack it finds at thread exit, taking it for its own. */
+static unsigned char *new_altstack(void)
+{
+	unsigned char *p = mmap(NULL, ALTSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	stack_t ss = { .ss_sp = p, .ss_size = ALTSZ, .ss_flags = 0 };
+
+	cr_assert(p != MAP_FAILED);
+	memset(p, PATTERN, ALTSZ);
+	cr_assert_eq(sigaltstack(&ss, NULL), 0);
+	return p;
+}
+
+static void end_altstack(void)
+{
+	stack_t ss = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+
+	sigaltstack(&ss, NULL);
+}
+
+static void *spinner_main(void *arg)
+{
+	struct spinner *s = arg;
+
+	s->tid = (pid_t)syscall(SYS_gettid);
+	s->alt = new_altstack();
+	atomic_fetch_add(&spin_ready, 1);
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+	end_altstack();
+	return NULL;
+}
+
+static void start_spinners(void)
+{
+	for (int i = 0; i < NSPIN; i++)
+		cr_assert_eq(pthread_create(&spin[i].th, NULL, spinner_main, &spin[i]), 0);
+	while (atomic_load(&spin_ready) < NSPIN)
+		sched_yield();
+}
+
+static void stop_spinners(void)
+{
+	atomic_store(&spin_stop, 1);
+	for (int i = 0; i < NSPIN; i++)
+		pthread_join(spin[i].th, NULL);
+}
+
+/* Did a signal handler run on this alternate stack since it was filled? */
+static bool alt_used(const unsigned char *alt)
+{
+	for (size_t i = ALTSZ - 4096; i < ALTSZ; i++)
+		if (alt[i] != PATTERN)
+			return true;
+	return false;
+}
+
+static void force(const char *how)
+{
+	cr_assert_eq(setenv("KK_TEXT_SYNC", how, 1), 0);
+}
+
+Test(text_sync, signal_round_reaches_every_thread)
+{
+	struct kk_sync_stats a, b;
+	char err[256] = "";
+
+	force("signal");
+	kk_sync_arm();
+	start_spinners();
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "signal");
+	for (int round = 0; round < 3; round++) {
+		/* Refill a stack only once its thread left the handler (its
+		 * counter moves again): sigreturn reads the frame from it. */
+		for (int i = 0; i < NSPIN; i++) {
+			unsigned long c = atomic_load(&spin[i].count);
+
+			while (atomic_load(&spin[i].count) == c)
+				sched_yield();
+			memset(spin[i].alt, PATTERN, ALTSZ);
+		}
+		kk_sync_get_stats(&a);
+		cr_assert_eq(kk_sync_round(), 0);
+		kk_sync_get_stats(&b);
+		for (int i = 0; i < NSPIN; i++)
+			cr_assert(alt_used(spin[i].alt), "round %d did not reach thread %d",
+				  round, (int)spin[i].tid);
+		cr_assert_eq(b.signal_rounds - a.signal_rounds, 1);
+		cr_assert_eq(b.membarrier_rounds, a.membarrier_rounds);
+		cr_assert_geq(b.signals - a.signals, NSPIN);
+	}
+	stop_spinners();
+}
+
+Test(text_sync, auto_uses_membarrier_when_it_works)
+{
+	char err[256] = "";
+
+	force("auto");
+	kk_sync_arm();
+	start_spinners();
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	if (strcmp(kk_sync_method(), "membarrier"))
+		cr_assert_str_eq(kk_sync_method(), "signal");	/* no SYNC_CORE here */
+	cr_assert_eq(kk_sync_round(), 0);
+	stop_spinners();
+}
+
+Test(text_sync, one_thread_needs_no_sync)
+{
+	char err[256] = "";
+
+	force("auto");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "single-thread");
+	cr_assert_eq(kk_sync_round(), 0);
+}
+
+Test(text_sync, bad_setting_warns_and_means_auto, .init = cr_redirect_stderr)
+{
+	char err[256] = "", line[256] = "";
+
+	force("sometimes");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "single-thread");
+	fflush(stderr);
+	FILE *f = cr_get_redirected_stderr();
+	cr_assert(fgets(line, sizeof(line), f));
+	cr_assert(strstr(line, "KK_TEXT_SYNC=sometimes"), "%s", line);
+	cr_assert_not(fgets(line, sizeof(line), f), "warned twice: %s", line);
+}
+
+/* ---- a thread created while the round waits ----------------------------------------- */
+
+static atomic_int late_phase;
+static unsigned char *late_alt;
+static pid_t late_tid;
+
+static void *late_child(void *arg)
+{
+	sigset_t un;
+
+	(void)arg;
+	/* It inherited a mask that blocks the park signal. */
+	sigemptyset(&un);
+	sigaddset(&un, kk_park_signal());
+	late_alt = new_altstack();
+	late_tid = (pid_t)syscall(SYS_gettid);
+	pthread_sigmask(SIG_UNBLOCK, &un, NULL);
+	atomic_store(&late_phase, 3);
+	while (atomic_load(&late_phase) != 4)
+		sched_yield();
+	end_altstack();
+	return NULL;
+}
+
+/*
+ * Blocks the park signal until the round's signal is pending, then creates a
+ * thread and only then lets the signal in: the round cannot finish its first
+ * wait before the new thread exists, and must find and reach it.
+ */
+static void *creator(void *arg)
+{
+	sigset_t park, pend;
+	pthread_t child;
+
+	(void)arg;
+	sigemptyset(&park);
+	sigaddset(&park, kk_park_signal());
+	pthread_sigmask(SIG_BLOCK, &park, NULL);
+	atomic_store(&late_phase, 1);
+	do {
+		sched_yield();
+		sigpending(&pend);
+	} while (!sigismember(&pend, kk_park_signal()));
+	pthread_create(&child, NULL, late_child, NULL);
+	while (atomic_load(&late_phase) != 3)
+		sched_yield();
+	pthread_sigmask(SIG_UNBLOCK, &park, NULL);
+	pthread_join(child, NULL);
+	return NULL;
+}
+
+Test(text_sync, round_reaches_a_thread_created_meanwhile)
+{
+	char err[256] = "";
+	pthread_t c;
+
+	force("signal");
+	kk_sync_arm();
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(pthread_create(&c, NULL, creator, NULL), 0);
+	while (atomic_load(&late_phase) != 1)
+		sched_yield();
+	cr_assert_eq(kk_sync_round(), 0);
+	cr_assert_eq(atomic_load(&late_phase), 3);
+	cr_assert(alt_used(late_alt), "the round missed thread %d, created while it ran",
+		  (int)late_tid);
+	atomic_store(&late_phase, 4);
+	pthread_join(c, NULL);
+}
+
+/* Threads that come and go all the time: rounds neither hang nor fail. */
+static void *brief(void *arg)
+{
+	return arg;
+}
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&spin_stop)) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, brief, NULL) == 0)
+			pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+Test(text_sync, rounds_while_threads_come_and_go)
+{
+	char err[256] = "";
+	pthread_t c[2];
+
+	force("signal");
+	start_spinners();
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&c[i], NULL, churn, NULL), 0);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	for (int i = 0; i < 200; i++)
+		cr_assert_eq(kk_sync_round(), 0);
+	stop_spinners();
+	for (int i = 0; i < 2; i++)
+		pthread_join(c[i], NULL);
+}
+
+static int check_frozen_none(void *arg)
+{
+	(void)arg;
+	return 7;
+}
+
+/* ---- threads that block signals --------------------------------------------------------- */
+
+static atomic_int blocker_state;
+
+static void *blocker(void *arg)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	for (const int *p = arg; *p; p++)
+		sigaddset(&s, *p);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	pthread_setname_np(pthread_self(), "kkt-blocker");
+	atomic_store(&blocker_state, 1);
+	while (atomic_load(&blocker_state) == 1)
+		sched_yield();
+	return NULL;
+}
+
+static pthread_t start_blocker(const int *sigs)
+{
+	pthread_t t;
+
+	atomic_store(&blocker_state, 0);
+	cr_assert_eq(pthread_create(&t, NULL, blocker, (void *)sigs), 0);
+	while (atomic_load(&blocker_state) != 1)
+		sched_yield();
+	return t;
+}
+
+static void end_blocker(pthread_t t)
+{
+	atomic_store(&blocker_state, 2);
+	pthread_join(t, NULL);
+}
+
+Test(text_sync, park_signal_blocked_is_refused_by_name)
+{
+	int sigs[] = { kk_park_signal(), 0 };
+	char err[256] = "", want[64];
+	pthread_t t;
+
+	force("signal");
+	kk_sync_arm();
+	t = start_blocker(sigs);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "(kkt-blocker)"), "%s", err);
+	snprintf(want, sizeof(want), "signal %d", kk_park_signal());
+	cr_assert(strstr(err, want), "%s", err);
+	cr_assert_null(strchr(err, '\n'));
+	/* stop_machine cannot stop it either. */
+	force("stop-machine");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "kkt-blocker"), "%s", err);
+	end_blocker(t);
+	force("signal");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+}
+
+Test(text_sync, sigtrap_blocked_means_stop_machine)
+{
+	int sigs[] = { SIGTRAP, 0 };
+	char err[256] = "";
+	pthread_t t;
+
+	force("auto");
+	kk_sync_arm();
+	t = start_blocker(sigs);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "stop-machine");
+	/* Forcing the int3 protocol is an error, not a trap that kills it. */
+	force("signal");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
+	end_blocker(t);
+}
+
+/* Like glibc's timer helper thread: left alone, and nothing waits for it. */
+Test(text_sync, thread_deaf_to_both_signals_is_left_alone)
+{
+	int sigs[] = { SIGTRAP, kk_park_signal(), 0 };
+	char err[256] = "";
+	pthread_t t;
+
+	force("signal");
+	kk_sync_arm();
+	t = start_blocker(sigs);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_round(), 0);
+	force("stop-machine");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
+	end_blocker(t);
+}
+
+/* ---- stop_machine ------------------------------------------------------------------------ */
+
+struct frozen {
+	unsigned long before[NSPIN];
+	int moved;
+};
+
+static int check_frozen(void *arg)
+{
+	struct frozen *f = arg;
+
+	for (int i = 0; i < NSPIN; i++)
+		f->before[i] = atomic_load(&spin[i].count);
+	/* Long enough for a running spinner to add millions. */
+	for (int k = 0; k < 2000; k++) {
+		for (int i = 0; i < NSPIN; i++)
+			f->moved += atomic_load(&spin[i].count) != f->before[i];
+		sched_yield();
+	}
+	return 42;
+}
+
+Test(text_sync, stop_machine_freezes_every_other_thread)
+{
+	struct kk_sync_stats a, b;
+	struct frozen f;
+	char err[256] = "";
+
+	force("stop-machine");
+	start_spinners();
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	for (int n = 0; n < 3; n++) {
+		memset(&f, 0, sizeof(f));
+		kk_sync_get_stats(&a);
+		cr_assert_eq(kk_stop_machine(check_frozen, &f, err, sizeof(err)), 42, "%s", err);
+		kk_sync_get_stats(&b);
+		cr_assert_eq(f.moved, 0, "a thread ran during stop_machine");
+		cr_assert_eq(b.stop_machines - a.stop_machines, 1);
+		/* Released: every spinner moves again. */
+		for (int i = 0; i < NSPIN; i++)
+			while (atomic_load(&spin[i].count) == f.before[i])
+				sched_yield();
+	}
+	stop_spinners();
+}
+
+/* ---- the program's own handler on the park signal ----------------------------------------- */
+
+static void program_handler(int sig)
+{
+	(void)sig;
+}
+
+static int not_called(void *arg)
+{
+	*(int *)arg = 1;
+	return 0;
+}
+
+Test(text_sync, program_handler_on_park_signal_is_never_replaced)
+{
+	struct sigaction sa, now;
+	char err[256] = "";
+	int called = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = program_handler;
+	cr_assert_eq(sigaction(kk_park_signal(), &sa, NULL), 0);
+	start_spinners();
+	force("signal");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "handler of the program's"), "%s", err);
+	force("stop-machine");
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_stop_machine(not_called, &called, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(called, 0);
+	cr_assert_eq(sigaction(kk_park_signal(), NULL, &now), 0);
+	cr_assert(!(now.sa_flags & SA_SIGINFO) && now.sa_handler == program_handler);
+	stop_spinners();
+}
+
+/* ---- under a tracer -------------------------------------------------------------------------- */
+
+/* A child that seizes every thread of @pid and passes every signal on. */
+static pid_t start_tracer(pid_t pid)
+{
+	int p[2];
+	pid_t t;
+	char c = 0;
+
+	cr_assert_eq(pipe(p), 0);
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	t = fork();
+	cr_assert_geq(t, 0);
+	if (t == 0) {
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+		int st;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		c = d != NULL;
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.' &&
+			    ptrace(PTRACE_SEIZE, atoi(de->d_name), 0, PTRACE_O_TRACECLONE))
+				c = 0;
+		if (write(p[1], &c, 1) != 1 || !c)
+			_exit(1);
+		for (;;) {
+			pid_t w = waitpid(-1, &st, __WALL);
+
+			if (w < 0)
+				_exit(0);
+			if (!WIFSTOPPED(st))
+				continue;
+			ptrace(PTRACE_CONT, w, 0, (st >> 16) ? 0 : WSTOPSIG(st));
+		}
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	if (!c) {
+		waitpid(t, NULL, 0);
+		return 0;
+	}
+	return t;
+}
+
+Test(text_sync, tracer_means_stop_machine)
+{
+	struct frozen f;
+	char err[256] = "";
+	pid_t tracer;
+
+	force("auto");
+	kk_sync_arm();
+	start_spinners();
+	cr_assert_eq(kk_tracer_pid(), 0);
+	tracer = start_tracer(getpid());
+	if (!tracer)
+		cr_skip_test("ptrace is not permitted here");
+	cr_assert_eq(kk_tracer_pid(), tracer);
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	memset(&f, 0, sizeof(f));
+	cr_assert_eq(kk_stop_machine(check_frozen, &f, err, sizeof(err)), 42, "%s", err);
+	cr_assert_eq(f.moved, 0);
+	kill(tracer, SIGKILL);
+	waitpid(tracer, NULL, 0);
+	stop_spinners();
+}
+
+/* ---- the lister ----------------------------------------------------------------------------- */
+
+Test(text_sync, lister_works_out_of_descriptors)
+{
+	struct rlimit rl = { 16, 16 };
+	pid_t tids[64];
+	int n0, n;
+
+	start_spinners();
+	n0 = kk_list_tasks(tids, 64);
+	cr_assert_geq(n0, NSPIN + 1);	/* and Criterion's own */
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	while (dup(0) >= 0)
+		;
+	cr_assert_eq(errno, EMFILE);
+	n = kk_list_tasks(tids, 64);
+	cr_assert_eq(n, n0, "%d (%s)", n, n < 0 ? strerror(-n) : "");
+	stop_spinners();
+}
