@@ -528,8 +528,12 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 			continue;
 		if (tid == pid && kk_task_state(tid) == 'Z')
 			continue;
-		/* Library threads leave both unblocked (kk_thread_create()). */
-		if (kk_is_library_thread(tid) || kk_task_sigblk(tid, &m)) {
+		/* Library threads leave both unblocked (kk_thread_create()).
+		 * Under valgrind every thread blocks everything at the kernel
+		 * level and valgrind delivers by the program's own masks,
+		 * which /proc cannot show: take them as unblocked. */
+		if (kk_is_library_thread(tid) || kk_under_valgrind() ||
+		    kk_task_sigblk(tid, &m)) {
 			s->others++;
 			continue;
 		}

@@ -195,7 +195,14 @@ static uintptr_t our_trap(uintptr_t ip, bool rewound)
 
 	if (p && code[0] == INT3)
 		return poke_resume(b, p);
-	if (rewound || (!p && !history_has(atomic_load(&history), ip)))
+	if (!p && !history_has(atomic_load(&history), ip))
+		return 0;
+	/* Rewound, and the INT3 is gone already (the batch went on while a
+	 * debugger looked at the stop): ours only if no trap instruction ends
+	 * just before @ip, which would be a foreign trap to the program, and a
+	 * tracer is attached to have rewound it. */
+	if (rewound && (code[-1] == INT3 || (code[-2] == 0xcd && code[-1] == 0x03) ||
+			kk_tracer_pid() <= 0))
 		return 0;
 	/* One of ours whose INT3 is gone (written over by step 3, or its batch
 	 * has ended): run what the site holds now, provided it is a site
