@@ -10,9 +10,6 @@
  *    rounds per flip (the target: <= 3 rounds with the signal fallback);
  *  - the same with a tracer attached (a child that PTRACE_SEIZEs every
  *    thread and passes every signal on): the traced path next to the normal.
- *
- * The flip figures count the rounds of src/text_sync.c: until the text
- * patcher uses that layer they show 0 rounds (a note says so).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -165,7 +162,7 @@ static int load_mods(void)
 struct flip {
 	double ms;
 	double rounds;		/* text_sync rounds (membarrier, signal, stops) per flip */
-	double old_syncs;	/* the jump-label's own sync count per flip */
+	double old_syncs;	/* the patcher's sync steps per flip */
 };
 
 /* Flip every key on then off, queued with one apply each, KK_TEXT_SYNC=@how. */
@@ -279,7 +276,7 @@ static void flips(struct kkb_ctx *ctx, const char *prefix)
 		put(ctx, key, bad ? -1 : f.ms);
 		snprintf(key, sizeof(key), "%sflip_rounds_%s", prefix, hows[i]);
 		put(ctx, key, bad ? -1 : f.rounds);
-		snprintf(key, sizeof(key), "%sflip_old_syncs_%s", prefix, hows[i]);
+		snprintf(key, sizeof(key), "%sflip_patch_syncs_%s", prefix, hows[i]);
 		put(ctx, key, bad ? -1 : f.old_syncs);
 	}
 }
@@ -336,8 +333,8 @@ static int run(struct kkb_ctx *ctx)
 		 "threads than CPUs that is a scheduling period, which membarrier does not wait for");
 	kkb_note(ctx, "flip_*: one batched flip of every bench site (mean of on and off) with "
 		 "KK_TEXT_SYNC forced; *_rounds: text_sync rounds per flip (target <= 3 for signal)");
-	kkb_note(ctx, "flip_rounds_* stay 0 until the text patcher uses src/text_sync.c; "
-		 "flip_old_syncs_* are the patcher's own membarrier syncs");
+	kkb_note(ctx, "flip_patch_syncs_*: the patcher's sync steps per flip (3 for the int3 "
+		 "protocol; a stop_machine batch needs none, its stop is the round)");
 	kkb_note(ctx, "traced_*: the same while a tracer (PTRACE_SEIZE, passes every signal) "
 		 "is attached");
 	for (int i = 0; i < NMODS; i++)

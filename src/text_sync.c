@@ -528,17 +528,20 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 			continue;
 		if (tid == pid && kk_task_state(tid) == 'Z')
 			continue;
-		/* Library threads leave both unblocked (kk_thread_create()).
-		 * Under valgrind every thread blocks everything at the kernel
-		 * level and valgrind delivers by the program's own masks,
-		 * which /proc cannot show: take them as unblocked. */
-		if (kk_is_library_thread(tid) || kk_under_valgrind() ||
-		    kk_task_sigblk(tid, &m)) {
+		/* Library threads leave both unblocked (kk_thread_create()). */
+		if (kk_is_library_thread(tid) || kk_task_sigblk(tid, &m)) {
 			s->others++;
 			continue;
 		}
 		trap = m >> (SIGTRAP - 1) & 1;
 		park = m >> (sig - 1) & 1;
+		/* Under valgrind /proc shows the program's mask only while a
+		 * thread sits in a syscall; a thread running guest code shows
+		 * valgrind's own mask: everything blocked but the faults.
+		 * valgrind delivers to it by the program's mask, so take that
+		 * pattern as "not blocked". */
+		if (!trap && park && kk_under_valgrind())
+			park = false;
 		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
 			deaf[ndeaf++] = tid;
 			continue;
@@ -637,8 +640,17 @@ int kk_sync_plan(char *err, size_t errlen)
 	kk_sync_arm();
 	pthread_mutex_lock(&sync_lock);
 	m = survey_threads(sig, &s, err, errlen);
-	if (!m)
+	if (m < 0 && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
+	    (force == F_AUTO || force == F_MEMBARRIER)) {
+		/* No /proc (a chroot, a sandbox): membarrier needs no list.
+		 * What cannot be checked is who blocks SIGTRAP. */
+		kk_warn_once(no_list_warned, "%s: patching with membarrier without checking "
+			     "which threads block SIGTRAP", err);
+		err[0] = 0;
+		m = M_MEMBARRIER;
+	} else if (!m) {
 		m = choose(force, sig, &s, err, errlen);
+	}
 	if (m >= 0)
 		__atomic_store_n(&method, m, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&sync_lock);

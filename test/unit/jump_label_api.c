@@ -40,6 +40,14 @@ static unsigned long long syncs(void)
 	return st.syncs;
 }
 
+static unsigned long long stops(void)
+{
+	struct kk_jump_label_stats st;
+
+	kk_jump_label_get_stats(&st);
+	return st.stopped;
+}
+
 Test(branches, initial_values)
 {
 	cr_expect_eq(u_f(), 0);
@@ -175,7 +183,7 @@ Test(queued, nothing_moves_until_apply)
 
 Test(queued, one_batch_for_many_keys)
 {
-	unsigned long long s0 = syncs();
+	unsigned long long s0 = syncs(), t0 = stops();
 
 	cr_assert_eq(static_branch_enable_queued(&kf), 0);
 	cr_assert_eq(static_branch_disable_queued(&kt), 0);
@@ -183,7 +191,10 @@ Test(queued, one_batch_for_many_keys)
 		cr_assert_eq(static_branch_enable_queued(&karr[i]), 0);
 	cr_assert_eq(static_key_apply_queued(), 0);
 #ifndef KK_NO_JUMP_LABEL
-	cr_expect_eq(syncs() - s0, 3, "one batch: three syncs, got %llu", syncs() - s0);
+	/* Three syncs for the int3 protocol; none under stop_machine (valgrind,
+	 * a tracer), where the stop itself is the one sync. */
+	cr_expect(syncs() - s0 == 3 || (syncs() - s0 == 0 && stops() - t0 == 1),
+		  "one batch: three syncs (or one stop), got %llu syncs", syncs() - s0);
 #else
 	cr_expect_eq(syncs() - s0, 0);
 #endif
