@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# strace is a tracer: TracerPid is set, so batches are written under
+# stop_machine and no thread ever takes a SIGTRAP.  Real `strace -f` over
+# test/progs/jl_flip (512 sites, 4 reader threads checking every branch):
+# the program exits 0, the trace shows the park signal and no SIGTRAP.
+set -u
+B=${KK_BUILD:?}
+PROG=$B/test/progs/jl_flip
+command -v strace >/dev/null 2>&1 || { echo "skip: no strace"; exit 77; }
+[ "${KK_TEST_LABEL:-default}" = fallback ] && { echo "skip: no sites under KK_NO_JUMP_LABEL"; exit 77; }
+[ -x "$PROG" ] || { echo "not built"; exit 77; }
+tmp=$(mktemp -d /tmp/kk-strace.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+if ! strace -o /dev/null /bin/true 2>/dev/null; then
+	echo "skip: strace cannot trace here (ptrace denied?)"
+	exit 77
+fi
+timeout -k 10 300 strace -f -qq -e trace=none -e signal=all -o "$tmp/trace" "$PROG" 4 100 \
+	> "$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out"
+[ "$rc" -eq 0 ] || { echo "FAIL: jl_flip under strace -f exited $rc"; exit 1; }
+if grep -q "SIGTRAP" "$tmp/trace"; then
+	echo "FAIL: a thread took a SIGTRAP under strace (the int3 protocol ran under a tracer):"
+	grep -m 5 SIGTRAP "$tmp/trace"
+	exit 1
+fi
+grep -q -- "--- SIGRT_[0-9]*" "$tmp/trace" ||
+	{ echo "FAIL: no park signal in the trace: stop_machine did not run"; exit 1; }
+echo "park signals delivered: $(grep -c -- '--- SIGRT_' "$tmp/trace")"
+echo "strace_flip: ok"
