@@ -35,6 +35,6 @@ vg_run "memcheck jl_flip" memcheck -- "$P/jl_flip" 4 50
 vg_run "memcheck dyndbg_output" memcheck --trace-children=yes -- "$U/dyndbg_output" --jobs 1
 vg_run "helgrind jump_label_api" helgrind --trace-children=yes -- \
 	"$U/jump_label_api" --jobs 1 --filter='@(queued|deferred)/*'
-vg_run "helgrind jl_flip" helgrind -- "$P/jl_flip" 2 50
+vg_run "helgrind jl_flip" helgrind -- "$P/jl_flip" 2 10
 [ -z "$bad" ] || { echo "FAIL:$bad"; exit 1; }
 echo "valgrind_check: ok"
