@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -308,4 +309,41 @@ Test(jump_label_traps, crash_reporter_after_the_library)
 Test(jump_label_traps, crash_reporter_before_the_library)
 {
 	expect_one_report_then_death(run_reporter_child(1));
+}
+
+/* A program handler that leaves with siglongjmp (a test harness that expects
+ * traps): every later trap must still reach it.  A loop guard that
+ * remembered the abandoned chain would take the next trap for a loop and
+ * kill the process. */
+static sigjmp_buf trap_env;
+static atomic_int jumped;
+
+static void prog_trap_jump(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	atomic_fetch_add(&jumped, 1);
+	siglongjmp(trap_env, 1);
+}
+
+Test(jump_label_traps, program_handler_may_longjmp_out)
+{
+	struct sigaction sa;
+
+	idle_start();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_trap_jump;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
+	flip();		/* the library's handler goes in front, chaining to ours */
+	for (int i = 1; i <= 5; i++) {
+		if (!sigsetjmp(trap_env, 1))
+			int3_cc();
+		cr_assert_eq(atomic_load(&jumped), i, "trap %d reached the program %d times", i,
+			     atomic_load(&jumped));
+		flip();
+	}
+	idle_stop();
 }

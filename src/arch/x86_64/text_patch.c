@@ -120,10 +120,16 @@ static atomic_int traps_inflight;
 static struct sigaction prev_traps[2];
 static atomic_int prev_idx;
 
-/* The siginfo of every chain in progress: a handler that calls us back with
- * one of them is a loop (a crash reporter that saved us as "previous"). */
+/*
+ * The threads (tid, and the stack address of our frame) chaining a trap now:
+ * a handler that calls us back deeper on the same thread's stack is a loop
+ * (a crash reporter that saved us as "previous"), whatever siginfo it
+ * passes.  A slot whose frame is not above ours is stale: the handler we
+ * chained to left with longjmp, and the slot is taken over.
+ */
 #define CHAIN_SLOTS 32
-static _Atomic(void *) chaining[CHAIN_SLOTS];
+static _Atomic(pid_t) chaining[CHAIN_SLOTS];
+static _Atomic(uintptr_t) chain_sp[CHAIN_SLOTS];
 
 static int armed;		/* kk_text_arm() ran (under the registry lock) */
 static enum method method = M_UNKNOWN;
@@ -214,16 +220,23 @@ static uintptr_t our_trap(uintptr_t ip, bool rewound)
 
 /* ---- the trap handler ---------------------------------------------------------- */
 
-static bool chain_enter(void *si, int *slot)
+static bool chain_enter(pid_t tid, uintptr_t sp, int *slot)
 {
 	*slot = -1;
-	for (int i = 0; i < CHAIN_SLOTS; i++)
-		if (atomic_load(&chaining[i]) == si)
-			return false;
 	for (int i = 0; i < CHAIN_SLOTS; i++) {
-		void *none = NULL;
+		if (atomic_load(&chaining[i]) != tid)
+			continue;
+		if (atomic_load(&chain_sp[i]) > sp)
+			return false;		/* our own frame is above: a loop */
+		atomic_store(&chain_sp[i], sp);	/* stale: ours now */
+		*slot = i;
+		return true;
+	}
+	for (int i = 0; i < CHAIN_SLOTS; i++) {
+		pid_t none = 0;
 
-		if (atomic_compare_exchange_strong(&chaining[i], &none, si)) {
+		if (atomic_compare_exchange_strong(&chaining[i], &none, tid)) {
+			atomic_store(&chain_sp[i], sp);
 			*slot = i;
 			break;
 		}
@@ -253,7 +266,7 @@ static void chain_trap(int sig, siginfo_t *si, void *uc)
 	const struct sigaction *prev = &prev_traps[atomic_load(&prev_idx)];
 	int slot;
 
-	if (!chain_enter(si, &slot)) {
+	if (!chain_enter((pid_t)syscall(SYS_gettid), (uintptr_t)&slot, &slot)) {
 		/* The handler we chained to called us back: it took us for its
 		 * "previous" handler.  What comes after us is the default. */
 		trap_default();
@@ -268,7 +281,7 @@ static void chain_trap(int sig, siginfo_t *si, void *uc)
 	else
 		prev->sa_handler(sig);
 	if (slot >= 0)
-		atomic_store(&chaining[slot], NULL);
+		atomic_store(&chaining[slot], 0);
 }
 
 static void trap_handler(int sig, siginfo_t *si, void *ucv)
@@ -1317,7 +1330,7 @@ void kk_text_atfork_child(void)
 	kk_fd_release_inherited(&mem);
 	atomic_store(&traps_inflight, 0);
 	for (int i = 0; i < CHAIN_SLOTS; i++)
-		atomic_store(&chaining[i], NULL);
+		atomic_store(&chaining[i], 0);
 	/*
 	 * A batch in flight stays published: its INT3s are in the child's text
 	 * too.  If this thread is its patcher (fork() from a signal handler
