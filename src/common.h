@@ -132,6 +132,12 @@ bool kk_env_bool(const char *name, bool def);
 /* An unsigned decimal/hex value of @name in [lo, hi], else @def with a warning. */
 unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
 			   unsigned long hi);
+/*
+ * Which of @choices (NULL-terminated) @name names: its index, or 0 (the
+ * default, choices[0]) when unset, empty or unknown; an unknown value is
+ * warned about once per @warned flag ("ignoring NAME=v: use a, b or c").
+ */
+int kk_env_choice(const char *name, const char *const *choices, int *warned);
 /* "kernelkit: <message>\n" on stderr in one write(); async-signal-safe. */
 void kk_warn(const char *fmt, ...) __attribute__((__format__(__printf__, 1, 2)));
 /* kk_warn() only the first time for this @flag. */

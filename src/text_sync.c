@@ -477,21 +477,13 @@ out:
 
 enum sync_force { F_AUTO, F_MEMBARRIER, F_SIGNAL, F_STOP };
 
+/* KK_TEXT_SYNC, in enum sync_force order. */
 static enum sync_force read_force(void)
 {
-	const char *e = kk_getenv("KK_TEXT_SYNC");
+	static const char *const how[] = { "auto", "membarrier", "signal", "stop-machine", NULL };
+	static int warned;
 
-	if (!e || !*e || !strcmp(e, "auto"))
-		return F_AUTO;
-	if (!strcmp(e, "membarrier"))
-		return F_MEMBARRIER;
-	if (!strcmp(e, "signal"))
-		return F_SIGNAL;
-	if (!strcmp(e, "stop-machine"))
-		return F_STOP;
-	kk_warn_once(warned_sync, "ignoring KK_TEXT_SYNC=%.32s: not auto, membarrier, signal "
-		     "or stop-machine", e);
-	return F_AUTO;
+	return (enum sync_force)kk_env_choice("KK_TEXT_SYNC", how, &warned);
 }
 
 /* What the other threads' signal masks allow. */

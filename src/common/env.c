@@ -124,6 +124,27 @@ bool kk_env_bool(const char *name, bool def)
 	return def;
 }
 
+int kk_env_choice(const char *name, const char *const *choices, int *warned)
+{
+	const char *v = kk_getenv(name);
+	char list[160] = "";
+	size_t len = 0;
+	int n;
+
+	if (!v || !*v)
+		return 0;
+	for (n = 0; choices[n]; n++)
+		if (!strcmp(v, choices[n]))
+			return n;
+	if (__atomic_exchange_n(warned, 1, __ATOMIC_RELAXED))
+		return 0;
+	for (int i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i == 0 ? "" : i == n - 1 ? " or " : ", ", choices[i]);
+	kk_warn("ignoring %s=%.32s: use %s", name, v, list);
+	return 0;
+}
+
 unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
 			   unsigned long hi)
 {

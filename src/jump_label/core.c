@@ -869,15 +869,11 @@ static void sync_new_sites(struct jl_object *o)
  */
 static bool eager_cow(void)
 {
-	static int eager = -1;
-	const char *v;
+	static const char *const how[] = { "lazy", "eager", NULL };
+	static int eager = -1, warned;
 
-	if (eager >= 0)
-		return eager;
-	v = kk_getenv("KK_JUMP_LABEL_COW");
-	eager = v && !strcmp(v, "eager");
-	if (v && *v && !eager && strcmp(v, "lazy"))
-		kk_warn("ignoring KK_JUMP_LABEL_COW=%.32s: use lazy or eager", v);
+	if (eager < 0)
+		eager = kk_env_choice("KK_JUMP_LABEL_COW", how, &warned);
 	return eager;
 }
 

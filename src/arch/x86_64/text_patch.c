@@ -595,20 +595,14 @@ static int write_span(int step, uintptr_t addr, const uint8_t *buf, size_t len)
 	return ret;
 }
 
-/* KK_TEXT_POKE=proc-mem|remap|auto (the default). */
+/* KK_TEXT_POKE=auto (the default)|proc-mem|remap. */
 static enum method forced_method(void)
 {
-	const char *v = kk_getenv("KK_TEXT_POKE");
+	static const char *const how[] = { "auto", "proc-mem", "remap", NULL };
+	static const enum method m[] = { M_UNKNOWN, M_PROC_MEM, M_REMAP };
+	static int warned;
 
-	if (!v || !*v || !strcmp(v, "auto"))
-		return M_UNKNOWN;
-	if (!strcmp(v, "proc-mem"))
-		return M_PROC_MEM;
-	if (!strcmp(v, "remap"))
-		return M_REMAP;
-	kk_warn_once(kk_text_poke_warned, "ignoring KK_TEXT_POKE=%.32s: use proc-mem, remap or auto",
-		     v);
-	return M_UNKNOWN;
+	return m[kk_env_choice("KK_TEXT_POKE", how, &warned)];
 }
 
 /*
