@@ -46,6 +46,14 @@ for t in "$B"/test/stress/*; do
 	[ -x "$t" ] || continue
 	run_one "stress/$(basename "$t")" "$t"
 done
+for t in "$B"/test/conformance/test_*; do
+	[ -x "$t" ] || continue
+	run_one "conformance/$(basename "$t")" "$t"
+done
+for t in "$B"/test/dialect/*; do
+	[ -x "$t" ] || continue
+	run_one "dialect/$(basename "$t")" "$t"
+done
 for t in test/scripts/*.sh; do
 	[ -f "$t" ] || continue
 	run_one "script/$(basename "$t")" sh "$t"

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel header is kernelkit's. */
+#include <kernelkit/jump_label.h>

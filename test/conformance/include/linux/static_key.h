@@ -1,0 +1,2 @@
+/* SPDX-License-Identifier: MIT */
+#include <linux/jump_label.h>
