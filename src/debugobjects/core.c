@@ -1027,8 +1027,10 @@ static void odebug_env_init(void)
 	max = kk_env_ulong("KK_DEBUG_OBJECTS_MAX_TRACKERS", 0, 0, ULONG_MAX);
 	if (max)
 		kk_debug_objects_set_max_trackers(max);
+	/* Not kk_debug_objects_set_backtraces(): no unwinding in a constructor
+	 * (the first capture loads the unwinder). */
 	if (kk_env_bool("KK_DEBUG_OBJECTS_BACKTRACE", false))
-		kk_debug_objects_set_backtraces(true);
+		ODEBUG_WRITE(odebug_backtraces, 1);
 	if (!kk_env_bool("KK_DEBUG_OBJECTS_EXIT_REPORT", true))
 		ODEBUG_WRITE(odebug_exit_report, 0);
 	if (kk_env_bool("KK_DEBUG_OBJECTS", false))
