@@ -35,6 +35,10 @@
 
 #include <kernelkit/jump_label.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -255,4 +259,6 @@ void kk_debug_objects_reset(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif /* KERNELKIT_DEBUGOBJECTS_H */
