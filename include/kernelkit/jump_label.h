@@ -31,6 +31,21 @@
  *
  * Build with -DKK_NO_JUMP_LABEL (automatic on architectures without a
  * patcher) to get a load+test+branch on the key's count with the same API.
+ *
+ * Languages: C (C99 to C23, GNU or ISO) and C++ (C++11 to C++23) both work,
+ * warning-free under -Wall -Wextra -pedantic, with the same code: a disabled
+ * site is the same single 5-byte NOP and the same kk_jump_table entry in
+ * both.  A wrong key type is a compile error in both.  Differences:
+ *  - DEFINE_STATIC_KEY_ARRAY_* cannot have "static" or an attribute in front
+ *    (C: it begins with __extension__; C++: it is an alias of a
+ *    constant-initialised array).
+ *  - C++ in a shared object (-fPIC): a site must not be inside an inline
+ *    function or template with external linkage (its per-site slot would be
+ *    a preemptible symbol, which the asm cannot take as a constant): make
+ *    such functions static or put them in an unnamed namespace.
+ *  - STATIC_KEY_{TRUE,FALSE}_INIT initialise a static object only in GNU C
+ *    (ISO C has no constant compound literal before C23), as in the kernel.
+ * docs/kernel_api.md lists every kernel name and how kernelkit differs.
  */
 #ifndef KERNELKIT_JUMP_LABEL_H
 #define KERNELKIT_JUMP_LABEL_H
