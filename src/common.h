@@ -147,6 +147,15 @@ void kk_warn(const char *fmt, ...) __attribute__((__format__(__printf__, 1, 2)))
 		kk_warn(__VA_ARGS__);						\
 } while (0)
 
+/* ---- backtraces -------------------------------------------------------------------
+ * backtrace(), or 0 frames where unwinding would abort: in a static program,
+ * before its unwind tables are registered (a constructor with a priority).
+ * glibc loads libgcc_s on a dynamic program's first call: call this outside
+ * constructors (first real use), never from one to "preload".
+ */
+bool kk_unwind_ready(void);
+int kk_backtrace(void **buf, int size);
+
 /* ---- descriptors -----------------------------------------------------------------
  * The program owns every descriptor number.  It may close ours (closefrom,
  * close_range), or dup2() something over them, at any time.  So a descriptor

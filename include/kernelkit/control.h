@@ -41,6 +41,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,7 +58,7 @@ struct kk_buf {
 };
 
 int kk_buf_printf(struct kk_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	__attribute__((__format__(__printf__, 2, 3)));
 int kk_buf_vprintf(struct kk_buf *b, const char *fmt, va_list ap);
 int kk_buf_write(struct kk_buf *b, const void *p, size_t n);
 void kk_buf_reset(struct kk_buf *b);
@@ -117,4 +121,6 @@ const char *kk_control_socket_path(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif /* KERNELKIT_CONTROL_H */

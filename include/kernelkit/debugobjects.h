@@ -35,6 +35,10 @@
 
 #include <kernelkit/jump_label.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,6 +51,37 @@ enum debug_obj_state {
 	ODEBUG_STATE_DESTROYED,
 	ODEBUG_STATE_NOTAVAILABLE,
 	ODEBUG_STATE_MAX,
+};
+
+struct debug_obj_descr;
+struct debug_obj;
+
+/* The kernel's struct hlist_node, with its links typed as trackers. */
+struct kk_debug_obj_node {
+	struct debug_obj *next;
+	struct debug_obj **pprev;
+};
+
+/*
+ * The tracker of one object (the kernel's struct debug_obj).  The kernel's
+ * fields, in its order: @node links the tracker into its hash bucket (or a
+ * pool), @state is the life-cycle state, @astate the active state of
+ * debug_object_active_state(), @object the tracked address, @descr its type.
+ * The kernel keeps @object in a union with its pool link; here the pool link
+ * is the separate @batch_last, and the init/activate backtraces
+ * (KK_DEBUG_OBJECTS_BACKTRACE) are recorded too.  Trackers belong to the
+ * library: read one with kk_debug_object_get().
+ */
+struct debug_obj {
+	struct kk_debug_obj_node node;
+	enum debug_obj_state state;
+	unsigned int astate;
+	void *object;
+	const struct debug_obj_descr *descr;
+	/* kernelkit additions */
+	struct debug_obj *batch_last;	/* pools: the last tracker of this batch */
+	unsigned int init_stack;	/* stack-depot handles, 0 = none */
+	unsigned int act_stack;
 };
 
 /*
@@ -148,6 +183,14 @@ static inline void debug_object_active_state(void *addr, const struct debug_obj_
 		__kk_odebug_active_state(addr, descr, expect, next);
 }
 
+/*
+ * The kernel's boot-time set-up calls.  The library sets itself up when
+ * tracking is first switched on, so both are no-ops kept for code that calls
+ * them (they do not switch tracking on).
+ */
+static inline void debug_objects_early_init(void) { }
+static inline void debug_objects_mem_init(void) { }
+
 /* Call before [addr, addr+size) is freed: active objects in it are reported. */
 static inline void debug_check_no_obj_freed(const void *addr, unsigned long size)
 {
@@ -233,6 +276,12 @@ bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state,
 			    unsigned int *astate);
 
 /*
+ * A snapshot of @addr's tracker (its links cleared to NULL): true when
+ * @addr is tracked, false (and *@out untouched) when it is not.
+ */
+bool kk_debug_object_get(const void *addr, struct debug_obj *out);
+
+/*
  * Print the report of active objects, by type (what is printed at exit;
  * KK_DEBUG_OBJECTS_EXIT_REPORT=0 turns the exit report off).  Returns the
  * number of active objects.
@@ -255,4 +304,6 @@ void kk_debug_objects_reset(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif /* KERNELKIT_DEBUGOBJECTS_H */

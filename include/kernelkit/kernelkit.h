@@ -12,6 +12,10 @@
 #ifndef KERNELKIT_KERNELKIT_H
 #define KERNELKIT_KERNELKIT_H
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,4 +28,6 @@ int kk_threads_start(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif

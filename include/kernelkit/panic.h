@@ -45,6 +45,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,9 +58,9 @@ extern "C" {
 /* ---- panic ------------------------------------------------------------- */
 
 void kk_panic(const char *fmt, ...)
-	__attribute__((noreturn, cold, format(printf, 1, 2)));
+	__attribute__((__noreturn__, __cold__, __format__(__printf__, 1, 2)));
 void kk_vpanic(const char *fmt, va_list ap)
-	__attribute__((noreturn, cold, format(printf, 1, 0)));
+	__attribute__((__noreturn__, __cold__, __format__(__printf__, 1, 0)));
 
 #ifndef KK_NO_PANIC_ALIAS
 /* The kernel's name.  Define KK_NO_PANIC_ALIAS if your program has its own. */
@@ -231,9 +235,9 @@ const char *kk_print_tainted(char *buf, int len);
 /* ---- WARN and BUG -------------------------------------------------------- */
 
 void kk_warn_slowpath(const char *file, int line, const char *func, const char *fmt, ...)
-	__attribute__((cold, format(printf, 4, 5)));
-void kk_warn_slowpath_null(const char *file, int line, const char *func) __attribute__((cold));
-__attribute__((noreturn, cold))
+	__attribute__((__cold__, __format__(__printf__, 4, 5)));
+void kk_warn_slowpath_null(const char *file, int line, const char *func) __attribute__((__cold__));
+__attribute__((__noreturn__, __cold__))
 void kk_bug(const char *file, int line, const char *func);
 /* How many WARN()s have fired (each WARN_ON_ONCE site counts once). */
 unsigned long kk_warn_count(void);
@@ -242,21 +246,21 @@ unsigned long kk_warn_count(void);
 
 #ifndef KK_NO_KERNEL_NAMES
 
-#define WARN(condition, ...) ({						\
+#define WARN(condition, ...) __extension__ ({						\
 	int __kk_ret_warn = !!(condition);				\
 	if (kk_unlikely(__kk_ret_warn))					\
 		kk_warn_slowpath(__FILE__, __LINE__, __func__, __VA_ARGS__); \
 	kk_unlikely(__kk_ret_warn);					\
 })
 
-#define WARN_ON(condition) ({						\
+#define WARN_ON(condition) __extension__ ({						\
 	int __kk_ret_warn = !!(condition);				\
 	if (kk_unlikely(__kk_ret_warn))					\
 		kk_warn_slowpath_null(__FILE__, __LINE__, __func__);	\
 	kk_unlikely(__kk_ret_warn);					\
 })
 
-#define WARN_ONCE(condition, ...) ({					\
+#define WARN_ONCE(condition, ...) __extension__ ({					\
 	static int __kk_warned;						\
 	int __kk_ret_warn = !!(condition);				\
 	if (kk_unlikely(__kk_ret_warn) &&				\
@@ -265,7 +269,7 @@ unsigned long kk_warn_count(void);
 	kk_unlikely(__kk_ret_warn);					\
 })
 
-#define WARN_ON_ONCE(condition) ({					\
+#define WARN_ON_ONCE(condition) __extension__ ({					\
 	static int __kk_warned;						\
 	int __kk_ret_warn = !!(condition);				\
 	if (kk_unlikely(__kk_ret_warn) &&				\
@@ -286,4 +290,6 @@ unsigned long kk_warn_count(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif /* KERNELKIT_PANIC_H */

@@ -39,6 +39,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,7 +57,7 @@ struct shazptr_guard {
 
 /* ---- internals used by the inline fast path -------------------------- */
 /* This thread's slot, NULL until the thread registers. */
-extern __thread void **__kk_shazptr_slot __attribute__((tls_model("initial-exec")));
+extern __thread void **__kk_shazptr_slot __attribute__((__tls_model__("initial-exec")));
 /* Register the calling thread (async-signal-safe); returns its slot. */
 void **__kk_shazptr_register_thread(void);
 
@@ -147,4 +151,6 @@ void kk_shazptr_reset_stats(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif /* KERNELKIT_SHAZPTR_H */

@@ -72,20 +72,20 @@ static inline void bucket_add(struct odebug_bucket *b, struct debug_obj *obj)
 {
 	struct debug_obj *f = b->first;
 
-	obj->next = f;
+	obj->node.next = f;
 	if (f)
-		f->pprev = &obj->next;
-	obj->pprev = &b->first;
+		f->node.pprev = &obj->node.next;
+	obj->node.pprev = &b->first;
 	__atomic_store_n(&b->first, obj, __ATOMIC_RELAXED);
 }
 
 static inline void bucket_del(struct debug_obj *obj)
 {
-	struct debug_obj *n = obj->next;
+	struct debug_obj *n = obj->node.next;
 
-	__atomic_store_n(obj->pprev, n, __ATOMIC_RELAXED);
+	__atomic_store_n(obj->node.pprev, n, __ATOMIC_RELAXED);
 	if (n)
-		n->pprev = obj->pprev;
+		n->node.pprev = obj->node.pprev;
 }
 
 static inline void update_max(unsigned long *m, unsigned long v)
@@ -134,7 +134,7 @@ static void spare_push_list(struct debug_obj *first, struct debug_obj *last)
 	struct debug_obj *h = __atomic_load_n(&spare_head, __ATOMIC_RELAXED);
 
 	do
-		last->next = h;
+		last->node.next = h;
 	while (!__atomic_compare_exchange_n(&spare_head, &h, first, true, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED));
 }
@@ -147,9 +147,9 @@ static struct debug_obj *spare_pop(void)
 	if (!obj)
 		return NULL;
 	ODEBUG_ADD(spare_cnt, -1);
-	rest = obj->next;
+	rest = obj->node.next;
 	if (rest) {
-		for (last = rest; last->next; last = last->next)
+		for (last = rest; last->node.next; last = last->node.next)
 			;
 		spare_push_list(rest, last);
 	}
@@ -164,7 +164,7 @@ static void spare_put(struct debug_obj *list)
 
 	if (!list)
 		return;
-	for (; last->next; last = last->next)
+	for (; last->node.next; last = last->node.next)
 		n++;
 	spare_push_list(list, last);
 	ODEBUG_ADD(spare_cnt, n);
@@ -179,16 +179,16 @@ static void __attribute__((noinline)) spare_balance(void)
 	while (ODEBUG_READ(spare_cnt) < ODEBUG_SPARE_MIN) {
 		if (!(obj = odebug_alloc_tracker()))
 			return;		/* out of trackers: the hooks will say so */
-		obj->next = NULL;
+		obj->node.next = NULL;
 		spare_put(obj);
 	}
 	if (ODEBUG_READ(spare_cnt) <= ODEBUG_SPARE_MAX)
 		return;
 	list = __atomic_exchange_n(&spare_head, NULL, __ATOMIC_ACQUIRE);
 	while ((obj = list)) {
-		list = obj->next;
+		list = obj->node.next;
 		if (n++ < ODEBUG_SPARE_MIN) {
-			obj->next = keep;
+			obj->node.next = keep;
 			keep = obj;
 		} else {
 			ODEBUG_ADD(spare_cnt, -1);
@@ -216,7 +216,7 @@ static void spare_drain(void)
 	struct debug_obj *list = __atomic_exchange_n(&spare_head, NULL, __ATOMIC_ACQUIRE);
 
 	while (list) {
-		struct debug_obj *next = list->next;
+		struct debug_obj *next = list->node.next;
 
 		ODEBUG_ADD(spare_cnt, -1);
 		odebug_free_tracker(list);
@@ -229,7 +229,7 @@ static inline void tracker_free(struct debug_obj *obj, bool nested)
 	if (odebug_likely(!nested))
 		odebug_free_tracker(obj);
 	else {
-		obj->next = NULL;
+		obj->node.next = NULL;
 		spare_put(obj);
 	}
 }
@@ -238,7 +238,7 @@ static struct debug_obj *lookup_object(const void *addr, struct odebug_bucket *b
 {
 	unsigned long cnt = 0;
 
-	for (struct debug_obj *obj = b->first; obj; obj = obj->next) {
+	for (struct debug_obj *obj = b->first; obj; obj = obj->node.next) {
 		cnt++;
 		if (obj->object == addr)
 			return obj;
@@ -316,7 +316,7 @@ static void flush_hash(bool nested)
 			spare_put(list);
 			continue;
 		}
-		for (obj = list; obj; obj = obj->next)
+		for (obj = list; obj; obj = obj->node.next)
 			n++;
 		odebug_free_to_slab(list, n);
 	}
@@ -663,7 +663,7 @@ static void free_local(struct debug_obj *list, bool nested)
 		return;
 	}
 	while (list) {
-		struct debug_obj *next = list->next;
+		struct debug_obj *next = list->node.next;
 
 		odebug_free_tracker(list);
 		list = next;
@@ -692,7 +692,7 @@ repeat:
 	for (obj = db->first; obj; obj = next) {
 		unsigned long oaddr = (unsigned long)obj->object;
 
-		next = obj->next;
+		next = obj->node.next;
 		cnt++;
 		if (oaddr < saddr || oaddr >= eaddr)
 			continue;
@@ -720,7 +720,7 @@ repeat:
 			goto repeat;
 		}
 		bucket_del(obj);
-		obj->next = freelist;
+		obj->node.next = freelist;
 		freelist = obj;
 	}
 	odebug_spin_unlock(&db->lock);
@@ -795,6 +795,27 @@ bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state, unsig
 	return found;
 }
 
+bool kk_debug_object_get(const void *addr, struct debug_obj *out)
+{
+	struct odebug_bucket *db = get_bucket((unsigned long)addr);
+	struct debug_obj *obj;
+	bool found = false, nested = odebug_enter();
+
+	if (bucket_lock(db, nested)) {
+		obj = lookup_object(addr, db);
+		if (obj) {
+			found = true;
+			*out = *obj;
+			out->node.next = NULL;
+			out->node.pprev = NULL;
+			out->batch_last = NULL;
+		}
+		odebug_spin_unlock(&db->lock);
+	}
+	odebug_leave();
+	return found;
+}
+
 /* Visit every tracker (bucket locked); for reports.  Call inside a section. */
 void odebug_for_each_object(void (*fn)(const struct debug_obj *obj, void *arg), void *arg)
 {
@@ -807,7 +828,7 @@ void odebug_for_each_object(void (*fn)(const struct debug_obj *obj, void *arg), 
 			continue;
 		if (!bucket_lock(b, nested))
 			continue;
-		for (struct debug_obj *obj = b->first; obj; obj = obj->next)
+		for (struct debug_obj *obj = b->first; obj; obj = obj->node.next)
 			fn(obj, arg);
 		odebug_spin_unlock(&b->lock);
 	}
@@ -1027,8 +1048,10 @@ static void odebug_env_init(void)
 	max = kk_env_ulong("KK_DEBUG_OBJECTS_MAX_TRACKERS", 0, 0, ULONG_MAX);
 	if (max)
 		kk_debug_objects_set_max_trackers(max);
+	/* Not kk_debug_objects_set_backtraces(): no unwinding in a constructor
+	 * (the first capture loads the unwinder). */
 	if (kk_env_bool("KK_DEBUG_OBJECTS_BACKTRACE", false))
-		kk_debug_objects_set_backtraces(true);
+		ODEBUG_WRITE(odebug_backtraces, 1);
 	if (!kk_env_bool("KK_DEBUG_OBJECTS_EXIT_REPORT", true))
 		ODEBUG_WRITE(odebug_exit_report, 0);
 	if (kk_env_bool("KK_DEBUG_OBJECTS", false))

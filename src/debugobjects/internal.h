@@ -28,21 +28,12 @@
 #define ODEBUG_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
- * A tracker.  In a hash bucket it is linked through next/pprev; in a pool
- * only next is used, and every tracker of a batch points at the batch's last
- * tracker, so a whole batch moves between pools with a few pointer writes.
+ * A tracker: struct debug_obj is public (<kernelkit/debugobjects.h>).  In a
+ * hash bucket it is linked through node.next/node.pprev; in a pool only
+ * node.next is used, and every tracker of a batch points at the batch's last
+ * tracker (batch_last), so a whole batch moves between pools with a few
+ * pointer writes.
  */
-struct debug_obj {
-	struct debug_obj *next;
-	struct debug_obj **pprev;
-	struct debug_obj *batch_last;
-	void *object;
-	const struct debug_obj_descr *descr;
-	unsigned int state;
-	unsigned int astate;
-	uint32_t init_stack;		/* stack depot handles, 0 = none */
-	uint32_t act_stack;
-};
 
 /* ---- a small spinlock (held for a few list operations at most) ------------- */
 

@@ -104,7 +104,7 @@ static struct debug_obj *slab_get_locked(void)
 		return NULL;
 	if (slab_free_list) {
 		obj = slab_free_list;
-		slab_free_list = obj->next;
+		slab_free_list = obj->node.next;
 	} else {
 		if (slab_end - slab_cur < (long)sizeof(*obj)) {
 			void *p = mmap(NULL, SLAB_CHUNK, PROT_READ | PROT_WRITE,
@@ -126,7 +126,7 @@ static struct debug_obj *slab_get_locked(void)
 
 static void slab_put_locked(struct debug_obj *obj)
 {
-	obj->next = slab_free_list;
+	obj->node.next = slab_free_list;
 	slab_free_list = obj;
 	slab_outstanding--;
 	ODEBUG_WRITE(objs_freed, objs_freed + 1);
@@ -150,12 +150,12 @@ static struct debug_obj *slab_alloc_batch(void)
 			break;
 		if (!last)
 			last = obj;
-		obj->next = head;
+		obj->node.next = head;
 		head = obj;
 	}
 	if (cnt < ODEBUG_BATCH_SIZE) {
 		while (head) {
-			struct debug_obj *n = head->next;
+			struct debug_obj *n = head->node.next;
 
 			slab_put_locked(head);
 			head = n;
@@ -164,7 +164,7 @@ static struct debug_obj *slab_alloc_batch(void)
 		return NULL;
 	}
 	pthread_mutex_unlock(&slab_lock);
-	for (struct debug_obj *o = head; o; o = o->next)
+	for (struct debug_obj *o = head; o; o = o->node.next)
 		o->batch_last = last;
 	return head;
 }
@@ -230,8 +230,8 @@ static bool pool_move_batch(struct obj_pool *dst, struct obj_pool *src)
 		return false;
 	first = src->first;
 	last = first->batch_last;
-	src->first = last->next;
-	last->next = dst->first;
+	src->first = last->node.next;
+	last->node.next = dst->first;
 	dst->first = first;
 	ODEBUG_WRITE(src->cnt, src->cnt - ODEBUG_BATCH_SIZE);
 	ODEBUG_WRITE(dst->cnt, dst->cnt + ODEBUG_BATCH_SIZE);
@@ -242,7 +242,7 @@ static bool pool_push_batch(struct obj_pool *dst, struct debug_obj *batch)
 {
 	if (dst->cnt >= dst->max_cnt)
 		return false;
-	batch->batch_last->next = dst->first;
+	batch->batch_last->node.next = dst->first;
 	dst->first = batch;
 	ODEBUG_WRITE(dst->cnt, dst->cnt + ODEBUG_BATCH_SIZE);
 	return true;
@@ -257,8 +257,8 @@ static struct debug_obj *pool_pop_batch(struct obj_pool *src)
 		return NULL;
 	first = src->first;
 	last = first->batch_last;
-	src->first = last->next;
-	last->next = NULL;
+	src->first = last->node.next;
+	last->node.next = NULL;
 	ODEBUG_WRITE(src->cnt, src->cnt - ODEBUG_BATCH_SIZE);
 	return first;
 }
@@ -269,7 +269,7 @@ void odebug_free_to_slab(struct debug_obj *list, unsigned long n)
 		return;
 	pthread_mutex_lock(&slab_lock);
 	while (list) {
-		struct debug_obj *next = list->next;
+		struct debug_obj *next = list->node.next;
 
 		slab_put_locked(list);
 		list = next;
@@ -344,9 +344,9 @@ static void pcp_drain(struct pcpu_pool *p)
 	while (p->pool.cnt % ODEBUG_BATCH_SIZE) {
 		struct debug_obj *obj = p->pool.first;
 
-		p->pool.first = obj->next;
+		p->pool.first = obj->node.next;
 		ODEBUG_WRITE(p->pool.cnt, p->pool.cnt - 1);
-		obj->next = slab;
+		obj->node.next = slab;
 		slab = obj;
 		nslab++;
 	}
@@ -375,7 +375,7 @@ static struct debug_obj *pcpu_alloc(struct pcpu_pool *pcp, const struct odebug_p
 		if (odebug_likely(obj)) {
 			unsigned int cnt = pcp->pool.cnt - 1;
 
-			pcp->pool.first = obj->next;
+			pcp->pool.first = obj->node.next;
 			ODEBUG_WRITE(pcp->pool.cnt, cnt);
 			/*
 			 * Emptied a batch: refill from the to-free pool (never from
@@ -419,7 +419,7 @@ static void pcpu_free(struct pcpu_pool *pcp, struct debug_obj *obj,
 		obj->batch_last = obj;
 	else
 		obj->batch_last = pcp->pool.first->batch_last;
-	obj->next = pcp->pool.first;
+	obj->node.next = pcp->pool.first;
 	pcp->pool.first = obj;
 	ODEBUG_WRITE(pcp->pool.cnt, pcp->pool.cnt + 1);
 
@@ -676,7 +676,7 @@ void odebug_free_tracker(struct debug_obj *obj)
 	if (odebug_likely(pcp))
 		pcpu_free(pcp, obj, pol);
 	else {
-		obj->next = NULL;
+		obj->node.next = NULL;
 		odebug_free_to_slab(obj, 1);
 	}
 	if (pol->to_free)

@@ -209,7 +209,7 @@ void kk_debug_objects_set_backtraces(bool on)
 	if (on) {
 		void *f[2];
 
-		backtrace(f, 2);	/* backtrace() loads libgcc_s on first use: not later */
+		kk_backtrace(f, 2);	/* glibc loads libgcc_s on first use: not later */
 	}
 	ODEBUG_WRITE(odebug_backtraces, on ? 1 : 0);
 }
@@ -218,7 +218,7 @@ __attribute__((noinline)) uint32_t odebug_stack_capture(void)
 {
 	void *frames[DEPOT_FRAMES + DEPOT_SKIP];
 	uint32_t h = 2166136261u, handle = 0;
-	int n = backtrace(frames, DEPOT_FRAMES + DEPOT_SKIP);
+	int n = kk_backtrace(frames, DEPOT_FRAMES + DEPOT_SKIP);
 	unsigned int cnt;
 
 	if (n <= DEPOT_SKIP)
@@ -278,7 +278,7 @@ static void tb_stack(struct tbuf *t, const char *what, uint32_t handle)
 static void tb_here(struct tbuf *t)
 {
 	void *frames[DEPOT_FRAMES + 2];
-	int n = backtrace(frames, DEPOT_FRAMES + 2);
+	int n = kk_backtrace(frames, DEPOT_FRAMES + 2);
 
 	if (n > 2) {
 		tb_printf(t, "ODEBUG:  reported at:\n");

@@ -188,7 +188,7 @@ static void warn_common(const char *file, int line, const char *func, const char
 			kkp_write_all(KKP_FD, "\n", 1);
 	}
 	kkp_dprintf(KKP_FD, "%s\nCall Trace:\n", kk_print_tainted(tainted, sizeof(tainted)));
-	n = backtrace(bt, 32);
+	n = kk_backtrace(bt, 32);
 	if (n > 1)
 		backtrace_symbols_fd(bt + 1, n - 1, KKP_FD);
 	kkp_dprintf(KKP_FD, "---[ end trace %lu ]---\n", kk_warn_count());
@@ -583,20 +583,34 @@ static void reserve_stacks(void)
 	__atomic_store_n(&panic_stack, m + pg, __ATOMIC_RELEASE);
 }
 
+/* Set while panic_init() applies the KK_PANIC_* settings. */
+static int in_ctor;
+
 /*
  * The first call that configures panic prepares it: reserve the stacks, and
  * have glibc's backtrace() load libgcc_s now rather than in a panic (where
  * descriptors or memory may have run out, or another thread may hold the
  * loader's lock).  A panic that comes first does both itself.
+ *
+ * Settings from the environment are applied in a constructor: there only the
+ * stacks are reserved.  No unwinding runs in a constructor (in a static
+ * program it aborts there, and loading libgcc_s is a dlopen at start-up):
+ * the program's first configuration call, kk_panic_thread_init() or WARN
+ * loads it, or else the panic.
  */
 void kkp_prepare(void)
 {
 	static int done;
 	void *bt[2];
 
+	if (in_ctor) {
+		if (!__atomic_load_n(&panic_stack, __ATOMIC_ACQUIRE))
+			reserve_stacks();
+		return;
+	}
 	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
-	backtrace(bt, 2);
+	kk_backtrace(bt, 2);
 	if (!__atomic_load_n(&panic_stack, __ATOMIC_ACQUIRE))
 		reserve_stacks();
 }
@@ -827,7 +841,7 @@ void kk_vpanic(const char *fmt, va_list ap)
 		len = sizeof(kkp_panic_msg) - 1;
 	while (len && kkp_panic_msg[len - 1] == '\n')
 		kkp_panic_msg[--len] = '\0';
-	bt_n = backtrace(bt_buf, (int)(sizeof(bt_buf) / sizeof(bt_buf[0])));
+	bt_n = kk_backtrace(bt_buf, (int)(sizeof(bt_buf) / sizeof(bt_buf[0])));
 	switch_stack_and_run();
 }
 
@@ -866,7 +880,10 @@ KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 		kkp_argc = argc;
 		kkp_argv = copy;
 	}
-	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_"))
+	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_")) {
+		in_ctor = 1;
 		kkp_env_init();
+		in_ctor = 0;
+	}
 	kkp_control_init();
 }
