@@ -62,15 +62,33 @@ struct static_key_false {
 	struct static_key key;
 };
 
-#define STATIC_KEY_INIT_TRUE	{ .enabled = 1, .type = 1, .name = 0, .array = 0, .priv = 0 }
-#define STATIC_KEY_INIT_FALSE	{ .enabled = 0, .type = 0, .name = 0, .array = 0, .priv = 0 }
+/*
+ * Initializers are positional: designated initializers do not exist in C++
+ * before C++20.  STATIC_KEY_TRUE_INIT and STATIC_KEY_FALSE_INIT are values, as
+ * in the kernel (`key = STATIC_KEY_FALSE_INIT;`): a compound literal in C, a
+ * functional cast in C++.
+ */
+#define STATIC_KEY_INIT_TRUE	{ 1, 1, 0, 0, 0 }
+#define STATIC_KEY_INIT_FALSE	{ 0, 0, 0, 0, 0 }
 #define STATIC_KEY_INIT		STATIC_KEY_INIT_FALSE
-#define STATIC_KEY_TRUE_INIT	{ .key = STATIC_KEY_INIT_TRUE }
-#define STATIC_KEY_FALSE_INIT	{ .key = STATIC_KEY_INIT_FALSE }
+/*
+ * ISO C has no constant compound literal, so `-pedantic` refuses
+ * STATIC_KEY_FALSE_INIT inside the initializer of a static object (GNU C takes
+ * it, as the kernel does).  Headers that embed a key in a static object use
+ * these braced forms, which are valid in every dialect.
+ */
+#define __KK_STATIC_KEY_TRUE_BRACED	{ STATIC_KEY_INIT_TRUE }
+#define __KK_STATIC_KEY_FALSE_BRACED	{ STATIC_KEY_INIT_FALSE }
+#ifdef __cplusplus
+#define STATIC_KEY_TRUE_INIT	static_key_true{ STATIC_KEY_INIT_TRUE }
+#define STATIC_KEY_FALSE_INIT	static_key_false{ STATIC_KEY_INIT_FALSE }
+#else
+#define STATIC_KEY_TRUE_INIT	((struct static_key_true){ STATIC_KEY_INIT_TRUE })
+#define STATIC_KEY_FALSE_INIT	((struct static_key_false){ STATIC_KEY_INIT_FALSE })
+#endif
 
-#define __KK_KEY_INIT_ARR(val, nm, arr)						\
-	{ .key = { .enabled = (val), .type = (val), .name = (nm), .array = (arr), .priv = 0 } }
-#define __KK_KEY_INIT(val, nm)	__KK_KEY_INIT_ARR(val, nm, 0)
+#define __KK_KEY_INIT_ARR(val, nm, arr)	{ { (val), (val), (nm), (arr), 0 } }
+#define __KK_KEY_INIT(val, nm)		__KK_KEY_INIT_ARR(val, nm, 0)
 
 #define DEFINE_STATIC_KEY_TRUE(name)	struct static_key_true name = __KK_KEY_INIT(1, #name)
 #define DEFINE_STATIC_KEY_FALSE(name)	struct static_key_false name = __KK_KEY_INIT(0, #name)
@@ -79,12 +97,128 @@ struct static_key_false {
 #define DECLARE_STATIC_KEY_TRUE(name)	extern struct static_key_true name
 #define DECLARE_STATIC_KEY_FALSE(name)	extern struct static_key_false name
 
+/* ---- key types: what static_branch_*() accepts ------------------------------------ */
+
+#ifdef __cplusplus
+}	/* extern "C": templates need C++ linkage */
+extern "C++" {
+template <typename T> struct __kk_key_traits {
+	enum { is_key = 0, is_branch = 0, is_true = 0 };
+};
+template <> struct __kk_key_traits<struct static_key> {
+	enum { is_key = 1, is_branch = 0, is_true = 0 };
+};
+template <> struct __kk_key_traits<struct static_key_true> {
+	enum { is_key = 1, is_branch = 1, is_true = 1 };
+};
+template <> struct __kk_key_traits<struct static_key_false> {
+	enum { is_key = 1, is_branch = 1, is_true = 0 };
+};
+template <typename T> struct __kk_key_traits<const T> : __kk_key_traits<T> {};
+template <typename T> struct __kk_key_traits<T &> : __kk_key_traits<T> {};
+
+/*
+ * DEFINE_STATIC_KEY_ARRAY_*: C++ has no range designator.  The keys live in
+ * a wrapper whose elements are built by a constexpr function over an index
+ * pack (constant initialisation: they hold their values before any
+ * constructor runs), and the array itself is an alias of the wrapper, so its
+ * type is exactly struct static_key_xxx[count].
+ */
+template <unsigned long... I> struct __kk_seq {};
+template <class A, class B> struct __kk_seq_cat;
+template <unsigned long... I, unsigned long... J>
+struct __kk_seq_cat<__kk_seq<I...>, __kk_seq<J...> > {
+	typedef __kk_seq<I..., (sizeof...(I) + J)...> type;
+};
+template <unsigned long N> struct __kk_make_seq {
+	typedef typename __kk_seq_cat<typename __kk_make_seq<N / 2>::type,
+				      typename __kk_make_seq<N - N / 2>::type>::type type;
+};
+template <> struct __kk_make_seq<0> { typedef __kk_seq<> type; };
+template <> struct __kk_make_seq<1> { typedef __kk_seq<0> type; };
+
+template <class K, unsigned long N> struct __kk_key_array {
+	K keys[N];
+};
+template <class K, unsigned long N, unsigned long... I>
+constexpr __kk_key_array<K, N> __kk_key_array_init(__kk_seq<I...>, int val, const char *name,
+						   const struct static_key *first)
+{
+	return __kk_key_array<K, N>{ { ((void)I, K{ { val, val, name, first, 0 } })... } };
+}
+}	/* extern "C++" */
+extern "C" {
+
+#define __KK_KEY_ARRAY(type, val, name, count)					\
+	extern struct type name[count]						\
+		__attribute__((__alias__("__kk_keys_" #name)));			\
+	static __kk_key_array<struct type, (count)> __kk_keys_##name		\
+		__asm__("__kk_keys_" #name) __attribute__((__used__)) =		\
+		__kk_key_array_init<struct type, (count)>(			\
+			__kk_make_seq<(count)>::type(), (val), #name, &name[0].key)
+
+#define __kk_is_key(x)		(__kk_key_traits<__typeof__(*(x))>::is_key)
+#define __kk_is_branch_key(x)	(__kk_key_traits<__typeof__(*(x))>::is_branch)
+#define __kk_is_true_key(x)	(__kk_key_traits<__typeof__(*(x))>::is_true)
+#define __kk_is_plain_key(x)	(__kk_is_key(x) && !__kk_is_branch_key(x))
+#define __KK_CHECK_BRANCH(x)							\
+	static_assert(__kk_is_branch_key(x),					\
+		      "static_branch_*() needs a struct static_key_true or _false")
+#define __KK_CHECK_PLAIN(x)							\
+	static_assert(__kk_is_plain_key(x), "static_key_true/false() need a struct static_key")
+#define __KK_CONSTEXPR		constexpr
+
+#else /* C */
+
+/* The range designator is GNU C: __extension__ keeps -pedantic quiet.  In C
+ * the definition cannot take a storage class ("static") in front. */
+#define __KK_KEY_ARRAY(type, val, name, count)					\
+	__extension__ struct type name[count] = {				\
+		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(val, #name, &name[0].key) }
+
+#define __kk_types_eq(x, t)	__builtin_types_compatible_p(__typeof__(*(x)), t)
+#define __kk_is_true_key(x)	(__kk_types_eq(x, struct static_key_true) ||	\
+				 __kk_types_eq(x, const struct static_key_true))
+#define __kk_is_false_key(x)	(__kk_types_eq(x, struct static_key_false) ||	\
+				 __kk_types_eq(x, const struct static_key_false))
+#define __kk_is_plain_key(x)	(__kk_types_eq(x, struct static_key) ||		\
+				 __kk_types_eq(x, const struct static_key))
+#define __kk_is_branch_key(x)	(__kk_is_true_key(x) || __kk_is_false_key(x))
+#define __kk_is_key(x)		(__kk_is_branch_key(x) || __kk_is_plain_key(x))
+
+/* __error__, not error: programs #define error (OpenSSH does). */
+extern int __kk_wrong_branch_type(void)
+	__attribute__((__error__("static_branch_*() needs a struct static_key_true or _false")));
+extern struct static_key *__kk_wrong_key_type(void)
+	__attribute__((__error__("not a struct static_key, static_key_true or static_key_false")));
+#define __KK_CHECK_BRANCH(x)							\
+	(void)__builtin_choose_expr(__kk_is_branch_key(x), 0, __kk_wrong_branch_type())
+#define __KK_CHECK_PLAIN(x)							\
+	(void)__builtin_choose_expr(__kk_is_plain_key(x), 0, __kk_wrong_key_type())
+#define __KK_CONSTEXPR
+
+#endif /* C */
+
+/*
+ * The key inside a static_key_true/_false.  C converts the pointer (the key
+ * is the first member) so that a wrong type reaches the __error__ check
+ * instead of stopping at a missing member first; C++'s static_assert is
+ * reported whatever follows.
+ */
+#ifdef __cplusplus
+#define __kk_branch_key(x)	(&(x)->key)
+#else
+#define __kk_branch_key(x)	((struct static_key *)(x))
+#endif
+
 #define DEFINE_STATIC_KEY_ARRAY_TRUE(name, count)				\
-	struct static_key_true name[count] = {					\
-		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(1, #name, &name[0].key) }
+	__KK_KEY_ARRAY(static_key_true, 1, name, count)
 #define DEFINE_STATIC_KEY_ARRAY_FALSE(name, count)				\
-	struct static_key_false name[count] = {					\
-		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(0, #name, &name[0].key) }
+	__KK_KEY_ARRAY(static_key_false, 0, name, count)
+#define DEFINE_STATIC_KEY_ARRAY_TRUE_RO(name, count)				\
+	DEFINE_STATIC_KEY_ARRAY_TRUE(name, count)
+#define DEFINE_STATIC_KEY_ARRAY_FALSE_RO(name, count)				\
+	DEFINE_STATIC_KEY_ARRAY_FALSE(name, count)
 #define DECLARE_STATIC_KEY_ARRAY_TRUE(name, count)  extern struct static_key_true name[count]
 #define DECLARE_STATIC_KEY_ARRAY_FALSE(name, count) extern struct static_key_false name[count]
 
@@ -95,15 +229,30 @@ static inline int static_key_count(struct static_key *key)
 	return __atomic_load_n(&key->enabled, __ATOMIC_ACQUIRE);
 }
 
-#define __kk_key_type_ok(x)							\
-	(__builtin_types_compatible_p(__typeof__(*(x)), struct static_key) ||	\
-	 __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_true) || \
-	 __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_false))
-
-#define static_key_enabled(x) ({						\
-	_Static_assert(__kk_key_type_ok(x), "static_key_enabled: not a key"); \
-	static_key_count((struct static_key *)(x)) > 0;				\
-})
+#ifdef __cplusplus
+}
+extern "C++" {
+/* static_key_enabled() takes any of the three key types, and nothing else. */
+static inline struct static_key *__kk_key_of(const struct static_key *k)
+{
+	return const_cast<struct static_key *>(k);
+}
+static inline struct static_key *__kk_key_of(const struct static_key_true *k)
+{
+	return const_cast<struct static_key *>(&k->key);
+}
+static inline struct static_key *__kk_key_of(const struct static_key_false *k)
+{
+	return const_cast<struct static_key *>(&k->key);
+}
+}
+extern "C" {
+#define static_key_enabled(x)	(static_key_count(__kk_key_of(x)) > 0)
+#else
+#define static_key_enabled(x)							\
+	(static_key_count((struct static_key *)					\
+		__builtin_choose_expr(__kk_is_key(x), (x), __kk_wrong_key_type())) > 0)
+#endif
 
 /* ---- changing a key: 0 or -errno ---------------------------------------------- */
 
@@ -207,14 +356,14 @@ int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_e
 void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
 			      const void *self);
 extern const struct jump_entry __start_kk_jump_table[]
-	__attribute__((weak, visibility("hidden")));
+	__attribute__((__weak__, __visibility__("hidden")));
 extern const struct jump_entry __stop_kk_jump_table[]
-	__attribute__((weak, visibility("hidden")));
+	__attribute__((__weak__, __visibility__("hidden")));
 
 /* The library's own units (KK_LIBRARY_BUILD) have no sites and it is never
  * unloaded: they register nothing and spend nothing at load or exit. */
 #ifndef KK_LIBRARY_BUILD
-__attribute__((constructor(101), used)) static void __kk_jump_label_ctor(void)
+__attribute__((__constructor__(101), __used__)) static void __kk_jump_label_ctor(void)
 {
 	const struct jump_entry *start = __start_kk_jump_table, *stop = __stop_kk_jump_table;
 
@@ -222,76 +371,83 @@ __attribute__((constructor(101), used)) static void __kk_jump_label_ctor(void)
 		kk_jump_label_add_object(start, stop);
 }
 
+/* Any address inside this object tells the library which object is going
+ * away; a data object, because ISO C has no function-to-object pointer cast. */
+static const char __kk_jump_label_self = 0;
+
 /* Always called: an object may define keys that only other objects use. */
-__attribute__((destructor(101), used)) static void __kk_jump_label_dtor(void)
+__attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(void)
 {
 	kk_jump_label_del_object(__start_kk_jump_table, __stop_kk_jump_table,
-				 (const void *)&__kk_jump_label_dtor);
+				 &__kk_jump_label_self);
 }
 #endif
-
-
-extern int __kk_wrong_branch_type(void)
-	__attribute__((error("static_branch_*() needs a struct static_key_true or _false")));
-
-#define __kk_is_true_key(x)  __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_true)
-#define __kk_is_false_key(x) __builtin_types_compatible_p(__typeof__(*(x)), struct static_key_false)
 
 #ifndef KK_NO_JUMP_LABEL
 
 #define JUMP_LABEL_NOP_SIZE 5
 
-#define __KK_JUMP_TABLE_ENTRY							\
-	".pushsection kk_jump_table, \"aw\"\n\t"				\
-	".balign 8\n\t"								\
-	".long 1b - ., %l[l_yes] - .\n\t"					\
-	".quad %c0 - . + %c1\n\t"						\
-	".popsection\n\t"
-
-#define __kk_static_branch(keyp, branch, insn) ({				\
+/*
+ * One site, the same asm statement in C and C++.  @jump, a constant, picks
+ * the initial instruction: the 5-byte NOP, or a jmp rel32 to l_yes.  The
+ * table entry goes to kk_jump_table in the section group of the code ("?"),
+ * so that when the linker drops a duplicate of a C++ inline function or
+ * template (a COMDAT group) it drops the duplicate's entries too.
+ * Evaluates to true when the code took the jump.
+ */
+#define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__label__ l_yes, l_done;						\
-	static struct static_key *const __kk_kref				\
-		__attribute__((used, aligned(8))) = (keyp);			\
+	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
+		__attribute__((__used__, __aligned__(8))) = (keyp);		\
 	bool __kk_ret;								\
-	asm goto("1: " insn "\n\t" __KK_JUMP_TABLE_ENTRY			\
-		 : : "i"(&__kk_kref), "i"(branch) : : l_yes);			\
+	__asm__ goto("1:\n\t"							\
+		 ".if %c[j]\n\t"						\
+		 ".byte 0xe9\n\t.long %l[l_yes] - (1b + 5)\n\t"		\
+		 ".else\n\t"							\
+		 ".byte 0x0f,0x1f,0x44,0x00,0x00\n\t"				\
+		 ".endif\n\t"							\
+		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
+		 ".balign 8\n\t"						\
+		 ".long 1b - ., %l[l_yes] - .\n\t"				\
+		 ".quad %c[k] - . + %c[b]\n\t"					\
+		 ".popsection\n\t"						\
+		 : : [k] "i"(&__kk_kref), [b] "i"(branch), [j] "i"(jump)	\
+		 : : l_yes);							\
 	__kk_ret = false;							\
 	goto l_done;								\
 l_yes:										\
 	__kk_ret = true;							\
 l_done:										\
 	__kk_ret;								\
-})
+}))
 
-/* A site that starts as a 5-byte NOP, or as a jmp rel32 to the branch. */
-#define arch_static_branch(keyp, branch)					\
-	__kk_static_branch(keyp, branch, ".byte 0x0f,0x1f,0x44,0x00,0x00")
-#define arch_static_branch_jump(keyp, branch)					\
-	__kk_static_branch(keyp, branch, ".byte 0xe9\n\t.long %l[l_yes] - (1b + 5)")
+/* The kernel's arch hooks: a site that starts as a NOP, or as a jump. */
+#define arch_static_branch(keyp, branch)	__kk_static_branch(keyp, branch, 0)
+#define arch_static_branch_jump(keyp, branch)	__kk_static_branch(keyp, branch, 1)
 
-#define static_branch_likely(x)							\
-	__builtin_expect(__builtin_choose_expr(__kk_is_true_key(x),		\
-		!arch_static_branch(&(x)->key, true),				\
-		__builtin_choose_expr(__kk_is_false_key(x),			\
-			!arch_static_branch_jump(&(x)->key, true),		\
-			__kk_wrong_branch_type())), 1)
+/*
+ * The initial instruction is a jump exactly when (likely XOR true-key): a
+ * site compiled for its key's default value is a NOP.
+ */
+#define static_branch_likely(x) __builtin_expect(__extension__ ({		\
+	__KK_CHECK_BRANCH(x);							\
+	!__kk_static_branch(__kk_branch_key(x), 1, !__kk_is_true_key(x));	\
+}), 1)
 
-#define static_branch_unlikely(x)						\
-	__builtin_expect(__builtin_choose_expr(__kk_is_true_key(x),		\
-		arch_static_branch_jump(&(x)->key, false),			\
-		__builtin_choose_expr(__kk_is_false_key(x),			\
-			arch_static_branch(&(x)->key, false),			\
-			__kk_wrong_branch_type())), 0)
+#define static_branch_unlikely(x) __builtin_expect(__extension__ ({		\
+	__KK_CHECK_BRANCH(x);							\
+	__kk_static_branch(__kk_branch_key(x), 0, __kk_is_true_key(x));		\
+}), 0)
 
 #else /* KK_NO_JUMP_LABEL: load + test + branch */
 
-#define __kk_branch_check(x)							\
-	__builtin_choose_expr(__kk_is_true_key(x) || __kk_is_false_key(x),	\
-		__atomic_load_n(&(x)->key.enabled, __ATOMIC_RELAXED) > 0,	\
-		__kk_wrong_branch_type())
+#define __kk_branch_count(x) (__extension__ ({					\
+	__KK_CHECK_BRANCH(x);							\
+	__atomic_load_n(&__kk_branch_key(x)->enabled, __ATOMIC_RELAXED) > 0;	\
+}))
 
-#define static_branch_likely(x)		__builtin_expect(__kk_branch_check(x), 1)
-#define static_branch_unlikely(x)	__builtin_expect(__kk_branch_check(x), 0)
+#define static_branch_likely(x)		__builtin_expect(__kk_branch_count(x), 1)
+#define static_branch_unlikely(x)	__builtin_expect(__kk_branch_count(x), 0)
 
 #endif /* KK_NO_JUMP_LABEL */
 
