@@ -318,13 +318,14 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 
 /*
  * One site: a struct _ddebug in the kk_dyndbg section (positional, so that
- * every dialect accepts it).  The key starts as the flags say.
+ * every dialect accepts it; the key's braced initializer because ISO C has no
+ * constant compound literal).  The key starts as the flags say.
  */
 #ifdef __KK_DD_DEBUG
-#define _DPRINTK_KEY_INIT	{ STATIC_KEY_TRUE_INIT }
+#define _DPRINTK_KEY_INIT	{ __KK_STATIC_KEY_TRUE_BRACED }
 #define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_likely(&(descriptor).key.dd_key_true)
 #else
-#define _DPRINTK_KEY_INIT	{ STATIC_KEY_FALSE_INIT }
+#define _DPRINTK_KEY_INIT	{ __KK_STATIC_KEY_FALSE_BRACED }
 /* One NOP while the site is off (a load + test with -DKK_NO_JUMP_LABEL). */
 #define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_unlikely(&(descriptor).key.dd_key_false)
 #endif
