@@ -244,6 +244,14 @@ size_t kk_dyndbg_count_sites(const char *module);
  */
 int kk_dyndbg_set_batched(int on);
 
+/*
+ * All or nothing (default 1): a write with a malformed query changes nothing.
+ * 0: the kernel's behaviour, each query applied on its own, the malformed
+ * ones reported and skipped, the write returning the last error.  Also the
+ * control file dynamic_debug/all_or_nothing.  Returns the previous setting.
+ */
+int kk_dyndbg_set_all_or_nothing(int on);
+
 /* ---- output --------------------------------------------------------------------- */
 
 /*

@@ -63,6 +63,7 @@ static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dd_table *tables, **tables_tail = &tables;
 static struct dd_modq *modqs;
 static atomic_int dd_batched = 1;
+static atomic_int dd_all_or_nothing = 1;
 static int dd_verbose;
 
 /* Start-up: KK_DYNDBG, parsed once; the load ranges of the start-up objects. */
@@ -311,8 +312,8 @@ out:
  * Parse and apply @text.  All or nothing.  @rep gets the report (per-query
  * lines and a summary) or the error messages.
  */
-static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
-		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
+static int exec_block(const char *text, size_t len, const char *modname, struct dd_table *only,
+		      int locked, struct kk_dyndbg_result *res, struct kk_buf *rep, int one)
 {
 	struct ddq_block b;
 	struct ddq_msgs m = { 0 };
@@ -328,7 +329,9 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 		if (rep) {
 			if (m.len)
 				kk_buf_write(rep, m.buf, m.len);
-			if (ret == -EINVAL)
+			if (ret == -EINVAL && one)
+				kk_buf_printf(rep, "dyndbg: query is malformed: skipped\n");
+			else if (ret == -EINVAL)
 				kk_buf_printf(rep, "dyndbg: query %u is malformed: "
 					      "nothing was changed\n", bad);
 			else
@@ -355,6 +358,46 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 	ddq_block_free(&b);
 	ddq_msgs_free(&m);
 	return ret;
+}
+
+/*
+ * Parse and apply @text: all or nothing, or (dynamic_debug/all_or_nothing = 0)
+ * query by query as the kernel does: the malformed queries are reported and
+ * skipped, the good ones applied, and the last error returned.
+ */
+static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
+		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
+	struct kk_dyndbg_result one, sum = { 0 };
+	size_t pos = 0;
+	int err = 0;
+
+	if (atomic_load(&dd_all_or_nothing))
+		return exec_block(text, len, modname, only, locked, res, rep, 0);
+	while (pos < len && text[pos]) {
+		size_t n = ddq_query_len(text + pos, len - pos);
+		int r = exec_block(text + pos, n, modname, only, locked, &one, rep, 1);
+
+		if (r) {
+			err = r;
+		} else {
+			sum.queries += one.queries;
+			sum.matched += one.matched;
+			sum.changed += one.changed;
+			sum.sites_flipped += one.sites_flipped;
+			sum.syncs += one.syncs;
+			sum.apply_ns += one.apply_ns;
+		}
+		pos += n + 1;
+	}
+	if (res)
+		*res = sum;
+	return err;
+}
+
+int kk_dyndbg_set_all_or_nothing(int on)
+{
+	return atomic_exchange(&dd_all_or_nothing, on ? 1 : 0);
 }
 
 int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
@@ -748,6 +791,32 @@ static const struct kk_control_file_ops batched_fops = {
 };
 KK_CONTROL_LIB_FILE(control_file, "dynamic_debug/control", &control_fops);
 KK_CONTROL_LIB_FILE(batched_file, "dynamic_debug/batched", &batched_fops);
+
+static int aon_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%d\n", atomic_load(&dd_all_or_nothing)) < 0 ? -ENOMEM : 0;
+}
+
+static int aon_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	if (len == 1 && (buf[0] == '0' || buf[0] == '1')) {
+		kk_dyndbg_set_all_or_nothing(buf[0] == '1');
+		return 0;
+	}
+	kk_buf_printf(out, "expected 0 or 1\n");
+	return -EINVAL;
+}
+
+static const struct kk_control_file_ops aon_fops = {
+	.show = aon_show,
+	.write = aon_write,
+	.max_write = 64,
+};
+KK_CONTROL_LIB_FILE(aon_file, "dynamic_debug/all_or_nothing", &aon_fops);
 
 /* ---- classmap parameters ----------------------------------------------------------------- */
 
@@ -1302,6 +1371,7 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_fork_register(&dd_fork_ops);
 	kk_control_add_lib_file(&control_file);
 	kk_control_add_lib_file(&batched_file);
+	kk_control_add_lib_file(&aon_file);
 	if (env_has_dyndbg()) {
 		pthread_once(&dd_once, dd_init_once);
 		return;

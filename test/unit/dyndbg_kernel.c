@@ -101,3 +101,41 @@ Test(dyndbg_kernel, listing_lines_ascend)
 	free(l);
 	dlclose(h);
 }
+
+/*
+ * The kernel applies the good queries of a write and returns the last error;
+ * kernelkit's default is all or nothing.  dynamic_debug/all_or_nothing = 0
+ * (kk_dyndbg_set_all_or_nothing(0)) gives the kernel's behaviour.
+ */
+Test(dyndbg_kernel, query_by_query_mode)
+{
+	void *h = load();
+	const char *w = "module kdebug_mod format first -p; frobnicate x +p\n"
+			"module kdebug_mod format third -p";
+	char *r = NULL, *t = NULL;
+	size_t n;
+
+	cr_assert_eq(dd_write(w, &r), -EINVAL);
+	free(r);
+	cr_assert_str_eq(dd_flags_of("kdebug first"), "p");
+	cr_assert_eq(kk_control_read("dynamic_debug/all_or_nothing", &t, &n), 0);
+	cr_assert_str_eq(t, "1\n");
+	free(t);
+	cr_assert_eq(kk_control_write("dynamic_debug/all_or_nothing", "0\n", 2, &r), 0);
+	free(r);
+	cr_assert_eq(dd_write(w, &r), -EINVAL);
+	cr_assert(strstr(r, "unknown keyword \"frobnicate\""), "%s", r);
+	free(r);
+	cr_assert_str_eq(dd_flags_of("kdebug first"), "_");
+	cr_assert_str_eq(dd_flags_of("kdebug second"), "p");
+	cr_assert_str_eq(dd_flags_of("kdebug third"), "_");
+	/* the exported call too: good queries applied, the error returned */
+	cr_assert_eq(dynamic_debug_exec_queries("format kdebug +p; line x-y +p", "kdebug_mod"),
+		     -EINVAL);
+	cr_assert_str_eq(dd_flags_of("kdebug first"), "p");
+	cr_assert_eq(kk_dyndbg_set_all_or_nothing(1), 0);
+	cr_assert_eq(dynamic_debug_exec_queries("format kdebug -p; line x-y +p", "kdebug_mod"),
+		     -EINVAL);
+	cr_assert_str_eq(dd_flags_of("kdebug first"), "p");
+	dlclose(h);
+}
