@@ -18,9 +18,10 @@
  * dlclose.
  *
  * Module name of a site: KK_MODNAME if it is defined (as a string literal)
- * before this header is included, else the file name of the ELF object that
- * holds the site without its directory, "lib" prefix or extensions
- * (libdrm_kms_helper.so.1 -> drm_kms_helper).
+ * before this header is included, else KBUILD_MODNAME, else the file name of
+ * the ELF object that holds the site without its directory, "lib" prefix or
+ * extensions (libdrm_kms_helper.so.1 -> drm_kms_helper).  `#define DEBUG`
+ * before the include starts the unit's sites enabled, as in the kernel.
  *
  * Start-up control:
  *   KK_DYNDBG='queries'              applied to every object loaded with the
@@ -32,9 +33,9 @@
  *                                    an empty value means "+p"
  *   KK_DYNDBG_VERBOSE=1              report "N debug prints in module M"
  *
- * Differences from the kernel: see docs/dynamic_debug.md (all-or-nothing
- * writes, per-query match/change counts, `!` negation, listing lines that
- * can be written back).
+ * Differences from the kernel: see docs/dynamic_debug.md and the table in
+ * docs/kernel_api.md (all-or-nothing writes, per-query match/change counts,
+ * `!` negation, the `d` flag, listing lines that can be written back).
  */
 #ifndef KERNELKIT_DYNAMIC_DEBUG_H
 #define KERNELKIT_DYNAMIC_DEBUG_H
