@@ -31,6 +31,21 @@
  *
  * Build with -DKK_NO_JUMP_LABEL (automatic on architectures without a
  * patcher) to get a load+test+branch on the key's count with the same API.
+ *
+ * Languages: C (C99 to C23, GNU or ISO) and C++ (C++11 to C++23) both work,
+ * warning-free under -Wall -Wextra -pedantic, with the same code: a disabled
+ * site is the same single 5-byte NOP and the same kk_jump_table entry in
+ * both.  A wrong key type is a compile error in both.  Differences:
+ *  - DEFINE_STATIC_KEY_ARRAY_* cannot have "static" or an attribute in front
+ *    (C: it begins with __extension__; C++: it is an alias of a
+ *    constant-initialised array).
+ *  - C++ in a shared object (-fPIC): a site must not be inside an inline
+ *    function or template with external linkage (its per-site slot would be
+ *    a preemptible symbol, which the asm cannot take as a constant): make
+ *    such functions static or put them in an unnamed namespace.
+ *  - STATIC_KEY_{TRUE,FALSE}_INIT initialise a static object only in GNU C
+ *    (ISO C has no constant compound literal before C23), as in the kernel.
+ * docs/kernel_api.md lists every kernel name and how kernelkit differs.
  */
 #ifndef KERNELKIT_JUMP_LABEL_H
 #define KERNELKIT_JUMP_LABEL_H
@@ -149,12 +164,12 @@ constexpr __kk_key_array<K, N> __kk_key_array_init(__kk_seq<I...>, int val, cons
 }	/* extern "C++" */
 extern "C" {
 
-#define __KK_KEY_ARRAY(type, val, name, count)					\
-	extern struct type name[count]						\
+#define __KK_KEY_ARRAY(ktype, val, name, count)					\
+	extern struct ktype name[count]						\
 		__attribute__((__alias__("__kk_keys_" #name)));			\
-	static __kk_key_array<struct type, (count)> __kk_keys_##name		\
+	static __kk_key_array<struct ktype, (count)> __kk_keys_##name		\
 		__asm__("__kk_keys_" #name) __attribute__((__used__)) =		\
-		__kk_key_array_init<struct type, (count)>(			\
+		__kk_key_array_init<struct ktype, (count)>(			\
 			__kk_make_seq<(count)>::type(), (val), #name, &name[0].key)
 
 #define __kk_is_key(x)		(__kk_key_traits<__typeof__(*(x))>::is_key)
@@ -172,8 +187,8 @@ extern "C" {
 
 /* The range designator is GNU C: __extension__ keeps -pedantic quiet.  In C
  * the definition cannot take a storage class ("static") in front. */
-#define __KK_KEY_ARRAY(type, val, name, count)					\
-	__extension__ struct type name[count] = {				\
+#define __KK_KEY_ARRAY(ktype, val, name, count)					\
+	__extension__ struct ktype name[count] = {				\
 		[0 ... (count) - 1] = __KK_KEY_INIT_ARR(val, #name, &name[0].key) }
 
 #define __kk_types_eq(x, t)	__builtin_types_compatible_p(__typeof__(*(x)), t)
@@ -254,10 +269,69 @@ extern "C" {
 		__builtin_choose_expr(__kk_is_key(x), (x), __kk_wrong_key_type())) > 0)
 #endif
 
+#define jump_label_enabled	static_key_enabled
+
+/* ---- kernel boot plumbing: always done in a process ----------------------- */
+
+/* True from the start: the library is ready before the first constructor
+ * that could use a key (the kernel's is false until jump_label_init()). */
+extern bool static_key_initialized;
+#define STATIC_KEY_CHECK_USE(key)	((void)(key))
+/* No-ops, for code that calls them. */
+void jump_label_init(void);
+void jump_label_init_ro(void);
+
+enum jump_label_type {
+	JUMP_LABEL_NOP = 0,
+	JUMP_LABEL_JMP,
+};
+
+/* ---- the kernel's config-dependent forms (IS_ENABLED(CONFIG_X)) ------------ */
+
+/*
+ * __KK_IS_ENABLED(CONFIG_X) is 1 when CONFIG_X or CONFIG_X_MODULE is
+ * defined as 1 and 0 otherwise (undefined), as the kernel's IS_ENABLED(), by
+ * the kconfig placeholder technique: the program needs no IS_ENABLED().
+ */
+#define __KK_ARG_PLACEHOLDER_1			0,
+#define __kk_take_second_arg(ignored, val, ...)	val
+#define __kk_is_defined(x)			___kk_is_defined(x)
+#define ___kk_is_defined(val)			____kk_is_defined(__KK_ARG_PLACEHOLDER_##val)
+#define ____kk_is_defined(arg1_or_junk)		__kk_take_second_arg(arg1_or_junk 1, 0, 0)
+#define __KK_IS_ENABLED(option)							\
+	(__kk_is_defined(option) || __kk_is_defined(option##_MODULE))
+/* The same, as one preprocessing token 0 or 1 (for pasting). */
+#define __KK_IS_ENABLED_TOKEN(option)	__kk_or(__kk_is_defined(option), __kk_is_defined(option##_MODULE))
+#define __kk_or(a, b)			___kk_or(a, b)
+#define ___kk_or(a, b)			__kk_or_##a##b
+#define __kk_or_00			0
+#define __kk_or_01			1
+#define __kk_or_10			1
+#define __kk_or_11			1
+#define __KK_PASTE(a, b)		___KK_PASTE(a, b)
+#define ___KK_PASTE(a, b)		a##b
+
+#define __KK_DEFINE_STATIC_KEY_1(name)		DEFINE_STATIC_KEY_TRUE(name)
+#define __KK_DEFINE_STATIC_KEY_0(name)		DEFINE_STATIC_KEY_FALSE(name)
+#define __KK_DEFINE_STATIC_KEY_RO_1(name)	DEFINE_STATIC_KEY_TRUE_RO(name)
+#define __KK_DEFINE_STATIC_KEY_RO_0(name)	DEFINE_STATIC_KEY_FALSE_RO(name)
+#define __KK_DECLARE_STATIC_KEY_1(name)		DECLARE_STATIC_KEY_TRUE(name)
+#define __KK_DECLARE_STATIC_KEY_0(name)		DECLARE_STATIC_KEY_FALSE(name)
+/* A TRUE key when the option is enabled, a FALSE one otherwise. */
+#define DEFINE_STATIC_KEY_MAYBE(cfg, name)					\
+	__KK_PASTE(__KK_DEFINE_STATIC_KEY_, __KK_IS_ENABLED_TOKEN(cfg))(name)
+#define DEFINE_STATIC_KEY_MAYBE_RO(cfg, name)					\
+	__KK_PASTE(__KK_DEFINE_STATIC_KEY_RO_, __KK_IS_ENABLED_TOKEN(cfg))(name)
+#define DECLARE_STATIC_KEY_MAYBE(cfg, name)					\
+	__KK_PASTE(__KK_DECLARE_STATIC_KEY_, __KK_IS_ENABLED_TOKEN(cfg))(name)
+
 /* ---- changing a key: 0 or -errno ---------------------------------------------- */
 
 int static_key_slow_inc(struct static_key *key);
 int static_key_slow_dec(struct static_key *key);
+/* Take a reference only if the key is already enabled (nothing to patch, no
+ * lock): true if taken.  The kernel's, for paths that must not sleep. */
+bool static_key_fast_inc_not_disabled(struct static_key *key);
 int static_key_enable(struct static_key *key);
 int static_key_disable(struct static_key *key);
 
@@ -450,6 +524,35 @@ l_done:										\
 #define static_branch_unlikely(x)	__builtin_expect(__kk_branch_count(x), 0)
 
 #endif /* KK_NO_JUMP_LABEL */
+
+/* The kernel's config-dependent branch: likely when the option is enabled. */
+#define static_branch_maybe(config, x)						\
+	(__KK_IS_ENABLED(config) ? static_branch_likely(x) : static_branch_unlikely(x))
+
+/*
+ * The kernel's original API, on a plain struct static_key: static_key_false()
+ * is an unlikely branch, static_key_true() a likely one.  Both sites start as
+ * the NOP, so the key's initial value must match (STATIC_KEY_INIT_FALSE for
+ * static_key_false(), STATIC_KEY_INIT_TRUE for static_key_true()), as in the
+ * kernel.
+ */
+#ifndef KK_NO_JUMP_LABEL
+#define static_key_false(x) __builtin_expect(__extension__ ({			\
+	__KK_CHECK_PLAIN(x);							\
+	__kk_static_branch((struct static_key *)(x), 0, 0);			\
+}), 0)
+#define static_key_true(x) __builtin_expect(__extension__ ({			\
+	__KK_CHECK_PLAIN(x);							\
+	!__kk_static_branch((struct static_key *)(x), 1, 0);			\
+}), 1)
+#else
+#define __kk_plain_count(x) (__extension__ ({					\
+	__KK_CHECK_PLAIN(x);							\
+	__atomic_load_n(&((struct static_key *)(x))->enabled, __ATOMIC_RELAXED) > 0; \
+}))
+#define static_key_false(x)	__builtin_expect(__kk_plain_count(x), 0)
+#define static_key_true(x)	__builtin_expect(__kk_plain_count(x), 1)
+#endif
 
 #ifdef __cplusplus
 }

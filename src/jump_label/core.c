@@ -708,6 +708,35 @@ int static_key_slow_inc(struct static_key *key)
 	return locked_call(inc_locked, key);
 }
 
+/*
+ * The kernel's static_key_fast_inc_not_disabled(): take a reference only if
+ * the key is already on, so that nothing needs patching and no lock is taken.
+ */
+bool static_key_fast_inc_not_disabled(struct static_key *key)
+{
+	int v;
+
+	if (!key)
+		return false;
+	v = static_key_count(key);
+	while (v > 0 && v < INT_MAX)
+		if (__atomic_compare_exchange_n(&key->enabled, &v, v + 1, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+/* Keys are usable from the first constructor on: there is no early boot. */
+bool static_key_initialized = true;
+
+void jump_label_init(void)
+{
+}
+
+void jump_label_init_ro(void)
+{
+}
+
 bool jl_dec_not_one(struct static_key *key, int *v)
 {
 	*v = static_key_count(key);
@@ -1145,7 +1174,7 @@ static const struct kk_fork_ops jl_fork_ops = {
 };
 
 /* Only what cannot fail and makes no syscall: set-up for patching is lazy. */
-KK_INIT(150) static void jump_label_init(void)
+KK_INIT(150) static void jl_init(void)
 {
 	kk_fork_register(&jl_fork_ops);
 	kk_control_add_lib_file(&static_keys_file);
