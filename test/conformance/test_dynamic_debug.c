@@ -255,8 +255,13 @@ static void test_level_num(void)
 
 static void test_level_names(void)
 {
+#ifndef TEST_DYNAMIC_DEBUG_WRONG
 	static const char *const on1[] = { "L1", "L2", "L3", NULL };
 	static const char *const off1[] = { "L4", "L7", "V1", NULL };
+#else	/* test/scripts/dyndbg_conformance_wrong.sh: L3 must not enable L4 */
+	static const char *const on1[] = { "L1", "L2", "L3", "L4", NULL };
+	static const char *const off1[] = { "L7", "V1", NULL };
+#endif
 	static const char *const off2[] = { "L3", "L4", NULL };
 	char v[32];
 
