@@ -64,3 +64,6 @@ $(DD_FUZZ): test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c src/dynamic_debu
 		-o $@ test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c \
 	|| { echo "dyndbg: cannot build the fuzzer with $(DD_FUZZ_CC); its test will skip"; \
 	     rm -f $@; }
+
+# The kernel-conformance module links a second module built with DEBUG.
+CONF_LDLIBS_test_dynamic_debug := -ldd_debug

@@ -18,9 +18,10 @@
  * dlclose.
  *
  * Module name of a site: KK_MODNAME if it is defined (as a string literal)
- * before this header is included, else the file name of the ELF object that
- * holds the site without its directory, "lib" prefix or extensions
- * (libdrm_kms_helper.so.1 -> drm_kms_helper).
+ * before this header is included, else KBUILD_MODNAME, else the file name of
+ * the ELF object that holds the site without its directory, "lib" prefix or
+ * extensions (libdrm_kms_helper.so.1 -> drm_kms_helper).  `#define DEBUG`
+ * before the include starts the unit's sites enabled, as in the kernel.
  *
  * Start-up control:
  *   KK_DYNDBG='queries'              applied to every object loaded with the
@@ -32,9 +33,9 @@
  *                                    an empty value means "+p"
  *   KK_DYNDBG_VERBOSE=1              report "N debug prints in module M"
  *
- * Differences from the kernel: see docs/dynamic_debug.md (all-or-nothing
- * writes, per-query match/change counts, `!` negation, listing lines that
- * can be written back).
+ * Differences from the kernel: see docs/dynamic_debug.md and the table in
+ * docs/kernel_api.md (all-or-nothing writes, per-query match/change counts,
+ * `!` negation, the `d` flag, listing lines that can be written back).
  */
 #ifndef KERNELKIT_DYNAMIC_DEBUG_H
 #define KERNELKIT_DYNAMIC_DEBUG_H
@@ -61,24 +62,43 @@ extern "C" {
 	 _DPRINTK_FLAGS_INCL_LINENO | _DPRINTK_FLAGS_INCL_TID |			\
 	 _DPRINTK_FLAGS_INCL_SOURCENAME)
 
+/*
+ * `#define DEBUG` before this header: the unit's sites start enabled, as in
+ * the kernel (their key starts true, so an enabled site is the NOP and a
+ * disabled one the jump).  Programs that use DEBUG for something else can
+ * define KK_DYNDBG_IGNORE_DEBUG to keep their sites off.
+ */
+#if defined(DEBUG) && !defined(KK_DYNDBG_IGNORE_DEBUG)
+#define __KK_DD_DEBUG 1
+#define _DPRINTK_FLAGS_DEFAULT		_DPRINTK_FLAGS_PRINT
+#else
+#define _DPRINTK_FLAGS_DEFAULT		0
+#endif
+
 #define _DPRINTK_CLASS_DFLT		63	/* a site without a class */
 
 struct _ddebug {
-	const char *modname;	/* KK_MODNAME, or filled in at registration */
+	const char *modname;	/* KK_MODNAME / KBUILD_MODNAME, or set at registration */
 	const char *function;
 	const char *filename;
 	const char *format;
 	unsigned int lineno:18;
 	unsigned int class_id:6;
 	unsigned int flags;	/* _DPRINTK_FLAGS_*; read with atomic loads */
-	struct static_key_false key;
-} __attribute__((aligned(8)));
+	union {
+		struct static_key_true dd_key_true;
+		struct static_key_false dd_key_false;
+	} key;
+} __attribute__((__aligned__(8)));
 
 /* ---- classmaps ---------------------------------------------------------------- */
 
+/* The kernel's order and values. */
 enum class_map_type {
 	DD_CLASS_TYPE_DISJOINT_BITS,	/* bit N of the parameter enables class base+N */
 	DD_CLASS_TYPE_LEVEL_NUM,	/* level N enables classes base .. base+N-1 */
+	DD_CLASS_TYPE_DISJOINT_NAMES,	/* "+NAME,-NAME": classes on and off by name */
+	DD_CLASS_TYPE_LEVEL_NAMES,	/* "NAME": that class and the ones below it */
 };
 
 struct ddebug_class_map {
@@ -87,9 +107,7 @@ struct ddebug_class_map {
 	int length;
 	int base;
 	enum class_map_type map_type;
-} __attribute__((aligned(8)));
-
-#define __KK_DD_NARGS(...) (sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *))
+} __attribute__((__aligned__(8)));
 
 /*
  * Name the classes base .. base+N-1 of this object's module.  A site gets a
@@ -99,12 +117,12 @@ struct ddebug_class_map {
 #define DECLARE_DYNDBG_CLASSMAP(_var, _maptype, _base, ...)			\
 	static const char *const _var##_classnames[] = { __VA_ARGS__ };		\
 	static struct ddebug_class_map _var					\
-	__attribute__((used, section("kk_dyndbg_classes"), aligned(8))) = {	\
-		.mod_name = __KK_DD_MODNAME,					\
-		.class_names = _var##_classnames,				\
-		.length = (int)__KK_DD_NARGS(__VA_ARGS__),			\
-		.base = (_base),						\
-		.map_type = (_maptype),						\
+	__attribute__((__used__, __section__("kk_dyndbg_classes"), __aligned__(8))) = { \
+		__KK_DD_MODNAME,						\
+		_var##_classnames,						\
+		(int)(sizeof(_var##_classnames) / sizeof(_var##_classnames[0])), \
+		(_base),							\
+		(_maptype)							\
 	}
 
 /*
@@ -113,18 +131,53 @@ struct ddebug_class_map {
  * applies all of them as ONE batch.
  */
 struct ddebug_class_param {
-	union {
-		unsigned long *bits;	/* DD_CLASS_TYPE_DISJOINT_BITS */
-		unsigned int *lvl;	/* DD_CLASS_TYPE_LEVEL_NUM */
+	__extension__ union {
+		unsigned long *bits;	/* DD_CLASS_TYPE_DISJOINT_* */
+		unsigned int *lvl;	/* DD_CLASS_TYPE_LEVEL_* */
 	};
 	char flags[8];			/* e.g. "p" */
 	const struct ddebug_class_map *map;
 };
 
-/* Parse @instr (decimal, 0x hex or 0 octal) and apply it.  0 or -errno. */
-int param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp);
-/* "0x%lx" for bits, "%u" for a level; returns the length like snprintf. */
-int param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp);
+/*
+ * Module parameters, the fields kernel code uses (<linux/moduleparam.h>).
+ * module_param_cb() in a module registers one with kk_module_param_register().
+ */
+struct kernel_param;
+struct module;
+struct kernel_param_ops {
+	unsigned int flags;
+	int (*set)(const char *val, const struct kernel_param *kp);
+	/* @buffer holds KK_PARAM_BUFSIZE bytes (the kernel's PAGE_SIZE) */
+	int (*get)(char *buffer, const struct kernel_param *kp);
+	void (*free)(void *arg);
+};
+struct kernel_param {
+	const char *name;
+	struct module *mod;
+	const struct kernel_param_ops *ops;
+	unsigned short perm;
+	signed char level;
+	unsigned char flags;
+	void *arg;
+};
+#define KK_PARAM_BUFSIZE 4096
+
+/*
+ * The kernel's classmap parameter ops: kp->arg is a struct ddebug_class_param.
+ * BITS takes a number (decimal, 0x hex, 0 octal), LEVEL_NUM a level 0..N,
+ * DISJOINT_NAMES "+NAME,-NAME,..." and LEVEL_NAMES a class name ("L3": that
+ * level and the ones below it, "-L3": only the ones below).  All changes of
+ * one write are one batch; a bad value changes nothing: -EINVAL.
+ */
+extern const struct kernel_param_ops param_ops_dyndbg_classes;
+int param_set_dyndbg_classes(const char *instr, const struct kernel_param *kp);
+/* "0x%lx\n" for bits, "%u\n" for a level; returns the length. */
+int param_get_dyndbg_classes(char *buffer, const struct kernel_param *kp);
+
+/* The same on a struct ddebug_class_param; the get has no newline. */
+int kk_param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp);
+int kk_param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp);
 /* Apply a new value; returns the number of sites changed, or -errno. */
 int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long val);
 /*
@@ -134,6 +187,16 @@ int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long va
  */
 int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *dcp);
 int kk_dyndbg_unregister_param(const char *name);
+/*
+ * Serve any module parameter as dynamic_debug/params/<@modname>.<kp->name>
+ * (the kernel's /sys/module/<mod>/parameters/<name>): read calls
+ * kp->ops->get, write kp->ops->set; writes need a write bit in kp->perm.
+ * @kp stays the caller's until kk_module_param_unregister().  0 or -errno.
+ */
+int kk_module_param_register(const char *modname, const struct kernel_param *kp);
+int kk_module_param_unregister(const char *modname, const struct kernel_param *kp);
+/* <modname>.dyndbg=<val> (NULL or "" = "+p"): applied now.  -ENOENT for other params. */
+int ddebug_dyndbg_module_param_cb(char *param, char *val, const char *modname);
 
 /* ---- applying queries ------------------------------------------------------------ */
 
@@ -182,6 +245,14 @@ size_t kk_dyndbg_count_sites(const char *module);
  */
 int kk_dyndbg_set_batched(int on);
 
+/*
+ * All or nothing (default 1): a write with a malformed query changes nothing.
+ * 0: the kernel's behaviour, each query applied on its own, the malformed
+ * ones reported and skipped, the write returning the last error.  Also the
+ * control file dynamic_debug/all_or_nothing.  Returns the previous setting.
+ */
+int kk_dyndbg_set_all_or_nothing(int on);
+
 /* ---- output --------------------------------------------------------------------- */
 
 /*
@@ -197,7 +268,7 @@ void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t l
 #define KK_DYNDBG_SYSLOG_ARG(priority)	((void *)(long)(priority))
 
 void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	__attribute__((__format__(__printf__, 2, 3)));
 /* The rate-limit decision of pr_debug_ratelimited(); reports through the sink. */
 int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *descriptor);
 
@@ -207,8 +278,12 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 
 /* ---- sites ---------------------------------------------------------------------- */
 
-#ifdef KK_MODNAME
+/* The module of the unit's sites and classmaps: KK_MODNAME, KBUILD_MODNAME, or
+ * (NULL) the file name of the object, set at registration. */
+#if defined(KK_MODNAME)
 #define __KK_DD_MODNAME KK_MODNAME
+#elif defined(KBUILD_MODNAME)
+#define __KK_DD_MODNAME KBUILD_MODNAME
 #else
 #define __KK_DD_MODNAME ((const char *)0)
 #endif
@@ -221,59 +296,147 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define __KK_DD_PASTE(a, b) __KK_DD_PASTE2(a, b)
 #define __KK_DD_UNIQUE(prefix) __KK_DD_PASTE(prefix, __COUNTER__)
 
+/*
+ * Variadic macros without `, ##__VA_ARGS__` (a GNU extension) and without an
+ * empty `...` (refused by -pedantic before C23 and C++20): every macro that
+ * takes "fmt, ..." is `...` only and picks its expansion by the number of
+ * arguments.  __KK_DD_SELk(...) is k when there are exactly k arguments and
+ * 9 when there are more (up to 64), so pr_debug("x\n") and pr_debug("%d\n", 1)
+ * expand to the same code as the kernel's.
+ */
+#define __KK_DD_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, \
+		     _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, \
+		     _32, _33, _34, _35, _36, _37, _38, _39, _40, _41, _42, _43, _44, _45, _46, \
+		     _47, _48, _49, _50, _51, _52, _53, _54, _55, _56, _57, _58, _59, _60, _61, \
+		     _62, _63, _64, N, ...) N
+#define __KK_DD_PICK_(...) __KK_DD_PICK(__VA_ARGS__)
+#define __KK_DD_9x60								\
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, \
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, \
+	9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9
+#define __KK_DD_SEL1(...) __KK_DD_PICK_(__VA_ARGS__, __KK_DD_9x60, 9, 9, 9, 1, _)
+#define __KK_DD_SEL2(...) __KK_DD_PICK_(__VA_ARGS__, __KK_DD_9x60, 9, 9, 2, 0, _)
+#define __KK_DD_SEL3(...) __KK_DD_PICK_(__VA_ARGS__, __KK_DD_9x60, 9, 3, 0, 0, _)
+#define __KK_DD_SEL4(...) __KK_DD_PICK_(__VA_ARGS__, __KK_DD_9x60, 4, 0, 0, 0, _)
+/* Two pasting layers: a macro cannot expand inside its own expansion, and
+ * pr_debug's dispatch (A) expands __dynamic_func_call's (B). */
+#define __KK_DD_CAT_A2(a, b) a##b
+#define __KK_DD_CAT_A(a, b) __KK_DD_CAT_A2(a, b)
+#define __KK_DD_CAT_B2(a, b) a##b
+#define __KK_DD_CAT_B(a, b) __KK_DD_CAT_B2(a, b)
+
+/*
+ * One site: a struct _ddebug in the kk_dyndbg section (positional, so that
+ * every dialect accepts it; the key's braced initializer because ISO C has no
+ * constant compound literal).  The key starts as the flags say.
+ */
+#ifdef __KK_DD_DEBUG
+#define _DPRINTK_KEY_INIT	{ __KK_STATIC_KEY_TRUE_BRACED }
+#define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_likely(&(descriptor).key.dd_key_true)
+#else
+#define _DPRINTK_KEY_INIT	{ __KK_STATIC_KEY_FALSE_BRACED }
+/* One NOP while the site is off (a load + test with -DKK_NO_JUMP_LABEL). */
+#define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_unlikely(&(descriptor).key.dd_key_false)
+#endif
+
 #define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
 	static struct _ddebug name						\
-	__attribute__((used, section("kk_dyndbg"), aligned(8))) = {		\
-		.modname = __KK_DD_MODNAME,					\
-		.function = __func__,						\
-		.filename = __FILE__,						\
-		.format = (fmt),						\
-		.lineno = __LINE__,						\
-		.class_id = (cls),						\
-		.flags = 0,							\
-		.key = STATIC_KEY_FALSE_INIT,					\
+	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) = {	\
+		__KK_DD_MODNAME,						\
+		__func__,							\
+		__FILE__,							\
+		(fmt),								\
+		__LINE__,							\
+		(cls),								\
+		_DPRINTK_FLAGS_DEFAULT,						\
+		_DPRINTK_KEY_INIT						\
 	}
 #define DEFINE_DYNAMIC_DEBUG_METADATA(name, fmt)				\
 	DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, _DPRINTK_CLASS_DFLT, fmt)
 
-/* One NOP while the site is off (a load + test with -DKK_NO_JUMP_LABEL). */
-#define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_unlikely(&(descriptor).key)
-
-#define __dynamic_func_call_cls(id, cls, fmt, func, ...) do {			\
+/* Define the site @id and call func(args) when it is enabled. */
+#define __kk_dd_site_call(id, cls, fmt, func, args) do {			\
 	DEFINE_DYNAMIC_DEBUG_METADATA_CLS(id, cls, fmt);			\
 	if (DYNAMIC_DEBUG_BRANCH(id))						\
-		func(&id, ##__VA_ARGS__);					\
+		func args;							\
 } while (0)
 
-#define _dynamic_func_call_cls(cls, fmt, func, ...)				\
-	__dynamic_func_call_cls(__KK_DD_UNIQUE(__kk_ddebug_), cls, fmt, func, ##__VA_ARGS__)
-#define _dynamic_func_call(fmt, func, ...)					\
-	_dynamic_func_call_cls(_DPRINTK_CLASS_DFLT, fmt, func, ##__VA_ARGS__)
+/* __dynamic_func_call_cls(id, cls, fmt, func, ...): func(&id, ...) */
+#define __dynamic_func_call_cls(...)						\
+	__KK_DD_CAT_B(__kk_dd_fcc_, __KK_DD_SEL4(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_fcc_4(id, cls, fmt, func) __kk_dd_site_call(id, cls, fmt, func, (&id))
+#define __kk_dd_fcc_9(id, cls, fmt, func, ...)					\
+	__kk_dd_site_call(id, cls, fmt, func, (&id, __VA_ARGS__))
+/* __dynamic_func_call_cls_no_desc(id, cls, fmt, func, ...): func(...) */
+#define __dynamic_func_call_cls_no_desc(...)					\
+	__KK_DD_CAT_B(__kk_dd_fccn_, __KK_DD_SEL4(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_fccn_4(id, cls, fmt, func) __kk_dd_site_call(id, cls, fmt, func, ())
+#define __kk_dd_fccn_9(id, cls, fmt, func, ...)					\
+	__kk_dd_site_call(id, cls, fmt, func, (__VA_ARGS__))
+/* __dynamic_func_call(id, fmt, func, ...) and _no_desc: the default class */
+#define __dynamic_func_call(...)						\
+	__KK_DD_CAT_B(__kk_dd_fc_, __KK_DD_SEL3(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_fc_3(id, fmt, func) __kk_dd_fcc_4(id, _DPRINTK_CLASS_DFLT, fmt, func)
+#define __kk_dd_fc_9(id, fmt, func, ...)					\
+	__kk_dd_fcc_9(id, _DPRINTK_CLASS_DFLT, fmt, func, __VA_ARGS__)
+#define __dynamic_func_call_no_desc(...)					\
+	__KK_DD_CAT_B(__kk_dd_fcn_, __KK_DD_SEL3(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_fcn_3(id, fmt, func) __kk_dd_fccn_4(id, _DPRINTK_CLASS_DFLT, fmt, func)
+#define __kk_dd_fcn_9(id, fmt, func, ...)					\
+	__kk_dd_fccn_9(id, _DPRINTK_CLASS_DFLT, fmt, func, __VA_ARGS__)
 
-#define dynamic_pr_debug_cls(cls, fmt, ...)					\
-	_dynamic_func_call_cls(cls, fmt, __dynamic_pr_debug, pr_fmt(fmt), ##__VA_ARGS__)
-#define dynamic_pr_debug(fmt, ...)						\
-	_dynamic_func_call(fmt, __dynamic_pr_debug, pr_fmt(fmt), ##__VA_ARGS__)
+/* The "factory macros": the same with a unique descriptor name. */
+#define _dynamic_func_call_cls(...)						\
+	__dynamic_func_call_cls(__KK_DD_UNIQUE(__kk_ddebug_), __VA_ARGS__)
+#define _dynamic_func_call_cls_no_desc(...)					\
+	__dynamic_func_call_cls_no_desc(__KK_DD_UNIQUE(__kk_ddebug_), __VA_ARGS__)
+#define _dynamic_func_call(...)							\
+	__dynamic_func_call(__KK_DD_UNIQUE(__kk_ddebug_), __VA_ARGS__)
+#define _dynamic_func_call_no_desc(...)						\
+	__dynamic_func_call_no_desc(__KK_DD_UNIQUE(__kk_ddebug_), __VA_ARGS__)
 
-#define pr_debug(fmt, ...)		dynamic_pr_debug(fmt, ##__VA_ARGS__)
-#define pr_debug_cls(cls, fmt, ...)	dynamic_pr_debug_cls(cls, fmt, ##__VA_ARGS__)
-#define __pr_debug_cls(cls, fmt, ...)	dynamic_pr_debug_cls(cls, fmt, ##__VA_ARGS__)
+/* dynamic_pr_debug_cls(cls, fmt, ...) */
+#define dynamic_pr_debug_cls(...)						\
+	__KK_DD_CAT_A(__kk_dd_prc_, __KK_DD_SEL2(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_prc_2(cls, fmt)							\
+	_dynamic_func_call_cls(cls, fmt, __dynamic_pr_debug, pr_fmt(fmt))
+#define __kk_dd_prc_9(cls, fmt, ...)						\
+	_dynamic_func_call_cls(cls, fmt, __dynamic_pr_debug, pr_fmt(fmt), __VA_ARGS__)
+/* dynamic_pr_debug(fmt, ...) */
+#define dynamic_pr_debug(...)							\
+	__KK_DD_CAT_A(__kk_dd_pr_, __KK_DD_SEL1(__VA_ARGS__))(__VA_ARGS__)
+#define __kk_dd_pr_1(fmt) _dynamic_func_call(fmt, __dynamic_pr_debug, pr_fmt(fmt))
+#define __kk_dd_pr_9(fmt, ...)							\
+	_dynamic_func_call(fmt, __dynamic_pr_debug, pr_fmt(fmt), __VA_ARGS__)
 
-/* The rate limit is consulted only once the site is on. */
-#define __kk_dd_ratelimited(id, rs, fmt, ...) do {				\
+#define pr_debug(...)			dynamic_pr_debug(__VA_ARGS__)
+#define pr_debug_cls(...)		dynamic_pr_debug_cls(__VA_ARGS__)
+#define __pr_debug_cls(...)		dynamic_pr_debug_cls(__VA_ARGS__)
+
+/* pr_debug_ratelimited(fmt, ...): the rate limit is consulted only once the site is on. */
+#define __kk_dd_ratelimited(id, rs, fmt, args) do {				\
 	static struct ratelimit_state rs =					\
 		RATELIMIT_STATE_INIT(rs, DEFAULT_RATELIMIT_INTERVAL,		\
 				     DEFAULT_RATELIMIT_BURST);			\
 	DEFINE_DYNAMIC_DEBUG_METADATA(id, pr_fmt(fmt));				\
 	if (DYNAMIC_DEBUG_BRANCH(id) && __kk_dynamic_ratelimit(&rs, &id))	\
-		__dynamic_pr_debug(&id, pr_fmt(fmt), ##__VA_ARGS__);		\
+		__dynamic_pr_debug args;					\
 } while (0)
-#define pr_debug_ratelimited(fmt, ...)						\
-	__kk_dd_ratelimited(__KK_DD_UNIQUE(__kk_ddebug_), __KK_DD_UNIQUE(__kk_ddrs_),	\
-			    fmt, ##__VA_ARGS__)
+#define __kk_dd_rl_1(id, rs, fmt) __kk_dd_ratelimited(id, rs, fmt, (&id, pr_fmt(fmt)))
+#define __kk_dd_rl_9(id, rs, fmt, ...)						\
+	__kk_dd_ratelimited(id, rs, fmt, (&id, pr_fmt(fmt), __VA_ARGS__))
+#define __kk_dd_rl(id, rs, ...)							\
+	__KK_DD_CAT_A(__kk_dd_rl_, __KK_DD_SEL1(__VA_ARGS__))(id, rs, __VA_ARGS__)
+#define pr_debug_ratelimited(...)						\
+	__kk_dd_rl(__KK_DD_UNIQUE(__kk_ddebug_), __KK_DD_UNIQUE(__kk_ddrs_), __VA_ARGS__)
 
+/*
+ * The site's format is @prefix_str when it is a compile-time constant, else
+ * "hexdump" (the kernel's rule), so "format <prefix>" selects a dump.
+ */
 #define dynamic_hex_dump(prefix_str, prefix_type, rowsize, groupsize, buf, len, ascii) \
-	_dynamic_func_call(__builtin_FILE(), __dynamic_hex_dump, prefix_str, prefix_type, \
+	_dynamic_func_call(__builtin_constant_p(prefix_str) ? (prefix_str) : "hexdump", \
+			   __dynamic_hex_dump, prefix_str, prefix_type,		\
 			   rowsize, groupsize, buf, len, ascii)
 #define print_hex_dump_debug(prefix_str, prefix_type, rowsize, groupsize, buf, len, ascii) \
 	dynamic_hex_dump(prefix_str, prefix_type, rowsize, groupsize, buf, len, ascii)
@@ -286,16 +449,16 @@ int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop);
 void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart);
 
-extern struct _ddebug __start_kk_dyndbg[] __attribute__((weak, visibility("hidden")));
-extern struct _ddebug __stop_kk_dyndbg[] __attribute__((weak, visibility("hidden")));
+extern struct _ddebug __start_kk_dyndbg[] __attribute__((__weak__, __visibility__("hidden")));
+extern struct _ddebug __stop_kk_dyndbg[] __attribute__((__weak__, __visibility__("hidden")));
 extern struct ddebug_class_map __start_kk_dyndbg_classes[]
-	__attribute__((weak, visibility("hidden")));
+	__attribute__((__weak__, __visibility__("hidden")));
 extern struct ddebug_class_map __stop_kk_dyndbg_classes[]
-	__attribute__((weak, visibility("hidden")));
+	__attribute__((__weak__, __visibility__("hidden")));
 
 #ifndef KK_LIBRARY_BUILD	/* see jump_label.h */
 /* After the jump-label constructor (101), so the sites' keys are known. */
-__attribute__((constructor(102), used)) static void __kk_dyndbg_ctor(void)
+__attribute__((__constructor__(102), __used__)) static void __kk_dyndbg_ctor(void)
 {
 	struct _ddebug *start = __start_kk_dyndbg, *stop = __stop_kk_dyndbg;
 	struct ddebug_class_map *cstart = __start_kk_dyndbg_classes;
@@ -306,7 +469,7 @@ __attribute__((constructor(102), used)) static void __kk_dyndbg_ctor(void)
 }
 
 /* Runs before the jump-label destructor (101) of the same object. */
-__attribute__((destructor(102), used)) static void __kk_dyndbg_dtor(void)
+__attribute__((__destructor__(102), __used__)) static void __kk_dyndbg_dtor(void)
 {
 	struct _ddebug *start = __start_kk_dyndbg, *stop = __stop_kk_dyndbg;
 	struct ddebug_class_map *cstart = __start_kk_dyndbg_classes;

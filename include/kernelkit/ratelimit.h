@@ -38,9 +38,9 @@ struct ratelimit_state {
 	unsigned long long begin;	/* ms, CLOCK_MONOTONIC; 0 = not started */
 };
 
-#define RATELIMIT_STATE_INIT_FLAGS(name, interval_init, burst_init, flags_init) {	\
-		.lock = 0, .interval = (interval_init), .burst = (burst_init),	\
-		.printed = 0, .missed = 0, .flags = (flags_init), .begin = 0 }
+/* Positional, so that C++ before C++20 accepts it too. */
+#define RATELIMIT_STATE_INIT_FLAGS(name, interval_init, burst_init, flags_init) \
+	{ 0, (interval_init), (burst_init), 0, 0, (flags_init), 0 }
 #define RATELIMIT_STATE_INIT(name, interval_init, burst_init)			\
 	RATELIMIT_STATE_INIT_FLAGS(name, interval_init, burst_init, 0)
 #define RATELIMIT_STATE_INIT_DISABLED						\

@@ -63,6 +63,7 @@ static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dd_table *tables, **tables_tail = &tables;
 static struct dd_modq *modqs;
 static atomic_int dd_batched = 1;
+static atomic_int dd_all_or_nothing = 1;
 static int dd_verbose;
 
 /* Start-up: KK_DYNDBG, parsed once; the load ranges of the start-up objects. */
@@ -262,7 +263,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 	}
 	if (atomic_load(&dd_batched)) {
 		for (size_t i = 0; i < nflip && !ret; i++) {
-			struct static_key *key = &flips[i].dp->key.key;
+			struct static_key *key = &flips[i].dp->key.dd_key_false.key;
 
 			ret = (flips[i].dp->flags & _DPRINTK_FLAGS_PRINT) ?
 				static_key_enable_queued(key) : static_key_disable_queued(key);
@@ -277,8 +278,8 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		for (done = 0; done < nflip; done++) {
 			struct _ddebug *dp = flips[done].dp;
 
-			ret = (dp->flags & _DPRINTK_FLAGS_PRINT) ? static_key_enable(&dp->key.key) :
-								    static_key_disable(&dp->key.key);
+			ret = (dp->flags & _DPRINTK_FLAGS_PRINT) ? static_key_enable(&dp->key.dd_key_false.key) :
+								    static_key_disable(&dp->key.dd_key_false.key);
 			if (ret)
 				break;
 		}
@@ -286,9 +287,9 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 			struct _ddebug *dp = flips[done].dp;
 
 			if (flips[done].old & _DPRINTK_FLAGS_PRINT)
-				static_key_enable(&dp->key.key);
+				static_key_enable(&dp->key.dd_key_false.key);
 			else
-				static_key_disable(&dp->key.key);
+				static_key_disable(&dp->key.dd_key_false.key);
 		}
 	}
 	if (ret) {
@@ -311,8 +312,8 @@ out:
  * Parse and apply @text.  All or nothing.  @rep gets the report (per-query
  * lines and a summary) or the error messages.
  */
-static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
-		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
+static int exec_block(const char *text, size_t len, const char *modname, struct dd_table *only,
+		      int locked, struct kk_dyndbg_result *res, struct kk_buf *rep, int one)
 {
 	struct ddq_block b;
 	struct ddq_msgs m = { 0 };
@@ -328,7 +329,9 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 		if (rep) {
 			if (m.len)
 				kk_buf_write(rep, m.buf, m.len);
-			if (ret == -EINVAL)
+			if (ret == -EINVAL && one)
+				kk_buf_printf(rep, "dyndbg: query is malformed: skipped\n");
+			else if (ret == -EINVAL)
 				kk_buf_printf(rep, "dyndbg: query %u is malformed: "
 					      "nothing was changed\n", bad);
 			else
@@ -355,6 +358,46 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 	ddq_block_free(&b);
 	ddq_msgs_free(&m);
 	return ret;
+}
+
+/*
+ * Parse and apply @text: all or nothing, or (dynamic_debug/all_or_nothing = 0)
+ * query by query as the kernel does: the malformed queries are reported and
+ * skipped, the good ones applied, and the last error returned.
+ */
+static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
+		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
+	struct kk_dyndbg_result one, sum = { 0 };
+	size_t pos = 0;
+	int err = 0;
+
+	if (atomic_load(&dd_all_or_nothing))
+		return exec_block(text, len, modname, only, locked, res, rep, 0);
+	while (pos < len && text[pos]) {
+		size_t n = ddq_query_len(text + pos, len - pos);
+		int r = exec_block(text + pos, n, modname, only, locked, &one, rep, 1);
+
+		if (r) {
+			err = r;
+		} else {
+			sum.queries += one.queries;
+			sum.matched += one.matched;
+			sum.changed += one.changed;
+			sum.sites_flipped += one.sites_flipped;
+			sum.syncs += one.syncs;
+			sum.apply_ns += one.apply_ns;
+		}
+		pos += n + 1;
+	}
+	if (res)
+		*res = sum;
+	return err;
+}
+
+int kk_dyndbg_set_all_or_nothing(int on)
+{
+	return atomic_exchange(&dd_all_or_nothing, on ? 1 : 0);
 }
 
 int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
@@ -559,6 +602,8 @@ int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 
 		if (!dp->modname)
 			dp->modname = t->objname;
+		if (!dp->format)	/* a hex dump with a NULL prefix */
+			dp->format = "";
 	}
 	for (size_t j = 0; j < t->nmaps; j++)
 		if (!t->maps[j].mod_name)
@@ -597,6 +642,63 @@ void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart
 
 /* ---- the control files ------------------------------------------------------------------- */
 
+/*
+ * The listing shows each file's sites by ascending line, as the kernel does
+ * (the compiler emits a unit's sites in reverse).  Files keep the order of
+ * their first site in the section.  Sites are never moved (their keys are
+ * referenced by address), so this is a sorted index, malloc'ed.
+ */
+struct site_ord {
+	size_t file_rank, line, idx;
+};
+
+static int site_ord_cmp(const void *a, const void *b)
+{
+	const struct site_ord *x = a, *y = b;
+
+	if (x->file_rank != y->file_rank)
+		return x->file_rank < y->file_rank ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static size_t *listing_order(const struct dd_table *t)
+{
+	struct site_ord *o;
+	size_t *order;
+
+	if (!t->nsites)
+		return NULL;
+	o = malloc(t->nsites * sizeof(*o));
+	order = malloc(t->nsites * sizeof(*order));
+	if (!o || !order) {
+		free(o);
+		free(order);
+		return NULL;
+	}
+	for (size_t j = 0; j < t->nsites; j++) {
+		const char *f = t->sites[j].filename;
+		size_t r = j;
+
+		/* the first earlier site of the same file (units are contiguous) */
+		for (size_t i = 0; i < j; i++) {
+			const char *g = t->sites[i].filename;
+
+			if (g == f || !strcmp(g, f)) {
+				r = o[i].file_rank;
+				break;
+			}
+		}
+		o[j] = (struct site_ord){ r, t->sites[j].lineno, j };
+	}
+	qsort(o, t->nsites, sizeof(*o), site_ord_cmp);
+	for (size_t j = 0; j < t->nsites; j++)
+		order[j] = o[j].idx;
+	free(o);
+	return order;
+}
+
 static int control_show(struct kk_buf *out, void *priv)
 {
 	char flags[16], *esc = NULL;
@@ -606,8 +708,15 @@ static int control_show(struct kk_buf *out, void *priv)
 	kk_buf_printf(out, "# filename:lineno [module]function flags format\n");
 	pthread_mutex_lock(&dd_lock);
 	for (struct dd_table *t = tables; t; t = t->next) {
+		size_t *order = listing_order(t);
+
+		if (!order && t->nsites) {
+			pthread_mutex_unlock(&dd_lock);
+			free(esc);
+			return -ENOMEM;
+		}
 		for (size_t j = 0; j < t->nsites; j++) {
-			const struct _ddebug *dp = &t->sites[j];
+			const struct _ddebug *dp = &t->sites[order[j]];
 			size_t need = ddq_escape(dp->format, esc, esc_cap) + 1;
 
 			if (need > esc_cap) {
@@ -615,6 +724,7 @@ static int control_show(struct kk_buf *out, void *priv)
 
 				if (!n) {
 					pthread_mutex_unlock(&dd_lock);
+					free(order);
 					free(esc);
 					return -ENOMEM;
 				}
@@ -636,6 +746,7 @@ static int control_show(struct kk_buf *out, void *priv)
 			}
 			kk_buf_write(out, "\n", 1);
 		}
+		free(order);
 	}
 	pthread_mutex_unlock(&dd_lock);
 	free(esc);
@@ -681,6 +792,32 @@ static const struct kk_control_file_ops batched_fops = {
 KK_CONTROL_LIB_FILE(control_file, "dynamic_debug/control", &control_fops);
 KK_CONTROL_LIB_FILE(batched_file, "dynamic_debug/batched", &batched_fops);
 
+static int aon_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%d\n", atomic_load(&dd_all_or_nothing)) < 0 ? -ENOMEM : 0;
+}
+
+static int aon_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	if (len == 1 && (buf[0] == '0' || buf[0] == '1')) {
+		kk_dyndbg_set_all_or_nothing(buf[0] == '1');
+		return 0;
+	}
+	kk_buf_printf(out, "expected 0 or 1\n");
+	return -EINVAL;
+}
+
+static const struct kk_control_file_ops aon_fops = {
+	.show = aon_show,
+	.write = aon_write,
+	.max_write = 64,
+};
+KK_CONTROL_LIB_FILE(aon_file, "dynamic_debug/all_or_nothing", &aon_fops);
+
 /* ---- classmap parameters ----------------------------------------------------------------- */
 
 static unsigned long low_bits(int n)
@@ -690,6 +827,11 @@ static unsigned long low_bits(int n)
 	if (n >= (int)(8 * sizeof(unsigned long)))
 		return ~0ul;
 	return (1ul << n) - 1;
+}
+
+static int level_type(enum class_map_type t)
+{
+	return t == DD_CLASS_TYPE_LEVEL_NUM || t == DD_CLASS_TYPE_LEVEL_NAMES;
 }
 
 int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long val)
@@ -706,6 +848,7 @@ int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long va
 		return -EINVAL;
 	switch (map->map_type) {
 	case DD_CLASS_TYPE_DISJOINT_BITS:
+	case DD_CLASS_TYPE_DISJOINT_NAMES:
 		if (!dcp->bits)
 			return -EINVAL;
 		val &= low_bits(map->length);
@@ -713,6 +856,7 @@ int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long va
 		newb = val;
 		break;
 	case DD_CLASS_TYPE_LEVEL_NUM:
+	case DD_CLASS_TYPE_LEVEL_NAMES:
 		if (!dcp->lvl)
 			return -EINVAL;
 		if (val > (unsigned long)map->length)
@@ -739,91 +883,309 @@ int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long va
 	kk_buf_free(&q);
 	if (ret)
 		return ret;
-	if (map->map_type == DD_CLASS_TYPE_LEVEL_NUM)
+	if (level_type(map->map_type))
 		*dcp->lvl = (unsigned int)val;
 	else
 		*dcp->bits = val;
 	return r.changed > INT_MAX ? INT_MAX : (int)r.changed;
 }
 
-int param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp)
+/*
+ * "[+-]NAME,[+-]NAME..." for the _NAMES types, applied left to right to the
+ * current value as the kernel does: DISJOINT_NAMES turns one class on or off;
+ * LEVEL_NAMES sets the level to the class ("L3": L0..L3) or below it ("-L3":
+ * L0..L2).  The result is one value, so one batch.  An unknown name makes
+ * the whole write -EINVAL (the kernel skips it).
+ */
+static int parse_class_names(const char *instr, const struct ddebug_class_param *dcp,
+			     unsigned long *val)
+{
+	const struct ddebug_class_map *map = dcp->map;
+	unsigned long v = level_type(map->map_type) ? *dcp->lvl : *dcp->bits;
+	const char *p = instr;
+	int any = 0;
+
+	while (*p) {
+		const char *e;
+		int on = 1, id = -1;
+		size_t n;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		if (*p == '-' || *p == '+')
+			on = *p++ == '+';
+		e = p + strcspn(p, ",\n");
+		n = (size_t)(e - p);
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		for (int c = 0; c < map->length; c++) {
+			const char *cn = map->class_names[c];
+
+			if (cn && strlen(cn) == n && !memcmp(cn, p, n)) {
+				id = c;
+				break;
+			}
+		}
+		if (id < 0)
+			return -EINVAL;
+		if (map->map_type == DD_CLASS_TYPE_DISJOINT_NAMES)
+			v = on ? v | (1ul << id) : v & ~(1ul << id);
+		else
+			v = (unsigned long)id + (on ? 1 : 0);
+		any = 1;
+		p = e;
+	}
+	*val = v;
+	return any ? 0 : -EINVAL;
+}
+
+int kk_param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp)
 {
 	unsigned long v;
 	char *end;
 	int ret;
 
-	if (!instr)
+	if (!instr || !dcp || !dcp->map)
 		return -EINVAL;
-	errno = 0;
-	v = strtoul(instr, &end, 0);
-	while (*end == '\n' || *end == ' ')
-		end++;
-	if (errno || end == instr || *end || *instr == '-')
-		return -EINVAL;
+	switch (dcp->map->map_type) {
+	case DD_CLASS_TYPE_DISJOINT_NAMES:
+	case DD_CLASS_TYPE_LEVEL_NAMES:
+		if (!dcp->bits)
+			return -EINVAL;
+		ret = parse_class_names(instr, dcp, &v);
+		if (ret)
+			return ret;
+		break;
+	default:
+		errno = 0;
+		v = strtoul(instr, &end, 0);
+		while (*end == '\n' || *end == ' ')
+			end++;
+		if (errno || end == instr || *end || *instr == '-')
+			return -EINVAL;
+	}
 	ret = ddebug_classparam_set(dcp, v);
 	return ret < 0 ? ret : 0;
 }
 
-int param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp)
+int kk_param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp)
 {
 	if (!dcp || !dcp->map)
 		return -EINVAL;
-	if (dcp->map->map_type == DD_CLASS_TYPE_LEVEL_NUM)
+	if (level_type(dcp->map->map_type))
 		return snprintf(buf, len, "%u", dcp->lvl ? *dcp->lvl : 0);
 	return snprintf(buf, len, "0x%lx", dcp->bits ? *dcp->bits : 0);
 }
 
+int param_set_dyndbg_classes(const char *instr, const struct kernel_param *kp)
+{
+	if (!kp)
+		return -EINVAL;
+	return kk_param_set_dyndbg_classes(instr, kp->arg);
+}
+
+int param_get_dyndbg_classes(char *buffer, const struct kernel_param *kp)
+{
+	int n;
+
+	if (!kp)
+		return -EINVAL;
+	n = kk_param_get_dyndbg_classes(buffer, KK_PARAM_BUFSIZE - 1, kp->arg);
+	if (n < 0)
+		return n;
+	buffer[n++] = '\n';
+	buffer[n] = '\0';
+	return n;
+}
+
+const struct kernel_param_ops param_ops_dyndbg_classes = {
+	.set = param_set_dyndbg_classes,
+	.get = param_get_dyndbg_classes,
+};
+
+/* A class parameter served with the kk_ (dcp) form, or any kernel_param. */
+struct dd_param {
+	const struct ddebug_class_param *dcp;
+	const struct kernel_param *kp;
+	char path[KK_CONTROL_NAME_MAX];
+};
+
 static int param_show(struct kk_buf *out, void *priv)
 {
-	char v[64];
+	const struct dd_param *p = priv;
+	char *v;
+	int n;
 
-	if (param_get_dyndbg_classes(v, sizeof(v), priv) < 0)
-		return -EINVAL;
-	return kk_buf_printf(out, "%s\n", v) < 0 ? -ENOMEM : 0;
+	if (!p->kp) {
+		char b[64];
+
+		if (kk_param_get_dyndbg_classes(b, sizeof(b), p->dcp) < 0)
+			return -EINVAL;
+		return kk_buf_printf(out, "%s\n", b) < 0 ? -ENOMEM : 0;
+	}
+	if (!p->kp->ops->get)
+		return -EPERM;
+	v = calloc(1, KK_PARAM_BUFSIZE);
+	if (!v)
+		return -ENOMEM;
+	n = p->kp->ops->get(v, p->kp);
+	if (n >= 0)
+		kk_buf_write(out, v, strnlen(v, KK_PARAM_BUFSIZE));
+	free(v);
+	return n < 0 ? (n == -1 ? -EINVAL : n) : out->error;
 }
 
 static int param_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
-	char v[64];
+	const struct dd_param *p = priv;
+	char v[KK_PARAM_BUFSIZE];
 	int ret;
 
 	if (len >= sizeof(v)) {
 		kk_buf_printf(out, "value too long\n");
 		return -EINVAL;
 	}
+	if (p->kp && (!p->kp->ops->set || !(p->kp->perm & 0222))) {
+		kk_buf_printf(out, "%s: read-only parameter\n", p->path);
+		return -EPERM;
+	}
 	memcpy(v, buf, len);
 	v[len] = '\0';
-	ret = param_set_dyndbg_classes(v, priv);
-	if (ret)
-		kk_buf_printf(out, "bad value (expected a number): %s\n", v);
+	ret = p->kp ? p->kp->ops->set(v, p->kp) : kk_param_set_dyndbg_classes(v, p->dcp);
+	if (ret) {
+		const struct ddebug_class_param *dcp = p->kp ? NULL : p->dcp;
+
+		if (p->kp && p->kp->ops == &param_ops_dyndbg_classes)
+			dcp = p->kp->arg;
+		if (dcp && (dcp->map->map_type == DD_CLASS_TYPE_DISJOINT_NAMES ||
+			    dcp->map->map_type == DD_CLASS_TYPE_LEVEL_NAMES))
+			kk_buf_printf(out, "bad value (expected [+-]CLASS_NAME,...): %s\n", v);
+		else if (dcp)
+			kk_buf_printf(out, "bad value (expected a number): %s\n", v);
+		else
+			kk_buf_printf(out, "bad value: %s\n", v);
+	}
 	return ret;
 }
 
 static const struct kk_control_file_ops param_fops = {
 	.show = param_show,
 	.write = param_write,
-	.max_write = 64,
+	.max_write = KK_PARAM_BUFSIZE,
 };
+
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dd_param_node {
+	struct dd_param_node *next;
+	struct dd_param p;
+} *params;
+
+static int add_param(const char *path, const struct ddebug_class_param *dcp,
+		     const struct kernel_param *kp)
+{
+	struct dd_param_node *n = calloc(1, sizeof(*n));
+	int ret;
+
+	if (!n)
+		return -ENOMEM;
+	n->p.dcp = dcp;
+	n->p.kp = kp;
+	snprintf(n->p.path, sizeof(n->p.path), "%s", path);
+	ret = kk_control_create_file(n->p.path, &param_fops, &n->p);
+	if (ret) {
+		free(n);
+		return ret;
+	}
+	pthread_mutex_lock(&params_lock);
+	n->next = params;
+	params = n;
+	pthread_mutex_unlock(&params_lock);
+	return 0;
+}
+
+static int del_param(const char *path)
+{
+	struct dd_param_node **pp, *n = NULL;
+	int ret = kk_control_remove_file(path);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&params_lock);
+	for (pp = &params; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->p.path, path)) {
+			n = *pp;
+			*pp = n->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&params_lock);
+	free(n);
+	return 0;
+}
+
+static int param_path(char *path, const char *mod, const char *name)
+{
+	int n;
+
+	if (!name)
+		return -EINVAL;
+	n = mod ? snprintf(path, KK_CONTROL_NAME_MAX, "dynamic_debug/params/%s.%s", mod, name) :
+		  snprintf(path, KK_CONTROL_NAME_MAX, "dynamic_debug/params/%s", name);
+	return n < 0 || n >= KK_CONTROL_NAME_MAX ? -EINVAL : 0;
+}
 
 int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *dcp)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
-	if (!name || !dcp || !dcp->map)
+	if (!dcp || !dcp->map || param_path(path, NULL, name))
 		return -EINVAL;
-	if ((size_t)snprintf(path, sizeof(path), "dynamic_debug/params/%s", name) >= sizeof(path))
-		return -EINVAL;
-	return kk_control_create_file(path, &param_fops, (void *)dcp);
+	return add_param(path, dcp, NULL);
 }
 
 int kk_dyndbg_unregister_param(const char *name)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
-	if (!name || (size_t)snprintf(path, sizeof(path), "dynamic_debug/params/%s", name) >=
-			     sizeof(path))
+	if (param_path(path, NULL, name))
 		return -EINVAL;
-	return kk_control_remove_file(path);
+	return del_param(path);
+}
+
+int kk_module_param_register(const char *modname, const struct kernel_param *kp)
+{
+	char path[KK_CONTROL_NAME_MAX];
+
+	if (!modname || !kp || !kp->ops || (!kp->ops->get && !kp->ops->set) ||
+	    param_path(path, modname, kp->name))
+		return -EINVAL;
+	return add_param(path, NULL, kp);
+}
+
+int kk_module_param_unregister(const char *modname, const struct kernel_param *kp)
+{
+	char path[KK_CONTROL_NAME_MAX];
+
+	if (!modname || !kp || param_path(path, modname, kp->name))
+		return -EINVAL;
+	return del_param(path);
+}
+
+int ddebug_dyndbg_module_param_cb(char *param, char *val, const char *modname)
+{
+	const char *p;
+	int ret;
+
+	if (!param || !modname)
+		return -EINVAL;
+	p = strrchr(param, '.');
+	p = p ? p + 1 : param;
+	if (strcmp(p, "dyndbg"))
+		return -ENOENT;
+	ret = dynamic_debug_exec_queries(val && *val ? val : "+p", modname);
+	return ret < 0 ? ret : 0;
 }
 
 /* ---- init ---------------------------------------------------------------------------------- */
@@ -1009,6 +1371,7 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_fork_register(&dd_fork_ops);
 	kk_control_add_lib_file(&control_file);
 	kk_control_add_lib_file(&batched_file);
+	kk_control_add_lib_file(&aon_file);
 	if (env_has_dyndbg()) {
 		pthread_once(&dd_once, dd_init_once);
 		return;

@@ -663,6 +663,30 @@ int ddq_parse_block(const char *text, size_t len, const char *modname, struct dd
 	return 0;
 }
 
+size_t ddq_query_len(const char *text, size_t len)
+{
+	size_t i = 0, nl;
+	int listing = 0;
+	char *line;
+
+	while (i < len && is_space((unsigned char)text[i]) && text[i] != '\n')
+		i++;
+	for (nl = i; nl < len && text[nl] && text[nl] != '\n'; nl++)
+		;
+	/* is_listing_line() wants a NUL-terminated line */
+	line = malloc(nl - i + 1);
+	if (line) {
+		memcpy(line, text + i, nl - i);
+		line[nl - i] = '\0';
+		listing = is_listing_line(line);
+		free(line);
+	}
+	for (; i < len && text[i]; i++)
+		if (text[i] == '\n' || (!listing && text[i] == ';'))
+			return i;
+	return i;
+}
+
 /* ---- matching --------------------------------------------------------------------------- */
 
 static const char *base_name(const char *path)

@@ -61,6 +61,12 @@ struct ddq_block {
 int ddq_parse_block(const char *text, size_t len, const char *modname, struct ddq_block *block,
 		    struct ddq_msgs *msgs, unsigned int *bad_index);
 void ddq_block_free(struct ddq_block *block);
+/*
+ * The length of the first query of @text (@len bytes), separator excluded,
+ * as ddq_parse_block() splits: at ';' or a newline, a listing line at a
+ * newline only.  Returns @len when there is no separator.
+ */
+size_t ddq_query_len(const char *text, size_t len);
 
 /* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
 int ddq_parse_flags(const char *word, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m);

@@ -165,10 +165,10 @@ Test(dyndbg_modules, bitmask_param_is_one_batch)
 	cr_assert_str_eq(dd_flags_of("ddm dp"), "p");
 	cr_assert_str_eq(dd_flags_of("ddm plain one"), "_");
 	cr_assert_str_eq(dd_flags_of("ddm level1"), "_");
-	param_get_dyndbg_classes(v, sizeof(v), p);
+	kk_param_get_dyndbg_classes(v, sizeof(v), p);
 	cr_assert_str_eq(v, "0x1ff");
 	/* only the changed bits are queried */
-	cr_assert_eq(param_set_dyndbg_classes("0x104", p), 0);
+	cr_assert_eq(kk_param_set_dyndbg_classes("0x104", p), 0);
 	cr_assert_eq(*bits, 0x104);
 	cr_assert_str_eq(dd_flags_of("ddm kms"), "p");
 	cr_assert_str_eq(dd_flags_of("ddm dp"), "p");
@@ -177,8 +177,8 @@ Test(dyndbg_modules, bitmask_param_is_one_batch)
 	/* bits beyond the map are ignored */
 	cr_assert_eq(ddebug_classparam_set(p, 0xffff0000ul | 0x104), 0);
 	cr_assert_eq(*bits, 0x104);
-	cr_assert_eq(param_set_dyndbg_classes("nonsense", p), -EINVAL);
-	cr_assert_eq(param_set_dyndbg_classes("-1", p), -EINVAL);
+	cr_assert_eq(kk_param_set_dyndbg_classes("nonsense", p), -EINVAL);
+	cr_assert_eq(kk_param_set_dyndbg_classes("-1", p), -EINVAL);
 	/* as a control file */
 	cr_assert_eq(kk_dyndbg_register_param("ddm.debug", p), 0);
 	char *t, *r;
@@ -216,7 +216,7 @@ Test(dyndbg_modules, level_param)
 	cr_assert_str_eq(dd_flags_of("ddm level2"), "_");
 	char v[16];
 
-	param_get_dyndbg_classes(v, sizeof(v), p);
+	kk_param_get_dyndbg_classes(v, sizeof(v), p);
 	cr_assert_str_eq(v, "1");
 	dlclose(h);
 }
