@@ -10,12 +10,16 @@ tmp=$(mktemp -d /tmp/kk-clash.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-words="error warning used unused section aligned weak visibility constructor
-destructor noreturn cold hot format printf noinline always_inline packed
-tls_model deprecated nonnull malloc alias hidden may_alias leaf nothrow"
+# Bare words (<stdnoreturn.h> itself defines noreturn) and words that take
+# arguments (OpenSSH: #define error(...) sshlog(...)).
+words="used unused weak cold hot noreturn noinline always_inline packed deprecated
+nonnull leaf nothrow artificial gnu_inline may_alias fallthrough"
+fwords="error warning section aligned visibility constructor destructor format
+tls_model alias optimize"
 
 {
 	for w in $words; do echo "#define $w }}} clash {{{"; done
+	for w in $fwords; do echo "#define $w(...) }}} clash {{{"; done
 	cat <<'PROG'
 #include <kernelkit/kernelkit.h>
 #include <kernelkit/jump_label.h>
