@@ -11,7 +11,8 @@
  * Load costs nothing but a look at the signal mask and the settings: the
  * reserved stacks and libgcc_s (which glibc's backtrace() loads on first use)
  * come with the first call that configures panic (kkp_prepare()), or at the
- * panic itself; the calling thread's alternate signal stack comes with
+ * panic itself; KK_PANIC_* settings reserve the stacks at load but never
+ * unwind there (see kkp_prepare()); the calling thread's alternate signal stack comes with
  * panic_on_oops (the fault handlers need it), the park signal's handler with
  * the panic.
  */
