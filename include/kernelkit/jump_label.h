@@ -53,6 +53,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -557,6 +561,8 @@ l_done:										\
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #include <kernelkit/jump_label_ratelimit.h>
 

@@ -15,6 +15,10 @@
 
 #include <kernelkit/jump_label.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,4 +70,6 @@ void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 #endif
