@@ -44,6 +44,10 @@
 #include <kernelkit/jump_label.h>
 #include <kernelkit/ratelimit.h>
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -483,4 +487,5 @@ __attribute__((__destructor__(102), __used__)) static void __kk_dyndbg_dtor(void
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif /* KERNELKIT_DYNAMIC_DEBUG_H */

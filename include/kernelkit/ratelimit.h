@@ -18,6 +18,10 @@
 #ifndef KERNELKIT_RATELIMIT_H
 #define KERNELKIT_RATELIMIT_H
 
+/* Our declarations stay default-visibility even in a program that includes us
+ * after "#pragma GCC visibility push(hidden)" or builds with -fvisibility=hidden. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -68,4 +72,5 @@ int kk_ratelimit_check(struct ratelimit_state *rs, int *report);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif /* KERNELKIT_RATELIMIT_H */
