@@ -126,7 +126,8 @@ static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, siz
 __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 {
 	void *frames[40];
-	int n = backtrace(frames, 40), first = 1;
+	/* kk_backtrace: 0 frames, not abort(), before a static binary can unwind */
+	int n = kk_backtrace(frames, 40), first = 1;
 	char **names = backtrace_symbols(frames, n);
 	char line[512];
 	Dl_info di;
