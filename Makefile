@@ -96,7 +96,8 @@ $(B)/libkernelkit.so: $(LIB_OBJS)
 # it shares only the socket-path rules.
 $(B)/kkctl: tools/kkctl.c src/control_path.c src/control_path.h
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ tools/kkctl.c src/control_path.c $(KK_LDFLAGS)
+	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \
+		tools/kkctl.c src/control_path.c $(KK_LDFLAGS)
 
 $(B)/kk-bench: $(BENCH_SRCS) bench/bench.h $(B)/libkernelkit.so $(HDRS)
 	$(CC) $(KK_CPPFLAGS) -Ibench $(CFLAGS) $(KK_CFLAGS) -rdynamic -o $@ $(BENCH_SRCS) \
@@ -159,6 +160,9 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/kernelkit.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 tools/kkctl.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl
 	install -d $(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib
 	install -m 644 tools/gdb/libkernelkit.so-gdb.py \
 		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
@@ -168,6 +172,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/kernelkit/*.h $(DESTDIR)$(PREFIX)/lib/libkernelkit.a \
 		$(DESTDIR)$(PREFIX)/lib/libkernelkit.so $(DESTDIR)$(PREFIX)/bin/kkctl \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl \
 		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
 	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))
 	-rmdir $(DESTDIR)$(PREFIX)/include/kernelkit

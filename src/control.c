@@ -3,10 +3,11 @@
  * The control endpoint: debugfs for one process, served on the abstract Unix
  * socket "\0kernelkit/<pid>".
  *
- * One thread accepts one connection at a time.  Every socket operation has a
- * timeout and every request a size limit, so a slow, huge or malformed client
- * costs that thread at most a couple of seconds and never touches the rest of
- * the process.  Handlers run under a read lock of the file registry; the
+ * One thread serves up to 16 clients at once with poll(), each with one
+ * deadline for its whole request (2 s from accept() to the reply sent) and a
+ * size limit, so a slow, dripping, huge or malformed client costs one slot for
+ * at most 2 s, never delays another client, and never touches the rest of the
+ * process.  Handlers run under a read lock of the file registry; the
  * socket I/O does not, so fork() and file removal wait only for a handler.
  *
  * A guest in the process: the endpoint starts only when there is something to
@@ -15,6 +16,7 @@
  * exit-time clean-up, and stops with kk_threads_stop().
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -383,9 +385,10 @@ int kk_control_write(const char *name, const char *buf, size_t len, char **reply
  *
  * State.  srv_lock serialises start, stop, fork and the services; lfd_lock
  * guards the listening socket, which the thread itself replaces when the
- * program has closed its number.  The thread never takes srv_lock (stop holds
- * it while joining), and holds lfd_lock only around a check, never across
- * accept() or a handler.
+ * program has closed its number, and the table of clients.  The thread never
+ * takes srv_lock (stop holds it while joining), and holds lfd_lock while it
+ * works on its sockets, never across poll() or a handler.  Nothing on the
+ * program's own paths takes either lock.
  */
 
 enum { CTL_LAZY, CTL_NEVER, CTL_ALWAYS };
@@ -393,7 +396,6 @@ enum { CTL_LAZY, CTL_NEVER, CTL_ALWAYS };
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lfd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kk_fd lfd = KK_FD_INIT;	/* the listening socket (lfd_lock) */
-static struct kk_fd srv_conn = KK_FD_INIT; /* the connection being served (lfd_lock) */
 static pthread_t srv_thread;
 static bool srv_running;		/* srv_thread exists and is not joined yet */
 static int srv_serving;			/* atomic: the thread has not exited */
@@ -435,50 +437,28 @@ KK_LOAD_TEXT static int control_mode(void)
 	return m;
 }
 
-/* Use the connection only while its number still is our socket: the program
- * may close it (closefrom in another thread) and reuse the number meanwhile. */
-static int conn_send(const struct kk_fd *c, const void *p, size_t n)
-{
-	return kk_fd_ours(c) ? kk_send_all(c->fd, p, n) : -1;
-}
-
-static ssize_t conn_recv(const struct kk_fd *c, void *p, size_t n)
-{
-	if (!kk_fd_ours(c)) {
-		errno = EBADF;
-		return -1;
-	}
-	return recv(c->fd, p, n, 0);
-}
-
 /*
- * Send the reply, then read what the client still sends until it closes its
- * side.  Closing a Unix socket with unread data resets the connection, and
- * the client would lose the reply (an early refusal: foreign uid, E2BIG).
- * Bounded by time and bytes like everything else here.
+ * The clients being served, each with one deadline for its whole request:
+ * KK_CONTROL_TIMEOUT_MS from accept() to the last byte of the reply (and the
+ * drain after it).  One thread polls the listening socket and all of them, so
+ * a client that stalls or drips holds one slot until its deadline and never
+ * delays another.  The thread holds lfd_lock while it touches this table
+ * (never across poll() or a handler), so fork() sees it whole.
  */
-static void reply(const struct kk_fd *c, int status, const struct kk_buf *body)
-{
-	uint64_t deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
-	char head[32], sink[4096];
-	size_t drained = 0;
-	int n = snprintf(head, sizeof(head), "%d\n", status);
+#define CTL_CLIENTS 16
 
-	if (conn_send(c, head, (size_t)n) == 0 && body->len)
-		conn_send(c, body->data, body->len);
-	if (!kk_fd_ours(c))
-		return;
-	shutdown(c->fd, SHUT_WR);
-	while (drained < 4 * KK_CONTROL_MAX_REQUEST && now_ms() < deadline) {
-		ssize_t r = conn_recv(c, sink, sizeof(sink));
+struct ctl_client {
+	bool used;
+	bool answered;			/* out holds "<status>\n" BODY */
+	bool shut;			/* all of out sent, SHUT_WR done: draining */
+	struct kk_fd fd;
+	uint64_t deadline;		/* now_ms() value */
+	struct kk_buf req;		/* the request received so far */
+	struct kk_buf out;
+	size_t sent, drained;
+};
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		drained += (size_t)r;
-	}
-}
+static struct ctl_client clients[CTL_CLIENTS];	/* lfd_lock */
 
 static int peer_allowed(int fd)
 {
@@ -490,51 +470,44 @@ static int peer_allowed(int fd)
 	return cr.uid == 0 || cr.uid == geteuid();
 }
 
-/* Serve one connection. */
-static void handle(const struct kk_fd *c)
+/* Forget a client: close its socket if still ours (lfd_lock held). */
+static void client_close(struct ctl_client *c)
 {
-	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000, (KK_CONTROL_TIMEOUT_MS % 1000) * 1000 };
-	const size_t cap = KK_CONTROL_MAX_REQUEST + KK_CONTROL_NAME_MAX + 16;
-	struct kk_buf out = { 0 };
-	char *req, *nl, *sp, *name = "";
-	size_t len = 0;
+	kk_fd_release(&c->fd);
+	kk_buf_free(&c->req);
+	kk_buf_free(&c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd.fd = -1;
+}
+
+/* The answer is ready; it is sent as the socket takes it. */
+static void client_answer(struct ctl_client *c, int status, struct kk_buf *body)
+{
+	kk_buf_printf(&c->out, "%d\n", status);
+	if (body->len)
+		kk_buf_write(&c->out, body->data, body->len);
+	kk_buf_free(body);
+	kk_buf_free(&c->req);
+	c->answered = true;
+}
+
+/*
+ * The whole request is in (the client shut its side): run it.  lfd_lock is
+ * dropped around the handler (a handler may stop the endpoint); fork() waits
+ * for the handler through files_lock, and the table is not touched meanwhile.
+ */
+static void client_request(struct ctl_client *c)
+{
+	struct kk_buf body = { 0 };
+	char *req = c->req.data, *nl, *sp, *name = "";
+	size_t len = c->req.len;
 	int status;
 
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (!peer_allowed(c->fd)) {
-		kk_buf_printf(&out, "peer is neither uid %u nor root\n", (unsigned)geteuid());
-		reply(c, -EACCES, &out);
-		kk_buf_free(&out);
-		return;
-	}
-	req = malloc(cap + 1);
-	if (!req)
-		return;
-	for (;;) {
-		ssize_t r = conn_recv(c, req + len, cap - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {	/* timeout, reset, or the number is no longer ours */
-			free(req);
-			return;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-		if (len == cap) {
-			kk_buf_printf(&out, "request larger than %d bytes\n", KK_CONTROL_MAX_REQUEST);
-			status = -E2BIG;
-			goto send;
-		}
-	}
-	req[len] = '\0';
-	nl = memchr(req, '\n', len);
+	nl = req ? memchr(req, '\n', len) : NULL;
 	if (!nl) {
-		kk_buf_printf(&out, "malformed request\n");
-		status = -EINVAL;
-		goto send;
+		kk_buf_printf(&body, "malformed request\n");
+		client_answer(c, -EINVAL, &body);
+		return;
 	}
 	*nl = '\0';
 	sp = strchr(req, ' ');
@@ -543,40 +516,175 @@ static void handle(const struct kk_fd *c)
 		name = sp + 1;
 	}
 	if (strcmp(req, "list") && !name_ok(name)) {
-		kk_buf_printf(&out, "bad file name\n");
-		status = -EINVAL;
-		goto send;
+		kk_buf_printf(&body, "bad file name\n");
+		client_answer(c, -EINVAL, &body);
+		return;
 	}
-	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &out);
-send:
-	reply(c, status, &out);
-	kk_buf_free(&out);
-	free(req);
+	pthread_mutex_unlock(&lfd_lock);
+	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &body);
+	pthread_mutex_lock(&lfd_lock);
+	client_answer(c, status, &body);
+}
+
+/* Receive what is there.  false: the client is gone (or failed). */
+static bool client_recv(struct ctl_client *c)
+{
+	const size_t cap = KK_CONTROL_MAX_REQUEST + KK_CONTROL_NAME_MAX + 16;
+	char tmp[4096];
+
+	for (;;) {
+		ssize_t r = recv(c->fd.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK;
+		if (r == 0) {
+			if (c->shut)
+				return false;	/* drained: done */
+			if (!c->answered)
+				client_request(c);
+			return true;
+		}
+		if (c->answered) {	/* an early answer, or draining: discard */
+			c->drained += (size_t)r;
+			if (c->drained > 4 * KK_CONTROL_MAX_REQUEST)
+				return false;
+			continue;
+		}
+		if (c->req.len + (size_t)r >= cap) {
+			struct kk_buf body = { 0 };
+
+			kk_buf_printf(&body, "request larger than %d bytes\n", KK_CONTROL_MAX_REQUEST);
+			client_answer(c, -E2BIG, &body);
+			continue;
+		}
+		if (kk_buf_write(&c->req, tmp, (size_t)r))
+			return false;
+	}
+}
+
+/* Send what the socket takes; shut our side when all is sent. */
+static bool client_send(struct ctl_client *c)
+{
+	while (c->sent < c->out.len) {
+		ssize_t w = send(c->fd.fd, c->out.data + c->sent, c->out.len - c->sent,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK;
+		c->sent += (size_t)w;
+	}
+	if (!c->shut) {
+		/* Then read until the client closes: closing a Unix socket with
+		 * unread data resets the connection, and an early answer
+		 * (E2BIG, a foreign uid) would be lost. */
+		shutdown(c->fd.fd, SHUT_WR);
+		c->shut = true;
+	}
+	return true;
+}
+
+/* Serve a client poll() reported (lfd_lock held). */
+static void client_io(struct ctl_client *c)
+{
+	bool ok;
+
+	/* The program may have closed the number and reused it meanwhile. */
+	if (!kk_fd_ours(&c->fd)) {
+		c->fd.fd = -1;
+		client_close(c);
+		return;
+	}
+	ok = client_recv(c);
+	if (ok && c->answered && (c->out.error || !client_send(c)))
+		ok = false;
+	if (ok && c->shut)
+		ok = client_recv(c);	/* EOF may already be queued */
+	if (!ok)
+		client_close(c);
+}
+
+/* A new connection (lfd_lock held): a free slot gets it, with its deadline. */
+static void client_new(int fd)
+{
+	struct ctl_client *c = NULL;
+
+	for (int i = 0; i < CTL_CLIENTS && !c; i++)
+		if (!clients[i].used)
+			c = &clients[i];
+	if (!c) {			/* cannot happen: not polled when full */
+		close(fd);
+		return;
+	}
+	if (kk_fd_adopt(&c->fd, fd) < 0)
+		return;
+	c->used = true;
+	c->deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
+	if (!peer_allowed(c->fd.fd)) {
+		struct kk_buf body = { 0 };
+
+		kk_buf_printf(&body, "peer is neither uid %u nor root\n", (unsigned)geteuid());
+		client_answer(c, -EACCES, &body);
+		client_io(c);
+	}
+}
+
+static void clients_close_all(void)
+{
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		if (clients[i].used)
+			client_close(&clients[i]);
 }
 
 /*
- * A new listening socket on our name (lfd_lock held, or no thread yet).
- * EADDRINUSE: someone else holds "\0kernelkit/<pid>" -- abstract names have no
- * owner, so any process may squat it.  kkctl would refuse to talk to it (the
- * peer's pid is not ours); we say so once and serve nothing.
+ * A new listening socket (lfd_lock held, or no thread yet) on our name,
+ * "\0kernelkit/<pid>".  Abstract names have no owner: any process in the
+ * network namespace may squat it, and a process of another pid namespace may
+ * hold the same number.  Then we take "\0kernelkit/<pid>/<n>", n = 1.., which
+ * kkctl finds in /proc/net/unix and verifies by peer credentials like any
+ * other; and we say once, in one line, which names we could not take.
  */
+static struct sockaddr_un srv_addr;	/* the name bound (lfd_lock) */
+static socklen_t srv_addrlen;
+
+#define CTL_NAME_TRIES 16
+
 static int listen_new(void)
 {
 	struct sockaddr_un sa;
-	socklen_t sl = kk_control_addr(&sa, getpid());
-	int fd, ret;
+	socklen_t sl = 0;
+	int fd, ret = 0, n;
 
 	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return fd == -EBADF ? -errno : fd;
-	if (bind(fd, (struct sockaddr *)&sa, sl) || listen(fd, 16)) {
+	for (n = 0; n < CTL_NAME_TRIES; n++) {
+		sl = kk_control_addr_n(&sa, getpid(), n);
+		ret = bind(fd, (struct sockaddr *)&sa, sl) ? -errno : 0;
+		if (ret != -EADDRINUSE)
+			break;
+	}
+	if (!ret && listen(fd, 16))
 		ret = -errno;
+	if (ret) {
 		kk_fd_release(&lfd);
 		if (ret == -EADDRINUSE)
-			kk_warn_once(warned_inuse, "control endpoint @%s is taken by another socket; "
-				     "this process serves none", sa.sun_path + 1);
+			kk_warn_once(warned_inuse, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX
+				     "%d and @" KK_CONTROL_ABSTRACT_PREFIX "%d/1..%d are taken by "
+				     "other sockets (refused); this process serves none",
+				     (int)getpid(), (int)getpid(), CTL_NAME_TRIES - 1);
 		return ret;
 	}
+	if (n)
+		kk_warn_once(warned_taken, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX "%d%s is "
+			     "taken by another socket (refused); serving @%s instead",
+			     (int)getpid(), n > 1 ? " and the names before this one" : "",
+			     sa.sun_path + 1);
+	srv_addr = sa;
+	srv_addrlen = sl;
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
 	return 0;
 }
@@ -584,52 +692,52 @@ static int listen_new(void)
 /* The connection came in on a socket bound to our name (not one of the program's). */
 static bool on_our_name(int fd)
 {
-	struct sockaddr_un want, got;
-	socklen_t wl = kk_control_addr(&want, getpid()), gl = sizeof(got);
+	struct sockaddr_un got;
+	socklen_t gl = sizeof(got);
 
-	return getsockname(fd, (struct sockaddr *)&got, &gl) == 0 && gl == wl &&
-	       !memcmp(&got, &want, wl);
-}
-
-static void backoff(void)
-{
-	struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-	nanosleep(&ts, NULL);
+	return getsockname(fd, (struct sockaddr *)&got, &gl) == 0 && gl == srv_addrlen &&
+	       !memcmp(&got, &srv_addr, gl);
 }
 
 /*
- * The thread.  It waits in accept() on a number it has just checked.  The
- * program may close that number at any time (closefrom, close_range, dup2):
+ * The thread.  Idle, it waits in accept() on a number it has just checked;
+ * with clients in flight, it polls them and that number.  The program may
+ * close any of those numbers at any time (closefrom, close_range, dup2):
  *  - while we wait in accept(): accept holds its own reference, so the socket
  *    keeps serving until a connection comes; then the check below finds the
  *    number is not ours any more, forgets it without closing it, and makes a
  *    new socket (the old one, and its name, went away when accept returned);
- *  - while we serve a request: closing the number destroys the socket and
- *    frees the name; the check before the next accept() makes a new one.
+ *  - while we wait in poll() with clients in flight: the same, except that
+ *    connections queued on the old socket when poll returns are reset (at
+ *    most 2 s of exposure, and only while another request is in flight);
+ *  - otherwise: closing the number destroys the socket and frees the name;
+ *    the check at the top of the loop makes a new one.
  * Left: the program closing the number and opening a listening socket of its
  * own there between our check and accept().  Then we may take one of its
  * connections; on_our_name() notices and we close that connection unread.
+ * A client's number is checked the same way before each use.
  */
 static void *serve(void *arg)
 {
+	struct pollfd pfd[CTL_CLIENTS + 1];
+	struct ctl_client *who[CTL_CLIENTS + 1];
+	uint64_t pause_until = 0;
+
 	(void)arg;
 	on_srv_thread = true;
 	srv_tid = gettid();
+	pthread_mutex_lock(&lfd_lock);
 	for (;;) {
-		struct kk_fd conn = KK_FD_INIT;
-		int num, fd, err;
+		int n = 0, timeout = -1, num, fd, err, used = 0;
+		bool polled_l = false;
+		uint64_t now;
 
-		pthread_mutex_lock(&lfd_lock);
-		if (__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
-			pthread_mutex_unlock(&lfd_lock);
+		if (__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
 			break;
-		}
 		if (!kk_fd_ours(&lfd)) {
 			lfd.fd = -1;		/* the program's number now: forget, never close */
 			err = listen_new();
 			if (err) {
-				pthread_mutex_unlock(&lfd_lock);
 				if (err != -EADDRINUSE)
 					kk_warn_once(warned_renew, "control endpoint: cannot make a new "
 						     "socket (%s); serving none", strerror(-err));
@@ -637,17 +745,69 @@ static void *serve(void *arg)
 			}
 		}
 		num = lfd.fd;
-		pthread_mutex_unlock(&lfd_lock);
+		now = now_ms();
+		for (int i = 0; i < CTL_CLIENTS; i++) {
+			struct ctl_client *c = &clients[i];
+			int left;
 
-		fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
+			if (!c->used)
+				continue;
+			if (now >= c->deadline) {	/* the whole request's time is up */
+				client_close(c);
+				continue;
+			}
+			used++;
+			left = (int)(c->deadline - now);
+			if (timeout < 0 || left < timeout)
+				timeout = left;
+			pfd[n].fd = c->fd.fd;
+			pfd[n].events = POLLIN | (c->answered && !c->shut ? POLLOUT : 0);
+			pfd[n].revents = 0;
+			who[n++] = c;
+		}
+		if (!used && now >= pause_until) {
+			/* Idle: wait in accept(), which holds its own reference to
+			 * the socket; a connection that comes while the program
+			 * closes our number is still served (poll() would drop
+			 * the socket, and reset that connection, when it returns). */
+			pthread_mutex_unlock(&lfd_lock);
+			fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
 			err = errno;
-			if (err == EINTR || err == ECONNABORTED)
+			pthread_mutex_lock(&lfd_lock);
+			goto accepted;
+		}
+		if (used < CTL_CLIENTS && now >= pause_until) {
+			pfd[n].fd = num;
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			who[n++] = NULL;
+			polled_l = true;
+		} else if (now < pause_until) {
+			int left = (int)(pause_until - now);
+
+			if (timeout < 0 || left < timeout)
+				timeout = left;
+		}
+		pthread_mutex_unlock(&lfd_lock);
+		err = poll(pfd, (nfds_t)n, timeout);
+		pthread_mutex_lock(&lfd_lock);
+		if (err <= 0)
+			continue;		/* a deadline, or EINTR */
+		for (int i = 0; i < n; i++)
+			if (who[i] && who[i]->used && pfd[i].revents)
+				client_io(who[i]);
+		if (!polled_l || !pfd[n - 1].revents)
+			continue;
+		fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
+		err = errno;
+accepted:
+		if (fd < 0) {
+			if (err == EINTR || err == ECONNABORTED || err == EAGAIN)
 				continue;
 			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 				kk_warn_once(warned_nofile, "control endpoint: cannot accept (%s); "
 					     "retrying every 100 ms", strerror(err));
-				backoff();
+				pause_until = now_ms() + 100;
 				continue;
 			}
 			/* Stopped, refused after a panic (EINVAL on our own socket),
@@ -657,18 +817,14 @@ static void *serve(void *arg)
 				break;
 			continue;
 		}
-		pthread_mutex_lock(&lfd_lock);	/* a fork child releases its copy */
-		fd = kk_fd_adopt(&srv_conn, fd);
-		conn = srv_conn;
-		pthread_mutex_unlock(&lfd_lock);
-		if (fd < 0)
+		if (!on_our_name(fd) || __atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
+			close(fd);	/* accept4 just made it: ours */
 			continue;
-		if (on_our_name(conn.fd) && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
-			handle(&conn);
-		pthread_mutex_lock(&lfd_lock);
-		kk_fd_release(&srv_conn);
-		pthread_mutex_unlock(&lfd_lock);
+		}
+		client_new(fd);
 	}
+	clients_close_all();
+	pthread_mutex_unlock(&lfd_lock);
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -693,8 +849,10 @@ static void wake_locked(void)
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return;
-	sl = kk_control_addr(&sa, getpid());
-	connect(s, (struct sockaddr *)&sa, sl);
+	sa = srv_addr;
+	sl = srv_addrlen;
+	if (sl)
+		connect(s, (struct sockaddr *)&sa, sl);
 	close(s);
 }
 
@@ -867,7 +1025,9 @@ static void atfork_child(void)
 	pthread_rwlock_init(&files_lock, NULL);
 	pthread_mutex_unlock(&lfd_lock);
 	kk_fd_release_inherited(&lfd);	/* closed only if the number still is our socket */
-	kk_fd_release_inherited(&srv_conn);	/* a request the parent is serving */
+	for (int i = 0; i < CTL_CLIENTS; i++)	/* requests the parent is serving */
+		if (clients[i].used)
+			client_close(&clients[i]);
 	srv_running = false;
 	srv_tid = 0;
 	on_srv_thread = false;

@@ -10,13 +10,22 @@
 
 socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid)
 {
+	return kk_control_addr_n(sa, pid, 0);
+}
+
+socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt)
+{
 	int n;
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
 	/* sun_path[0] stays NUL: the abstract namespace. */
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, KK_CONTROL_ABSTRACT_PREFIX "%d",
-		     (int)pid);
+	if (alt)
+		n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+			     KK_CONTROL_ABSTRACT_PREFIX "%d/%d", (int)pid, alt);
+	else
+		n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+			     KK_CONTROL_ABSTRACT_PREFIX "%d", (int)pid);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 

@@ -21,6 +21,10 @@
 /* Fill @sa with the address of @pid's endpoint; returns the address length
  * (the name is not NUL-terminated: abstract names are length-delimited). */
 socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid);
+/* The same for the alternative name "\0kernelkit/<pid>/<alt>" (alt > 0), which
+ * a process takes when its own name is held by another socket (a squatter, or
+ * a process with the same pid in another pid namespace).  alt 0: the name. */
+socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt);
 
 /* send() all of @n bytes without raising SIGPIPE.  0, or -1 with errno set. */
 int kk_send_all(int fd, const void *p, size_t n);
@@ -29,6 +33,7 @@ int kk_send_all(int fd, const void *p, size_t n);
  *   client -> "read NAME\n" | "write NAME\n" BODY | "list\n", then shutdown(SHUT_WR)
  *   server -> "<status>\n" BODY, status 0 or a negative errno, then close.
  */
+/* One deadline per whole request: from accept() to the reply sent. */
 #define KK_CONTROL_TIMEOUT_MS 2000
 
 #endif

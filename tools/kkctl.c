@@ -3,15 +3,19 @@
  * kkctl: read and write the virtual files that kernelkit processes serve on
  * their control endpoints.
  *
- *   kkctl ls                          processes with an endpoint we may use
- *   kkctl -p PID files                the files a process serves
- *   kkctl -p PID read FILE            print a file
- *   kkctl -p PID write FILE [TEXT]    write TEXT (or stdin) to a file
+ *   kkctl ls                              processes we may control
+ *   kkctl TARGETS files                   the files each target serves
+ *   kkctl TARGETS read FILE               print a file of each target
+ *   kkctl TARGETS write FILE [TEXT]       write TEXT (or stdin) to each target
+ *   TARGETS: -p PID (repeatable), -n NAME (repeatable), --all
  *
- * Exit status: 0 success, 1 the operation failed, 2 usage error.
+ * Exit status: 0 success, 1 the operation failed (for any target), 2 usage.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,30 +26,45 @@
 #include <kernelkit/control.h>
 #include "control_path.h"
 
+#ifndef KK_VERSION
+#define KK_VERSION "unknown"
+#endif
+
 static const char *prog = "kkctl";
+static bool json;
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s ls\n"
-		"       %s -p PID files\n"
-		"       %s -p PID read FILE\n"
-		"       %s -p PID write FILE [TEXT]\n"
+		"usage: %s [--json] ls\n"
+		"       %s [--json] TARGET... files\n"
+		"       %s [--json] TARGET... read FILE\n"
+		"       %s [--json] TARGET... write FILE [TEXT]\n"
+		"       %s --version | --help\n"
 		"\n"
-		"Talk to the control endpoint of a process that uses kernelkit.\n"
-		"  ls      list the processes that have an endpoint you may use\n"
+		"Talk to the control endpoint of processes that use kernelkit.\n"
+		"  ls      list the live processes you may control (as root: every user's)\n"
 		"  files   list the virtual files a process serves\n"
 		"  read    print a file\n"
 		"  write   write TEXT to a file; without TEXT, read it from standard input\n"
 		"\n"
+		"targets (may be combined and repeated):\n"
+		"  -p, --pid PID     the process PID\n"
+		"  -n, --name NAME   every process you may control named NAME (its command\n"
+		"                    name or the base name of argv[0], like pgrep -x)\n"
+		"  -a, --all         every process you may control\n"
 		"options:\n"
-		"  -p, --pid PID   the process to talk to\n"
-		"  -h, --help      show this help\n"
+		"  -j, --json        one JSON object per line (per process for files/read/write)\n"
+		"  -V, --version     print the version\n"
+		"  -h, --help        show this help\n"
 		"\n"
+		"With several targets, each reply is preceded by a line \"==> PID NAME <==\".\n"
 		"Process PID serves the abstract Unix socket @kernelkit/PID.  Exit status:\n"
-		"0 ok, 1 failed, 2 usage.\n",
-		prog, prog, prog, prog);
+		"0 ok, 1 failed (for any target), 2 usage.\n",
+		prog, prog, prog, prog, prog);
 }
+
+/* ---- output: nothing a process sent reaches the terminal raw ---------------- */
 
 /*
  * Print what a process sent us with its control characters escaped: the
@@ -66,57 +85,228 @@ static void put_escaped(FILE *f, const char *s, size_t n, const char *keep)
 	}
 }
 
-/*
- * The peer is what we asked for: the socket's owner (SO_PEERCRED: the process
- * that called listen()) is process @pid, and it runs as our uid, or we are
- * root.  Abstract names have no owner, so without this another user's process
- * could squat @kernelkit/PID and read what we write.  0, or 1 with a message.
- */
-static int check_peer(int fd, pid_t pid)
+/* A JSON string: quotes, backslashes and every control character escaped. */
+static void put_json(FILE *f, const char *s, size_t n)
 {
-	struct ucred cr;
-	socklen_t sl = sizeof(cr);
-	uid_t me = geteuid();
+	putc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl)) {
-		fprintf(stderr, "%s: process %d: cannot check the endpoint's owner: %s\n", prog,
-			(int)pid, strerror(errno));
-		return 1;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			putc(c, f);
 	}
-	if (cr.pid != pid) {
-		fprintf(stderr, "%s: refusing @%s%d: it is served by process %d (uid %u), "
-			"not by process %d\n", prog, KK_CONTROL_ABSTRACT_PREFIX, (int)pid,
-			(int)cr.pid, (unsigned)cr.uid, (int)pid);
-		return 1;
-	}
-	if (cr.uid != me && me != 0) {
-		fprintf(stderr, "%s: refusing process %d: it runs as uid %u, you are uid %u "
-			"(and not root)\n", prog, (int)pid, (unsigned)cr.uid, (unsigned)me);
-		return 1;
-	}
-	return 0;
+	putc('"', f);
 }
 
-/* Connect to @pid's endpoint.  -1 with errno set on failure. */
-static int connect_pid(pid_t pid, int flags)
-{
-	struct sockaddr_un sa;
-	socklen_t sl = kk_control_addr(&sa, pid);
-	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000 + 3, 0 };
-	int fd, e;
+/* ---- processes ------------------------------------------------------------- */
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+struct target {
+	pid_t pid;
+	uid_t uid;
+	char name[64];		/* comm */
+	char argv0[64];		/* base name of argv[0] */
+};
+
+/* The effective uid of @pid from /proc/PID/status.  -1 if gone. */
+static long proc_uid(pid_t pid)
+{
+	char path[64], line[256];
+	long uid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			long r, e;
+
+			if (sscanf(line + 4, "%ld %ld", &r, &e) == 2)
+				uid = e;
+			break;
+		}
+	fclose(f);
+	return uid;
+}
+
+static void proc_names(struct target *t)
+{
+	char path[64], buf[4096];
+	FILE *f;
+	size_t n;
+
+	strcpy(t->name, "?");
+	t->argv0[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(t->name, sizeof(t->name), f))
+			t->name[strcspn(t->name, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)t->pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		const char *b = strrchr(buf, '/');
+
+		b = b ? b + 1 : buf;
+		n = strnlen(b, sizeof(t->argv0) - 1);
+		memcpy(t->argv0, b, n);
+		t->argv0[n] = '\0';
+	}
+}
+
+/* ---- connecting, with the server verified before anything is sent ----------- */
+
+static int connect_addr(const struct sockaddr_un *sa, socklen_t sl)
+{
+	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000 + 3, 0 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sl)) {
+	if (connect(fd, (const struct sockaddr *)sa, sl)) {
 		e = errno;
 		close(fd);
 		errno = e;
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * The peer is what we asked for: the socket's owner (SO_PEERCRED: the process
+ * that called listen()) is process @pid, it runs as @pid's uid (from
+ * /proc/PID/status), and that is our uid, or we are root.  Abstract names have
+ * no owner, so without this another user's process could squat @kernelkit/PID
+ * and read what we write.  NULL, or why not (in @why).
+ */
+static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, size_t wl)
+{
+	struct ucred cr;
+	socklen_t sl = sizeof(cr);
+	uid_t me = geteuid();
+	long owner;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl)) {
+		snprintf(why, wl, "process %d: cannot check the endpoint's owner: %s", (int)pid,
+			 strerror(errno));
+		return why;
+	}
+	if (cr.pid != pid) {
+		snprintf(why, wl, "refusing %s: it is served by process %d (uid %u), not by "
+			 "process %d", addr, (int)cr.pid, (unsigned)cr.uid, (int)pid);
+		return why;
+	}
+	owner = proc_uid(pid);
+	if (owner < 0 || (uid_t)owner != cr.uid) {
+		snprintf(why, wl, "refusing %s: its socket belongs to uid %u, process %d runs as "
+			 "%s%ld", addr, (unsigned)cr.uid, (int)pid, owner < 0 ? "(gone) " : "uid ",
+			 owner);
+		return why;
+	}
+	if (cr.uid != me && me != 0) {
+		snprintf(why, wl, "refusing process %d: it runs as uid %u, you are uid %u "
+			 "(and not root)", (int)pid, (unsigned)cr.uid, (unsigned)me);
+		return why;
+	}
+	return NULL;
+}
+
+/* The endpoint names in /proc/net/unix: listening stream sockets (flag
+ * __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>" or "@kernelkit/<pid>/<n>".
+ * @each gets the pid and the alternative number (0 for the name itself). */
+static int scan_endpoints(void (*each)(pid_t pid, int alt, void *arg), void *arg)
+{
+	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
+	char line[512];
+	FILE *f = fopen("/proc/net/unix", "re");
+
+	if (!f) {
+		fprintf(stderr, "%s: /proc/net/unix: %s\n", prog, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char name[256] = "", *end;
+		unsigned long flags;
+		unsigned type, st;
+		long pid, alt = 0;
+
+		if (sscanf(line, "%*s %*s %*s %lx %x %x %*s %255s", &flags, &type, &st, name) != 4 ||
+		    !(flags & 0x10000) || type != SOCK_STREAM ||
+		    strncmp(name, prefix, sizeof(prefix) - 1))
+			continue;
+		pid = strtol(name + sizeof(prefix) - 1, &end, 10);
+		if (*end == '/')
+			alt = strtol(end + 1, &end, 10);
+		if (pid <= 0 || alt < 0 || *end)
+			continue;
+		each((pid_t)pid, (int)alt, arg);
+	}
+	fclose(f);
+	return 0;
+}
+
+struct alts {
+	pid_t pid;
+	int n;
+	int alt[16];
+};
+
+static void collect_alts(pid_t pid, int alt, void *arg)
+{
+	struct alts *a = arg;
+
+	if (pid == a->pid && alt > 0 && a->n < 16)
+		a->alt[a->n++] = alt;
+}
+
+/*
+ * Connect to @pid's endpoint: "@kernelkit/PID", else the alternatives it took
+ * because that name was held by another socket.  Each is verified before use;
+ * a refused one is reported in @why.  -1 with @why set when none will do.
+ */
+static int connect_pid(pid_t pid, char *why, size_t wl)
+{
+	struct alts a = { .pid = pid };
+	struct sockaddr_un sa;
+	char addr[128];
+	bool any = false;
+	int fd;
+
+	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
+	scan_endpoints(collect_alts, &a);
+	for (int i = -1; i < a.n; i++) {
+		socklen_t sl = kk_control_addr_n(&sa, pid, i < 0 ? 0 : a.alt[i]);
+
+		fd = connect_addr(&sa, sl);
+		if (fd < 0) {
+			if (!any && errno != ECONNREFUSED && errno != ENOENT)
+				snprintf(why, wl, "cannot connect to process %d: %s", (int)pid,
+					 strerror(errno));
+			continue;
+		}
+		snprintf(addr, sizeof(addr), "@%s", sa.sun_path + 1);
+		any = true;
+		if (!check_peer(fd, pid, addr, why, wl))
+			return fd;
+		close(fd);
+	}
+	return -1;
 }
 
 /* Read until EOF into a malloc'ed, NUL-terminated buffer. */
@@ -160,31 +350,27 @@ static char *slurp(int fd, FILE *f, size_t *len)
 	return buf;
 }
 
-/* One request; prints the body to stdout, or the error to stderr. */
-static int request(pid_t pid, const char *verb, const char *file, const char *body, size_t blen)
+/* ---- one request to one process --------------------------------------------- */
+
+struct result {
+	int ok;
+	char *body;		/* the reply body (ok) or the process's message */
+	size_t len;
+	char err[512];		/* our own one-line error */
+};
+
+static void request(pid_t pid, const char *verb, const char *file, const char *body,
+		    size_t blen, struct result *res)
 {
 	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
 	size_t rlen;
 	int fd, status, n;
 
+	memset(res, 0, sizeof(*res));
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
-	if (n >= (int)sizeof(head)) {
-		fprintf(stderr, "%s: file name too long: %s\n", prog, file);
-		return 2;
-	}
-	fd = connect_pid(pid, 0);
-	if (fd < 0) {
-		if (errno == ECONNREFUSED || errno == ENOENT)
-			fprintf(stderr, "%s: process %d has no control endpoint\n", prog, (int)pid);
-		else
-			fprintf(stderr, "%s: cannot connect to process %d: %s\n", prog, (int)pid,
-				strerror(errno));
-		return 1;
-	}
-	if (check_peer(fd, pid)) {
-		close(fd);
-		return 1;
-	}
+	fd = connect_pid(pid, res->err, sizeof(res->err));
+	if (fd < 0)
+		return;
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
 	 * its reply (if any) says why. */
 	if (kk_send_all(fd, head, (size_t)n) == 0 && blen)
@@ -194,151 +380,316 @@ static int request(pid_t pid, const char *verb, const char *file, const char *bo
 	resp = slurp(fd, NULL, &rlen);
 	close(fd);
 	if (!resp || !(nl = memchr(resp, '\n', rlen))) {
-		fprintf(stderr, "%s: process %d: no reply%s%s\n", prog, (int)pid,
-			errno ? ": " : "", errno ? strerror(errno) : "");
+		snprintf(res->err, sizeof(res->err), "process %d: no reply%s%s", (int)pid,
+			 errno ? ": " : "", errno ? strerror(errno) : "");
 		free(resp);
-		return 1;
+		return;
 	}
 	*nl = '\0';
 	status = atoi(resp);
+	res->len = rlen - (size_t)(nl + 1 - resp);
+	memmove(resp, nl + 1, res->len + 1);
+	res->body = resp;
 	if (status < 0) {
-		const char *msg = nl + 1;
-		size_t ml = rlen - (size_t)(nl + 1 - resp);
-
-		while (ml && msg[ml - 1] == '\n')
-			ml--;
-		fprintf(stderr, "%s: %s%s%s: %s%s", prog, verb, file ? " " : "", file ? file : "",
-			strerror(-status), ml ? ": " : "");
-		put_escaped(stderr, msg, ml, "\n\t");
-		fputc('\n', stderr);
-		free(resp);
-		return 1;
+		while (res->len && resp[res->len - 1] == '\n')
+			res->len--;
+		snprintf(res->err, sizeof(res->err), "%s%s%s: %s", verb, file ? " " : "",
+			 file ? file : "", strerror(-status));
+		return;
 	}
-	put_escaped(stdout, nl + 1, rlen - (size_t)(nl + 1 - resp), "\n\t");
-	free(resp);
-	return fflush(stdout) ? 1 : 0;
+	res->ok = 1;
 }
 
-/* @pid serves a live endpoint that we may use (its owner checked as for a request). */
-static int usable(pid_t pid)
+/* ---- target selection ------------------------------------------------------- */
+
+struct tlist {
+	struct target *v;
+	size_t n, cap;
+};
+
+static int tlist_add(struct tlist *l, const struct target *t)
 {
-	struct ucred cr;
-	socklen_t sl = sizeof(cr);
-	int fd = connect_pid(pid, SOCK_NONBLOCK), ok;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].pid == t->pid)
+			return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct target *v = realloc(l->v, cap * sizeof(*v));
 
-	if (fd < 0)
-		return 0;
-	ok = !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl) && cr.pid == pid &&
-	     (cr.uid == geteuid() || geteuid() == 0);
-	close(fd);
-	return ok;
+		if (!v)
+			return -1;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = *t;
+	return 0;
 }
 
-/*
- * Endpoints are abstract sockets: find them in /proc/net/unix, listening
- * sockets (flag __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>", and keep
- * the live processes we may control.
- */
+/* Every live process that serves an endpoint we may use (verified by
+ * connecting: a dead process has no socket, a squatted name is refused). */
+static void collect_usable(pid_t pid, int alt, void *arg)
+{
+	struct tlist *l = arg;
+	struct target t = { .pid = pid };
+	char why[512];
+	int fd;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].pid == pid)
+			return;
+	(void)alt;
+	fd = connect_pid(pid, why, sizeof(why));
+	if (fd < 0)
+		return;
+	close(fd);
+	t.uid = (uid_t)proc_uid(pid);
+	proc_names(&t);
+	tlist_add(l, &t);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct target *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int discover(struct tlist *l)
+{
+	if (scan_endpoints(collect_usable, l))
+		return -1;
+	qsort(l->v, l->n, sizeof(*l->v), cmp_pid);
+	return 0;
+}
+
 static int cmd_ls(void)
 {
-	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
-	char line[512];
-	FILE *f = fopen("/proc/net/unix", "re");
+	struct tlist all = { 0 };
 
-	if (!f) {
-		fprintf(stderr, "%s: /proc/net/unix: %s\n", prog, strerror(errno));
+	if (discover(&all))
 		return 1;
-	}
-	printf("%-8s %s\n", "PID", "COMMAND");
-	while (fgets(line, sizeof(line), f)) {
-		char comm[64] = "?", path[64], name[256] = "", *end;
-		unsigned long flags;
-		unsigned type, st;
-		long pid;
-		FILE *c;
+	if (!json)
+		printf("%-8s %-6s %s\n", "PID", "UID", "COMMAND");
+	for (size_t i = 0; i < all.n; i++) {
+		struct target *t = &all.v[i];
 
-		if (sscanf(line, "%*s %*s %*s %lx %x %x %*s %255s", &flags, &type, &st, name) != 4 ||
-		    !(flags & 0x10000) || type != SOCK_STREAM ||
-		    strncmp(name, prefix, sizeof(prefix) - 1))
-			continue;
-		pid = strtol(name + sizeof(prefix) - 1, &end, 10);
-		if (pid <= 0 || *end || !usable((pid_t)pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-		c = fopen(path, "re");
-		if (c) {
-			if (fgets(comm, sizeof(comm), c))
-				comm[strcspn(comm, "\n")] = '\0';
-			fclose(c);
+		if (json) {
+			printf("{\"pid\":%d,\"name\":", (int)t->pid);
+			put_json(stdout, t->name, strlen(t->name));
+			printf(",\"uid\":%u}\n", (unsigned)t->uid);
+		} else {
+			printf("%-8d %-6u ", (int)t->pid, (unsigned)t->uid);
+			put_escaped(stdout, t->name, strlen(t->name), "");
+			putchar('\n');
 		}
-		printf("%-8ld ", pid);
-		put_escaped(stdout, comm, strlen(comm), "");
-		putchar('\n');
 	}
-	fclose(f);
+	free(all.v);
 	return fflush(stdout) ? 1 : 0;
+}
+
+/* ---- the per-process report ------------------------------------------------- */
+
+static void report(const struct target *t, const struct result *r, bool many)
+{
+	if (json) {
+		printf("{\"pid\":%d,\"name\":", (int)t->pid);
+		put_json(stdout, t->name, strlen(t->name));
+		printf(",\"uid\":%ld,\"ok\":%s,", t->uid == (uid_t)-1 ? -1L : (long)t->uid,
+		       r->ok ? "true" : "false");
+		if (r->ok) {
+			fputs("\"reply\":", stdout);
+			put_json(stdout, r->body, r->len);
+		} else {
+			fputs("\"error\":", stdout);
+			put_json(stdout, r->err, strlen(r->err));
+			if (r->body && r->len) {
+				fputs(",\"message\":", stdout);
+				put_json(stdout, r->body, r->len);
+			}
+		}
+		fputs("}\n", stdout);
+		return;
+	}
+	if (r->ok) {
+		if (many) {
+			printf("==> %d ", (int)t->pid);
+			put_escaped(stdout, t->name, strlen(t->name), "");
+			printf(" <==\n");
+		}
+		put_escaped(stdout, r->body, r->len, "\n\t");
+		return;
+	}
+	fflush(stdout);
+	if (many)
+		fprintf(stderr, "%s: process %d: ", prog, (int)t->pid);
+	else
+		fprintf(stderr, "%s: ", prog);
+	put_escaped(stderr, r->err, strlen(r->err), "");
+	if (r->body && r->len) {
+		fputs(": ", stderr);
+		put_escaped(stderr, r->body, r->len, "\n\t");
+	}
+	fputc('\n', stderr);
+}
+
+static bool name_matches(const struct target *t, char **names, int nn)
+{
+	for (int i = 0; i < nn; i++)
+		if (!strcmp(t->name, names[i]) || !strcmp(t->argv0, names[i]))
+			return true;
+	return false;
+}
+
+static const char *const commands[] = { "ls", "files", "read", "write" };
+
+static int unknown_command(const char *cmd)
+{
+	fprintf(stderr, "%s: unknown command '", prog);
+	put_escaped(stderr, cmd, strlen(cmd), "");
+	fprintf(stderr, "' (commands: ls, files, read, write); try '%s --help'\n", prog);
+	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long pid = 0;
-	char *end;
-	int c;
+	struct tlist targets = { 0 }, all = { 0 };
+	char **names = calloc((size_t)argc + 1, sizeof(char *));
+	const char *verb, *file = NULL, *text = NULL;
+	bool want_all = false, known = false;
+	size_t tlen = 0;
+	char *stdin_text = NULL;
+	int c, nn = 0, failed = 0, args;
 
-	while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
+	if (!names)
+		return 1;
+	while ((c = getopt_long(argc, argv, "+p:n:ajVh", opts, NULL)) != -1) {
+		struct target t = { 0 };
+		char *end;
+		long pid;
+
 		switch (c) {
 		case 'p':
 			pid = strtol(optarg, &end, 10);
-			if (*end || pid <= 0) {
+			if (*end || pid <= 0 || pid > 0x7fffffff) {
 				fprintf(stderr, "%s: bad pid: %s\n", prog, optarg);
 				return 2;
 			}
+			t.pid = (pid_t)pid;
+			if (tlist_add(&targets, &t))
+				return 1;
 			break;
+		case 'n':
+			names[nn++] = optarg;
+			break;
+		case 'a':
+			want_all = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'V':
+			printf("kkctl (kernelkit) %s\n", KK_VERSION);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			fprintf(stderr, "try '%s --help'\n", prog);
 			return 2;
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1) {
-		usage(stderr);
+		fprintf(stderr, "%s: no command (commands: ls, files, read, write); try '%s --help'\n",
+			prog, prog);
 		return 2;
 	}
-	if (!strcmp(argv[0], "ls") && argc == 1)
+	verb = argv[0];
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		known |= !strcmp(verb, commands[i]);
+	if (!known)
+		return unknown_command(verb);
+	args = argc - 1;
+	if (!strcmp(verb, "ls")) {
+		if (args || targets.n || nn || want_all) {
+			fprintf(stderr, "%s: ls takes no target and no argument\n", prog);
+			return 2;
+		}
 		return cmd_ls();
-	if (!pid) {
-		fprintf(stderr, "%s: %s needs -p PID\n", prog, argv[0]);
+	}
+	if ((!strcmp(verb, "files") && args != 0) || (!strcmp(verb, "read") && args != 1) ||
+	    (!strcmp(verb, "write") && args != 1 && args != 2)) {
+		fprintf(stderr, "%s: wrong number of arguments for %s; try '%s --help'\n", prog,
+			verb, prog);
 		return 2;
 	}
-	if (!strcmp(argv[0], "files") && argc == 1)
-		return request((pid_t)pid, "list", NULL, NULL, 0);
-	if (!strcmp(argv[0], "read") && argc == 2)
-		return request((pid_t)pid, "read", argv[1], NULL, 0);
-	if (!strcmp(argv[0], "write") && (argc == 2 || argc == 3)) {
-		size_t len;
-		char *text;
-		int ret;
+	if (!targets.n && !nn && !want_all) {
+		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME or --all\n", prog, verb);
+		return 2;
+	}
+	file = args >= 1 ? argv[1] : NULL;
+	if (file && strlen(file) >= KK_CONTROL_NAME_MAX) {
+		fprintf(stderr, "%s: file name too long: %s\n", prog, file);
+		return 2;
+	}
+	if (!strcmp(verb, "write")) {
+		if (args == 2) {
+			text = argv[2];
+			tlen = strlen(text);
+		} else {
+			stdin_text = slurp(-1, stdin, &tlen);
+			if (!stdin_text) {
+				fprintf(stderr, "%s: reading standard input: %s\n", prog,
+					strerror(errno));
+				return 1;
+			}
+			text = stdin_text;
+		}
+	}
+	if (nn || want_all) {
+		size_t before = targets.n;
 
-		if (argc == 3)
-			return request((pid_t)pid, "write", argv[1], argv[2], strlen(argv[2]));
-		text = slurp(-1, stdin, &len);
-		if (!text) {
-			fprintf(stderr, "%s: reading standard input: %s\n", prog, strerror(errno));
+		if (discover(&all))
+			return 1;
+		for (size_t i = 0; i < all.n; i++)
+			if (want_all || name_matches(&all.v[i], names, nn))
+				tlist_add(&targets, &all.v[i]);
+		if (targets.n == before) {
+			fprintf(stderr, "%s: no process you may control %s\n", prog,
+				want_all ? "has an endpoint" : "has that name");
 			return 1;
 		}
-		ret = request((pid_t)pid, "write", argv[1], text, len);
-		free(text);
-		return ret;
 	}
-	usage(stderr);
-	return 2;
+	for (size_t i = 0; i < targets.n; i++) {
+		struct target *t = &targets.v[i];
+		struct result r;
+
+		if (!t->name[0]) {
+			long uid = proc_uid(t->pid);
+
+			t->uid = (uid_t)uid;
+			proc_names(t);
+		}
+		request(t->pid, !strcmp(verb, "files") ? "list" : verb, file, text, tlen, &r);
+		report(t, &r, targets.n > 1);
+		failed |= !r.ok;
+		free(r.body);
+	}
+	free(stdin_text);
+	free(all.v);
+	free(targets.v);
+	free(names);
+	if (fflush(stdout))
+		return 1;
+	return failed ? 1 : 0;
 }

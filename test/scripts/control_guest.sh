@@ -136,7 +136,7 @@ ctl read guest/evil > "$tmp/evil" || fail "read guest/evil"
 	fail "escaped text: $(od -c "$tmp/evil" | head -3)"
 cmd comm
 "$KKCTL" ls > "$tmp/ls" || fail "ls"
-grep -q "^$pid *gu\\\\x1b\]0;x\\\\x07est\$" "$tmp/ls" || fail "escaped comm: $(od -c "$tmp/ls" | head -5)"
+grep -q "^$pid  *[0-9]*  *gu\\\\x1b\]0;x\\\\x07est\$" "$tmp/ls" || fail "escaped comm: $(od -c "$tmp/ls" | head -5)"
 finish
 
 # ---- 5. section 1 with the default text-patching method (see the KNOWN note)

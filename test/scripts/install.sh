@@ -15,6 +15,7 @@ make -s -C "$SRC" B="$B" PREFIX=/opt/kk DESTDIR="$tmp/root" install >"$tmp/log" 
 	{ cat "$tmp/log"; fail "make install"; }
 for f in include/kernelkit/jump_label.h include/kernelkit/control.h lib/libkernelkit.a \
 	 lib/libkernelkit.so bin/kkctl lib/pkgconfig/kernelkit.pc share/man/man1/kkctl.1 \
+	 share/bash-completion/completions/kkctl \
 	 share/gdb/auto-load/opt/kk/lib/libkernelkit.so-gdb.py; do
 	[ -e "$tmp/root/opt/kk/$f" ] || fail "missing $f"
 done

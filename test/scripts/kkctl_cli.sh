@@ -29,7 +29,7 @@ read -r printed < "$tmp/pidfifo" || fail "no pid line"
 [ "$printed" = "$pid" ] || fail "pid line $printed, want $pid"
 grep -q " @kernelkit/$pid\$" /proc/net/unix || fail "@kernelkit/$pid is not in /proc/net/unix"
 
-"$KKCTL" ls | grep -q "^$pid *jl_target\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
+"$KKCTL" ls | grep -Eq "^$pid +[0-9]+ +jl_target\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
 "$KKCTL" -p "$pid" files | grep -q "static_keys" || fail "files"
 out=$("$KKCTL" -p "$pid" read static_keys) || fail "read exit $?"
 echo "$out" | grep -q '^# name enabled count sites module$' || fail "listing header: $out"
