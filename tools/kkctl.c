@@ -280,12 +280,12 @@ static void collect_alts(pid_t pid, int alt, void *arg)
  * because that name was held by another socket.  Each is verified before use;
  * a refused one is reported in @why.  -1 with @why set when none will do.
  */
-static int connect_pid(pid_t pid, char *why, size_t wl)
+static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
 {
 	struct alts a = { .pid = pid };
 	struct sockaddr_un sa;
 	char addr[128];
-	bool any = false;
+	bool any = false, refused = false;
 	int fd;
 
 	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
@@ -302,8 +302,13 @@ static int connect_pid(pid_t pid, char *why, size_t wl)
 		}
 		snprintf(addr, sizeof(addr), "@%s", sa.sun_path + 1);
 		any = true;
-		if (!check_peer(fd, pid, addr, why, wl))
+		if (!check_peer(fd, pid, addr, why, wl)) {
+			if (refused && warn)	/* the squatter we passed by */
+				fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's "
+					"name; using %s\n", prog, (int)pid, addr);
 			return fd;
+		}
+		refused = true;
 		close(fd);
 	}
 	return -1;
@@ -368,7 +373,7 @@ static void request(pid_t pid, const char *verb, const char *file, const char *b
 
 	memset(res, 0, sizeof(*res));
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
-	fd = connect_pid(pid, res->err, sizeof(res->err));
+	fd = connect_pid(pid, res->err, sizeof(res->err), true);
 	if (fd < 0)
 		return;
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
@@ -438,7 +443,7 @@ static void collect_usable(pid_t pid, int alt, void *arg)
 		if (l->v[i].pid == pid)
 			return;
 	(void)alt;
-	fd = connect_pid(pid, why, sizeof(why));
+	fd = connect_pid(pid, why, sizeof(why), false);
 	if (fd < 0)
 		return;
 	close(fd);
