@@ -115,8 +115,9 @@ struct target {
 	char argv0[64];		/* base name of argv[0] */
 };
 
-/* The effective uid of @pid from /proc/PID/status.  -1 if gone. */
-static long proc_uid(pid_t pid)
+/* The effective uid of @pid from /proc/PID/status (and in @all, if given,
+ * its real, effective, saved and filesystem uids).  -1 if gone. */
+static long proc_uids(pid_t pid, long all[4])
 {
 	char path[64], line[256];
 	long uid = -1;
@@ -128,14 +129,21 @@ static long proc_uid(pid_t pid)
 		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, "Uid:", 4)) {
-			long r, e;
+			long u[4] = { -1, -1, -1, -1 };
 
-			if (sscanf(line + 4, "%ld %ld", &r, &e) == 2)
-				uid = e;
+			if (sscanf(line + 4, "%ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) >= 2)
+				uid = u[1];
+			if (all)
+				memcpy(all, u, sizeof(u));
 			break;
 		}
 	fclose(f);
 	return uid;
+}
+
+static long proc_uid(pid_t pid)
+{
+	return proc_uids(pid, NULL);
 }
 
 static void proc_names(struct target *t)
@@ -200,7 +208,7 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 	struct ucred cr;
 	socklen_t sl = sizeof(cr);
 	uid_t me = geteuid();
-	long owner;
+	long owner, ids[4] = { -1, -1, -1, -1 };
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl)) {
 		snprintf(why, wl, "process %d: cannot check the endpoint's owner: %s", (int)pid,
@@ -212,8 +220,11 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 			 "process %d", addr, (int)cr.pid, (unsigned)cr.uid, (int)pid);
 		return why;
 	}
-	owner = proc_uid(pid);
-	if (owner < 0 || (uid_t)owner != cr.uid) {
+	/* The socket's uid is the one its creator had at listen(): a daemon
+	 * that dropped privileges since still has it as its real or saved uid. */
+	owner = proc_uids(pid, ids);
+	if (owner < 0 || ((uid_t)ids[0] != cr.uid && (uid_t)ids[1] != cr.uid &&
+			  (uid_t)ids[2] != cr.uid && (uid_t)ids[3] != cr.uid)) {
 		snprintf(why, wl, "refusing %s: its socket belongs to uid %u, process %d runs as "
 			 "%s%ld", addr, (unsigned)cr.uid, (int)pid, owner < 0 ? "(gone) " : "uid ",
 			 owner);

@@ -18,6 +18,7 @@ ua=kkta$$ ub=kktb$$
 pids=
 tmp=$(mktemp -d /tmp/kk-users.XXXXXX)
 cleanup() {
+	exec 2>/dev/null	# no "Killed" job notices
 	for p in $pids; do kill -9 "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	userdel -f "$ua" 2>/dev/null

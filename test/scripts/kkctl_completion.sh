@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The bash completion: commands, options, pids from kkctl ls, and file names
+# from kkctl -p PID files.
+set -u
+command -v bash > /dev/null || { echo "skip: no bash"; exit 77; }
+B=${KK_BUILD:?}
+SRC=${KK_SRC:?}
+tmp=$(mktemp -d /tmp/kk-compl.XXXXXX)
+pid=
+fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
+mkfifo "$tmp/f"
+ctl_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+env $ctl_env "$B/test/progs/jl_target" > "$tmp/f" &
+pid=$!
+read -r line < "$tmp/f" || fail "jl_target did not start"
+# complete WORDS...: the candidates for the last word, one per line
+cat > "$tmp/c.bash" <<EOS
+PATH=$B:\$PATH
+. "$SRC/tools/kkctl.bash-completion"
+COMP_WORDS=("\$@"); COMP_CWORD=\$((\$# - 1))
+_kkctl
+printf '%s\n' "\${COMPREPLY[@]}"
+EOS
+complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
+[ "$(complete kkctl re | tr '\n' ' ')" = "read " ] || fail "commands: $(complete kkctl re)"
+complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
+complete kkctl -p "" | grep -qx "$pid" || fail "pids: $(complete kkctl -p '')"
+complete kkctl -n jl_ | grep -qx jl_target || fail "names: $(complete kkctl -n jl_)"
+complete kkctl -p "$pid" read st | grep -qx static_keys || fail "files: $(complete kkctl -p "$pid" read st)"
+kill "$pid"; wait "$pid" 2>/dev/null
+rm -rf "$tmp"
+echo "kkctl_completion: ok"
