@@ -300,7 +300,6 @@ static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
 	int fd;
 
 	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
-	scan_endpoints(collect_alts, &a);
 	for (int i = -1; i < a.n; i++) {
 		socklen_t sl = kk_control_addr_n(&sa, pid, i < 0 ? 0 : a.alt[i]);
 
@@ -309,18 +308,21 @@ static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
 			if (!any && errno != ECONNREFUSED && errno != ENOENT)
 				snprintf(why, wl, "cannot connect to process %d: %s", (int)pid,
 					 strerror(errno));
-			continue;
+		} else {
+			snprintf(addr, sizeof(addr), "@%s", sa.sun_path + 1);
+			any = true;
+			if (!check_peer(fd, pid, addr, why, wl)) {
+				if (refused && warn)	/* the squatter we passed by */
+					fprintf(stderr, "%s: warning: skipped a foreign socket on "
+						"process %d's name; using %s\n", prog, (int)pid, addr);
+				return fd;
+			}
+			refused = true;
+			close(fd);
 		}
-		snprintf(addr, sizeof(addr), "@%s", sa.sun_path + 1);
-		any = true;
-		if (!check_peer(fd, pid, addr, why, wl)) {
-			if (refused && warn)	/* the squatter we passed by */
-				fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's "
-					"name; using %s\n", prog, (int)pid, addr);
-			return fd;
-		}
-		refused = true;
-		close(fd);
+		/* The name itself would not do: look for the alternatives. */
+		if (i < 0)
+			scan_endpoints(collect_alts, &a);
 	}
 	return -1;
 }

@@ -18,7 +18,6 @@ ua=kkta$$ ub=kktb$$
 pids=
 tmp=$(mktemp -d /tmp/kk-users.XXXXXX)
 cleanup() {
-	exec 2>/dev/null	# no "Killed" job notices
 	for p in $pids; do kill -9 "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	userdel -f "$ua" 2>/dev/null
@@ -26,6 +25,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 useradd -M -N -r -s /bin/sh "$ua" || { echo "skip: useradd failed"; exit 77; }
 useradd -M -N -r -s /bin/sh "$ub" || { echo "skip: useradd failed"; exit 77; }
@@ -33,6 +33,13 @@ chmod 755 "$tmp"
 cp "$B/kkctl" "$B/test/progs/ctl_squat" "$tmp/"
 chmod 755 "$tmp/kkctl" "$tmp/ctl_squat"
 as() { u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@"; }
+# bg_as USER OUT CMD...: in the background, stdout to OUT (opened by the
+# child: OUT may be a FIFO), with $! the program's own pid (a simple command
+# is exec'd).
+bg_as() {
+	u=$1 o=$2; shift 2
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@" > "$o" &
+}
 ctl_env=
 [ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
 
@@ -42,12 +49,12 @@ mkfifo "$tmp/go" "$tmp/apid" "$tmp/sq"
 chmod 666 "$tmp/a.err"
 chmod 666 "$tmp/go" "$tmp/apid" "$tmp/sq"
 # The pid is known before exec (exec keeps it); the endpoint starts after it.
-as "$ua" sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh "$tmp/go" \
-	"$B/test/progs/jl_target" "$ctl_env" "$tmp/a.err" > "$tmp/apid" &
+bg_as "$ua" "$tmp/apid" sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh \
+	"$tmp/go" "$B/test/progs/jl_target" "$ctl_env" "$tmp/a.err"
 exec 5< "$tmp/apid"
 read -r apid <&5 || fail "no pid from A"
 pids="$pids $apid"
-as "$ub" "$tmp/ctl_squat" "$apid" > "$tmp/sq" &
+bg_as "$ub" "$tmp/sq" "$tmp/ctl_squat" "$apid"
 sq=$!
 pids="$pids $sq"
 exec 6< "$tmp/sq"
@@ -72,10 +79,10 @@ as "$ua" "$tmp/kkctl" ls > "$tmp/ls" || fail "A's ls"
 exec 6<&-
 
 # ---- 2. B squats the name of an A process that serves none
-as "$ua" sleep 60 &
+bg_as "$ua" /dev/null sleep 60
 sl=$!
 pids="$pids $sl"
-as "$ub" "$tmp/ctl_squat" "$sl" > "$tmp/sq" &
+bg_as "$ub" "$tmp/sq" "$tmp/ctl_squat" "$sl"
 pids="$pids $!"
 exec 6< "$tmp/sq"
 read -r ready <&6 || fail "B's second squatter did not start"
