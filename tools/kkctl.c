@@ -476,7 +476,8 @@ static int discover(struct tlist *l)
 {
 	if (scan_endpoints(collect_usable, l))
 		return -1;
-	qsort(l->v, l->n, sizeof(*l->v), cmp_pid);
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_pid);
 	return 0;
 }
 
@@ -579,14 +580,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tlist targets = { 0 }, all = { 0 };
-	char **names = calloc((size_t)argc + 1, sizeof(char *));
+	/* Static: still reachable on an early exit (no leak reports). */
+	static struct tlist targets, all;
+	static char **names, *stdin_text;
 	const char *verb, *file = NULL, *text = NULL;
 	bool want_all = false, known = false;
 	size_t tlen = 0;
-	char *stdin_text = NULL;
 	int c, nn = 0, failed = 0, args;
 
+	names = calloc((size_t)argc + 1, sizeof(char *));
 	if (!names)
 		return 1;
 	while ((c = getopt_long(argc, argv, "+p:n:ajVh", opts, NULL)) != -1) {
