@@ -51,11 +51,15 @@ struct entry {
 
 /*
  * The socket, published once complete.  No lock: a fork() in another thread
- * must not leave one held in the child.  A kk_fd replaced because the
- * program closed or reused its number stays allocated (a sender may still
- * read it); that happens only when the program closes our descriptor.
+ * must not leave one held in the child.  One replaced because the program
+ * closed or reused its number stays allocated and reachable (a sender may
+ * still read it); that happens only when the program closes our descriptor.
  */
-static _Atomic(struct kk_fd *) journal_fd;
+struct journal_sock {
+	struct kk_fd fd;
+	struct journal_sock *retired;
+};
+static _Atomic(struct journal_sock *) journal_fd;
 static int journal_warned;		/* we said once that there is no journal */
 
 static void add(struct entry *e, const char *key, const char *val, size_t len)
@@ -123,27 +127,28 @@ static const struct sockaddr_un journal_addr = { AF_UNIX, JOURNAL_SOCKET };
 /* The socket, opened at the first message; or -errno. */
 static int journal_socket(void)
 {
-	struct kk_fd *cur = atomic_load_explicit(&journal_fd, memory_order_acquire), *f;
+	struct journal_sock *cur = atomic_load_explicit(&journal_fd, memory_order_acquire), *s;
 	int fd, r;
 
-	if (cur && kk_fd_ours(cur))
-		return cur->fd;
+	if (cur && kk_fd_ours(&cur->fd))
+		return cur->fd.fd;
 	/* none yet, or the program closed or reused the number: a new one */
-	f = malloc(sizeof(*f));
-	if (!f)
+	s = malloc(sizeof(*s));
+	if (!s)
 		return -ENOMEM;
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	r = fd < 0 ? -errno : kk_fd_adopt(f, fd);
+	r = fd < 0 ? -errno : kk_fd_adopt(&s->fd, fd);
 	if (r < 0) {
-		free(f);
+		free(s);
 		return r;
 	}
-	if (atomic_compare_exchange_strong(&journal_fd, &cur, f))
-		return f->fd;
+	s->retired = cur;
+	if (atomic_compare_exchange_strong(&journal_fd, &cur, s))
+		return s->fd.fd;
 	/* another thread published one first: use it */
-	kk_fd_release(f);
-	free(f);
-	return cur->fd;
+	kk_fd_release(&s->fd);
+	free(s);
+	return cur->fd.fd;
 }
 
 /* Too big for a datagram: the entry in a sealed memfd, passed by descriptor. */
