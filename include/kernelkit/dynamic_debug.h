@@ -270,6 +270,14 @@ void kk_dyndbg_set_sink(kk_dyndbg_sink_fn fn, void *arg);
 /* A sink that sends each message to syslog(3) at @priority (e.g. LOG_DEBUG). */
 void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t len, void *arg);
 #define KK_DYNDBG_SYSLOG_ARG(priority)	((void *)(long)(priority))
+/*
+ * A sink that sends each message to the systemd journal (native protocol, no
+ * libsystemd) as one entry: MESSAGE (without the final '\n'), PRIORITY=7,
+ * CODE_FILE, CODE_LINE, CODE_FUNC, KK_MODULE, TID, SYSLOG_IDENTIFIER.  @arg
+ * is unused.  No journal: the message goes to stderr, said once.  Operators
+ * choose it without code with KK_DYNDBG_SINK=journal (or stderr, syslog).
+ */
+void kk_dyndbg_sink_journal(const struct _ddebug *desc, const char *msg, size_t len, void *arg);
 
 void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 	__attribute__((__format__(__printf__, 2, 3)));

@@ -1310,6 +1310,7 @@ static void dd_init_once(void)
 	if ((e = kk_getenv("KK_DYNDBG_SRCROOT")) && *e)
 		set_srcroot(e, strlen(e));
 	dd_verbose = kk_env_bool("KK_DYNDBG_VERBOSE", false);
+	kk_dd_sink_env();
 	e = kk_getenv("KK_DYNDBG");
 	if (e && *e) {
 		struct ddq_msgs m = { 0 };

@@ -7,4 +7,7 @@
  * $KK_DYNDBG_SRCROOT), without a leading "./". */
 const char *kk_dd_rel_name(const char *f);
 
+/* KK_DYNDBG_SINK=stderr|syslog|journal (journal.c), read with KK_DYNDBG. */
+void kk_dd_sink_env(void);
+
 #endif
