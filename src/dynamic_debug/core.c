@@ -1373,6 +1373,7 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_control_add_lib_file(&control_file);
 	kk_control_add_lib_file(&batched_file);
 	kk_control_add_lib_file(&aon_file);
+	kk_dd_sink_file_add();
 	if (env_has_dyndbg()) {
 		pthread_once(&dd_once, dd_init_once);
 		return;

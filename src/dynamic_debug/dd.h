@@ -9,5 +9,7 @@ const char *kk_dd_rel_name(const char *f);
 
 /* KK_DYNDBG_SINK=stderr|syslog|journal (journal.c), read with KK_DYNDBG. */
 void kk_dd_sink_env(void);
+kk_dyndbg_sink_fn kk_dd_sink_current(void);
+void kk_dd_sink_file_add(void);
 
 #endif

@@ -32,6 +32,8 @@
 #include <kernelkit/dynamic_debug.h>
 #include "common.h"
 #include "dynamic_debug/dd.h"
+#include <kernelkit/control.h>
+#include "control_internal.h"
 
 #define JOURNAL_SOCKET	"/run/systemd/journal/socket"
 #define MAX_FIELDS	9		/* MESSAGE PRIORITY CODE_* KK_MODULE TID SYSLOG_IDENTIFIER */
@@ -257,4 +259,63 @@ void kk_dd_sink_env(void)
 	default:
 		break;			/* stderr: the default */
 	}
+}
+
+/* ---- dynamic_debug/sink: the sink by name ----------------------------------------------
+ * Reads "stderr", "syslog", "journal", or "custom" (a program's callback).
+ * Writing one of the first three switches to it; writing what was read is
+ * always accepted and changes nothing ("custom" only while it is current).
+ */
+static const char *sink_name(void)
+{
+	kk_dyndbg_sink_fn fn = kk_dd_sink_current();
+
+	if (!fn)
+		return "stderr";
+	if (fn == kk_dyndbg_sink_syslog)
+		return "syslog";
+	if (fn == kk_dyndbg_sink_journal)
+		return "journal";
+	return "custom";
+}
+
+static int sink_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%s\n", sink_name()) < 0 ? -ENOMEM : 0;
+}
+
+static int sink_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+#define IS(word) (len == sizeof(word) - 1 && !memcmp(buf, word, len))
+	if (IS("stderr"))
+		kk_dyndbg_set_sink(NULL, NULL);
+	else if (IS("syslog"))
+		kk_dyndbg_set_sink(kk_dyndbg_sink_syslog, NULL);
+	else if (IS("journal"))
+		kk_dyndbg_set_sink(kk_dyndbg_sink_journal, NULL);
+	else if (IS("custom") && !strcmp(sink_name(), "custom"))
+		;			/* writing back what was read */
+	else {
+		kk_buf_printf(out, "expected stderr, syslog or journal\n");
+		return -EINVAL;
+	}
+#undef IS
+	return 0;
+}
+
+static const struct kk_control_file_ops sink_fops = {
+	.show = sink_show,
+	.write = sink_write,
+	.max_write = 64,
+};
+KK_CONTROL_LIB_FILE(sink_file, "dynamic_debug/sink", &sink_fops);
+
+/* From the dynamic-debug constructor: a static node, nothing allocated at load. */
+void kk_dd_sink_file_add(void)
+{
+	kk_control_add_lib_file(&sink_file);
 }

@@ -57,6 +57,14 @@ void kk_dyndbg_set_sink(kk_dyndbg_sink_fn fn, void *arg)
 	pthread_mutex_unlock(&sink_lock);
 }
 
+/* The sink in use now, for the control file dynamic_debug/sink (NULL: stderr). */
+kk_dyndbg_sink_fn kk_dd_sink_current(void)
+{
+	struct sink *s = atomic_load_explicit(&cur_sink, memory_order_acquire);
+
+	return s ? s->fn : NULL;
+}
+
 void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
 {
 	int prio = (int)(long)arg;
