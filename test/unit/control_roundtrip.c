@@ -55,6 +55,16 @@ static void __attribute__((noinline)) sites(void)
 		pr_debug("roundtrip key on\n");
 }
 
+/* More sites than one write of dynamic_debug/control takes (4096 bytes). */
+#define RT_SITE(n)	pr_debug("roundtrip many " #n "\n")
+#define RT_SITES10(n)	RT_SITE(n##0); RT_SITE(n##1); RT_SITE(n##2); RT_SITE(n##3); RT_SITE(n##4); \
+			RT_SITE(n##5); RT_SITE(n##6); RT_SITE(n##7); RT_SITE(n##8); RT_SITE(n##9)
+static void __attribute__((noinline)) many_sites(void)
+{
+	RT_SITES10(1); RT_SITES10(2); RT_SITES10(3); RT_SITES10(4); RT_SITES10(5);
+	RT_SITES10(6); RT_SITES10(7); RT_SITES10(8);
+}
+
 /* ---- the endpoint's listing ------------------------------------------------------------ */
 
 struct cfile {
@@ -110,6 +120,7 @@ static size_t nfiles;
 static void setup(void)
 {
 	sites();
+	many_sites();
 	cr_assert_eq(kk_control_start(), 0);
 	cr_assert_eq(kk_dyndbg_register_param("rt_names", &rt_dcp), 0);
 	cr_assert_eq(kk_module_param_register(KBUILD_MODNAME, &rt_kp), 0);
@@ -157,6 +168,49 @@ static const char *exception(const char *name)
 	return NULL;
 }
 
+/*
+ * Files whose writes are limited below what they can print, and so take
+ * their text back in chunks of whole lines: dynamic_debug/control refuses a
+ * write of 4096 bytes or more with E2BIG, as the kernel does, and each of its
+ * lines stands alone (docs/dynamic_debug.md, "Writing the listing back").
+ */
+static const struct { const char *name; size_t limit; } chunked[] = {
+	{ "dynamic_debug/control", 4096 },
+	{ NULL, 0 },
+};
+
+/* Write @text to @name, in chunks of whole lines if the file asks for that. */
+static int write_back(const char *name, const char *text, char **reply)
+{
+	size_t limit = 0, len = strlen(text);
+	int ret;
+
+	for (size_t i = 0; chunked[i].name; i++)
+		if (!strcmp(chunked[i].name, name))
+			limit = chunked[i].limit;
+	if (!limit || len < limit)
+		return kk_control_write(name, text, len, reply);
+	/* Too large for one write: the file must say so, then take the chunks. */
+	ret = kk_control_write(name, text, len, reply);
+	cr_expect_eq(ret, -E2BIG, "%s: a write of %zu bytes gave %d", name, len, ret);
+	free(*reply);
+	*reply = NULL;
+	for (const char *p = text; *p; ) {
+		const char *end = p, *nl;
+
+		while ((nl = strchr(end, '\n')) && (size_t)(nl + 1 - p) < limit)
+			end = nl + 1;
+		cr_assert_neq(end, p, "%s: a line of %zu bytes or more", name, limit);
+		ret = kk_control_write(name, p, (size_t)(end - p), reply);
+		if (ret)
+			return ret;
+		free(*reply);
+		*reply = NULL;
+		p = end;
+	}
+	return 0;
+}
+
 Test(roundtrip, the_listing_has_every_facility, .init = setup)
 {
 	static const char *const expect[] = {
@@ -171,6 +225,11 @@ Test(roundtrip, the_listing_has_every_facility, .init = setup)
 			j++;
 		cr_expect_lt(j, nfiles, "%s is not listed", expect[i]);
 	}
+	/* The walk below also covers a listing written back in chunks. */
+	char *l = read_file("dynamic_debug/control");
+
+	cr_expect_gt(strlen(l), 4096, "the listing is only %zu bytes", strlen(l));
+	free(l);
 }
 
 Test(roundtrip, every_file_takes_back_what_it_printed, .init = setup)
@@ -194,7 +253,8 @@ Test(roundtrip, every_file_takes_back_what_it_printed, .init = setup)
 			continue;
 		}
 		before = read_file(name);
-		ret = kk_control_write(name, before, strlen(before), &reply);
+		ret = files[i].writable ? write_back(name, before, &reply) :
+					  kk_control_write(name, before, strlen(before), &reply);
 		if (!files[i].writable) {
 			cr_expect_eq(ret, -EACCES, "%s: read-only, but the write gave %d", name, ret);
 			assert_one_line(name, reply);
@@ -307,7 +367,7 @@ Test(roundtrip, dyndbg_listing_line_changed, .init = setup)
 	write_ok("dynamic_debug/control", buf);
 	after = read_file("dynamic_debug/control");
 	cr_expect(strstr(after, buf), "'%s' not in:\n%s", buf, after);
-	write_ok("dynamic_debug/control", list);
+	cr_expect_eq(write_back("dynamic_debug/control", list, &after), 0, "%s", after);
 	free(after);
 	after = read_file("dynamic_debug/control");
 	cr_expect_str_eq(after, list);
