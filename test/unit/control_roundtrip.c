@@ -367,6 +367,8 @@ Test(roundtrip, dyndbg_listing_line_changed, .init = setup)
 	write_ok("dynamic_debug/control", buf);
 	after = read_file("dynamic_debug/control");
 	cr_expect(strstr(after, buf), "'%s' not in:\n%s", buf, after);
+	free(after);
+	after = NULL;
 	cr_expect_eq(write_back("dynamic_debug/control", list, &after), 0, "%s", after);
 	free(after);
 	after = read_file("dynamic_debug/control");
