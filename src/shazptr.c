@@ -586,14 +586,73 @@ static bool text_is(const char *buf, size_t len, const char *word)
 	return len == n && memcmp(buf, word, n) == 0;
 }
 
+/* The counters stats_show() prints: they move on their own. */
+static const char *const stat_names[] = {
+	"synchronize_calls", "scan_thread_waits", "longest_wait_ns", "scan_rounds",
+	"slots", "slots_in_use",
+};
+
+/*
+ * One "name value" line of the printed form: a counter (any number,
+ * ignored) or the setting skip_synchronize_self_scan (0 or 1, into *skip).
+ * 0, or -EINVAL with the reason in @out.
+ */
+static int stats_line(const char *l, size_t n, int *skip, struct kk_buf *out)
+{
+	const char *sp = memchr(l, ' ', n), *v;
+	size_t kn, vn;
+
+	if (!sp)
+		goto bad;
+	kn = (size_t)(sp - l);
+	v = sp + 1;
+	vn = n - kn - 1;
+	if (kn == strlen("skip_synchronize_self_scan") &&
+	    !memcmp(l, "skip_synchronize_self_scan", kn)) {
+		if (vn != 1 || (v[0] != '0' && v[0] != '1'))
+			goto bad;
+		*skip = v[0] == '1';
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++) {
+		if (kn != strlen(stat_names[i]) || memcmp(l, stat_names[i], kn))
+			continue;
+		if (!vn || strspn(v, "0123456789") < vn)
+			goto bad;
+		return 0;
+	}
+bad:
+	kk_buf_printf(out, "shazptr/stats: '%.*s': write \"reset\" to zero the counters, "
+		      "or the text read back\n", (int)(n > 64 ? 64 : n), l);
+	return -EINVAL;
+}
+
+/*
+ * "reset" (or "0") zeroes the counters.  The text the file printed is
+ * taken back: the counters in it are ignored (they are not settings), and
+ * skip_synchronize_self_scan is applied, as by its own file.  Every line is
+ * checked before anything is applied.
+ */
 static int stats_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
+	int skip = -1;
+
 	(void)priv;
-	if (!text_is(buf, len, "reset") && !text_is(buf, len, "0")) {
-		kk_buf_printf(out, "shazptr/stats: write \"reset\" to zero the counters\n");
-		return -EINVAL;
+	if (text_is(buf, len, "reset") || text_is(buf, len, "0")) {
+		kk_shazptr_reset_stats();
+		return 0;
 	}
-	kk_shazptr_reset_stats();
+	while (len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t n = nl ? (size_t)(nl - buf) : len;
+
+		if (n && stats_line(buf, n, &skip, out))
+			return -EINVAL;
+		buf += n + (nl ? 1 : 0);
+		len -= n + (nl ? 1 : 0);
+	}
+	if (skip >= 0)
+		kk_shazptr_set_skip_synchronize_self_scan(skip);
 	return 0;
 }
 
@@ -619,7 +678,7 @@ static int skip_write(const char *buf, size_t len, struct kk_buf *out, void *pri
 }
 
 static const struct kk_control_file_ops stats_ops = {
-	.show = stats_show, .write = stats_write, .max_write = 64,
+	.show = stats_show, .write = stats_write, .max_write = 1024,
 };
 static const struct kk_control_file_ops skip_ops = {
 	.show = skip_show, .write = skip_write, .max_write = 64,

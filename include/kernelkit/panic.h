@@ -174,11 +174,14 @@ int kk_panic_set_sd_watchdog(int on);			/* 0 or 1: also send WATCHDOG=trigger */
 int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int period_ms);
 
 /*
- * Apply "key=value" (or "key value") settings, one per line, as the control
- * file does: all lines are checked first, then applied together.  Keys:
+ * Apply "key=value" (or "key value", or "key: value" as the control file
+ * prints) settings, one per line, as the control file does: all lines are
+ * checked first, then applied together.  Keys:
  * timeout on_warn on_oops restart exit_status policy core_dump
- * stop_timeout_ms notifiers_first sd_watchdog blink_ms taint.  0 or -EINVAL;
- * @err (may be NULL) gets a message.
+ * stop_timeout_ms notifiers_first sd_watchdog blink_ms taint.  The file's
+ * status lines are taken back too: warn_count and tainted are ignored,
+ * policies, stop_signal and panicked must say what they say now.  0 or
+ * -EINVAL; @err (may be NULL) gets a message.
  */
 int kk_panic_apply_settings(const char *text, char *err, int errlen);
 

@@ -1037,10 +1037,43 @@ static int param_show(struct kk_buf *out, void *priv)
 	return n < 0 ? (n == -1 ? -EINVAL : n) : out->error;
 }
 
+/*
+ * A _NAMES classmap parameter reads as a number (0x6 for DISJOINT_NAMES, a
+ * level for LEVEL_NAMES), as in the kernel, whose set() then takes only
+ * names.  The control file also takes the number back, so that writing what
+ * was read changes nothing; set() itself stays the kernel's.  True with the
+ * value in *num when @v is such a number for such a parameter.
+ */
+static bool names_param_number(const struct ddebug_class_param *dcp, const char *v,
+			       unsigned long *num)
+{
+	char *end;
+
+	if (!dcp || !dcp->map || (dcp->map->map_type != DD_CLASS_TYPE_DISJOINT_NAMES &&
+				  dcp->map->map_type != DD_CLASS_TYPE_LEVEL_NAMES))
+		return false;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	*num = strtoul(v, &end, 0);
+	while (*end == '\n' || *end == ' ' || *end == '\t')
+		end++;
+	if (errno || *end)
+		return false;
+	/* Only a value the parameter can print: no bit or level beyond the map. */
+	if (dcp->map->map_type == DD_CLASS_TYPE_DISJOINT_NAMES)
+		return (*num & ~low_bits(dcp->map->length)) == 0;
+	return *num <= (unsigned long)dcp->map->length;
+}
+
 static int param_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
 	const struct dd_param *p = priv;
+	const struct ddebug_class_param *dcp = p->kp ? NULL : p->dcp;
 	char v[KK_PARAM_BUFSIZE];
+	unsigned long num;
 	int ret;
 
 	if (len >= sizeof(v)) {
@@ -1053,12 +1086,13 @@ static int param_write(const char *buf, size_t len, struct kk_buf *out, void *pr
 	}
 	memcpy(v, buf, len);
 	v[len] = '\0';
-	ret = p->kp ? p->kp->ops->set(v, p->kp) : kk_param_set_dyndbg_classes(v, p->dcp);
+	if (p->kp && p->kp->ops == &param_ops_dyndbg_classes)
+		dcp = p->kp->arg;
+	if (names_param_number(dcp, v, &num))
+		ret = ddebug_classparam_set(dcp, num) < 0 ? -EINVAL : 0;
+	else
+		ret = p->kp ? p->kp->ops->set(v, p->kp) : kk_param_set_dyndbg_classes(v, p->dcp);
 	if (ret) {
-		const struct ddebug_class_param *dcp = p->kp ? NULL : p->dcp;
-
-		if (p->kp && p->kp->ops == &param_ops_dyndbg_classes)
-			dcp = p->kp->arg;
 		if (dcp && (dcp->map->map_type == DD_CLASS_TYPE_DISJOINT_NAMES ||
 			    dcp->map->map_type == DD_CLASS_TYPE_LEVEL_NAMES))
 			kk_buf_printf(out, "bad value (expected [+-]CLASS_NAME,...): %s\n", v);

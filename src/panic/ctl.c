@@ -60,6 +60,49 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* What panic_show() prints after blink_ms when there is no blink hook. */
+#define NO_BLINK_HOOK	" (no blink hook)"
+
+/*
+ * The status lines the control file prints after the settings.  A write of
+ * what was read carries them back: warn_count and tainted move on their own
+ * (a WARN() between the read and the write), so they are accepted and
+ * ignored; the others must still say what the process says now, so that a
+ * write that would change one is refused instead of silently doing nothing.
+ */
+static const char *const status_keys[] = {
+	"policies", "stop_signal", "tainted", "warn_count", "panicked",
+};
+
+static int is_status(const char *key)
+{
+	for (size_t i = 0; i < sizeof(status_keys) / sizeof(status_keys[0]); i++)
+		if (!strcmp(key, status_keys[i]))
+			return 1;
+	return 0;
+}
+
+static int stage_status(const char *key, const char *v, size_t vn, int line, char *err,
+			int errlen)
+{
+	char now[256];
+	struct kk_panic_stats ps;
+
+	if (!strcmp(key, "warn_count") || !strcmp(key, "tainted"))
+		return 0;
+	if (!strcmp(key, "policies"))
+		kkp_policy_list(now, sizeof(now));
+	else if (!strcmp(key, "stop_signal"))
+		kkp_snprintf(now, sizeof(now), "%d", kk_park_signal());
+	else
+		kkp_snprintf(now, sizeof(now), "%d", kk_panic_get_stats(&ps) == 0);
+	if (strlen(now) == vn && !memcmp(now, v, vn))
+		return 0;
+	if (err && errlen > 0)
+		kkp_snprintf(err, (size_t)errlen, "line %d: %s: read-only (it is %s)", line, key, now);
+	return -EINVAL;
+}
+
 /* Check one "key=value" line into @st.  0 or -EINVAL with a message. */
 static int stage_line(struct staged *st, const char *l, size_t n, int line, char *err, int errlen)
 {
@@ -74,7 +117,7 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 		n--;
 	if (i == n || l[i] == '#')
 		return 0;
-	while (i < n && l[i] != '=' && !is_space(l[i])) {
+	while (i < n && l[i] != '=' && l[i] != ':' && !is_space(l[i])) {
 		if (k + 1 >= sizeof(key))
 			return err_out(err, errlen, line, "key", "too long");
 		key[k++] = l[i++];
@@ -82,12 +125,14 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 	key[k] = '\0';
 	while (i < n && is_space(l[i]))
 		i++;
-	if (i < n && l[i] == '=')
+	if (i < n && (l[i] == '=' || l[i] == ':'))	/* "key: value" is how the file prints */
 		i++;
 	while (i < n && is_space(l[i]))
 		i++;
 	v = l + i;
 	vn = n - i;
+	if (is_status(key))
+		return stage_status(key, v, vn, line, err, errlen);
 	if (!vn)
 		return err_out(err, errlen, line, key, "no value");
 
@@ -127,6 +172,9 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 		if (parse_int(v, vn, 1, 60000, &st->s.stop_timeout_ms))
 			return err_out(err, errlen, line, key, "must be 1..60000");
 	} else if (!strcmp(key, "blink_ms")) {
+		if (vn > sizeof(NO_BLINK_HOOK) - 1 &&
+		    !memcmp(v + vn - (sizeof(NO_BLINK_HOOK) - 1), NO_BLINK_HOOK, sizeof(NO_BLINK_HOOK) - 1))
+			vn -= sizeof(NO_BLINK_HOOK) - 1;	/* the note the file prints */
 		if (parse_int(v, vn, 10, 60000, &st->s.blink_ms))
 			return err_out(err, errlen, line, key, "must be 10..60000");
 	} else if (!strcmp(key, "policy")) {
@@ -277,7 +325,7 @@ static int panic_show(struct kk_buf *out, void *priv)
 	kk_buf_printf(out, "notifiers_first: %d\n", KKP_LOAD(kkp_set.notifiers_first));
 	kk_buf_printf(out, "sd_watchdog: %d\n", KKP_LOAD(kkp_set.sd_watchdog));
 	kk_buf_printf(out, "blink_ms: %d%s\n", KKP_LOAD(kkp_set.blink_ms),
-		      kkp_blink_fn ? "" : " (no blink hook)");
+		      kkp_blink_fn ? "" : NO_BLINK_HOOK);
 	kk_buf_printf(out, "stop_signal: %d\n", kk_park_signal());
 	kk_buf_printf(out, "taint: %lu\n", kk_get_taint());
 	kk_buf_printf(out, "tainted: %s\n", kk_print_tainted(tainted, sizeof(tainted)));

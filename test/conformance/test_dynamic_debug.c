@@ -274,7 +274,12 @@ static void test_level_names(void)
 	CHECK(param_write("p_level_names", "-L3") == 0, "-L3");
 	expect(NULL, off2, "-L3");
 	CHECK(printed("L1") && printed("L2"), "-L3 keeps L1, L2:\n%s", out);
-	CHECK(param_write("p_level_names", "3") == -EINVAL, "a number to a NAMES param");
+	/* The file takes back the level it prints (kernelkit's: the kernel's set()
+	 * takes names only); a level beyond the map is refused. */
+	CHECK(param_write("p_level_names", "3") == 0, "the number it prints, to a NAMES param");
+	param_read("p_level_names", v, sizeof(v));
+	CHECK(!strcmp(v, "3\n"), "read back %s", v);
+	CHECK(param_write("p_level_names", "99") == -EINVAL, "a level beyond the map");
 	CHECK(param_write("p_level_names", "-L0") == 0, "-L0");
 	expect(NULL, on1, "-L0");
 }
