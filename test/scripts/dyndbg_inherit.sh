@@ -122,6 +122,28 @@ exec 8>&- 9<&-
 wait "$pid"
 pid=
 
+# A fully static program (libkernelkit.a) interposes the exec family too
+# (posix_spawn only in the shared library: see docs/dynamic_debug.md).
+case ${KK_TEST_LABEL:-default} in
+asan*) echo "ASan: no static link; static case not checked" ;;
+*)
+	src=${KK_SRC:-.}
+	if ${CC:-cc} -D_GNU_SOURCE -I"$src/include" -O2 -static -o "$tmp/static" \
+		"$src/test/progs/dd_inherit.c" "$B/libkernelkit.a" -pthread -ldl \
+		>"$tmp/static.log" 2>&1; then
+		for how in execv execve execvp execl fexecve vfork; do
+			out=$("$tmp/static" api $how 2>&1) || fail "static $how: exit $?: $out"
+			[ "$out" = "$ON" ] || fail "static $how: $out"
+		done
+		out=$("$tmp/static" api execv "$P" report 2>&1) || fail "static -> dynamic: $out"
+		[ "$out" = "$ON" ] || fail "static -> dynamic: $out"
+	else
+		echo "no static link here: static case not checked"
+		tail -3 "$tmp/static.log"
+	fi
+	;;
+esac
+
 # A set-user-ID image ignores the entry (kk_getenv: secure_getenv semantics)
 # and starts from its own defaults; the same image without the bit inherits.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
