@@ -15,10 +15,13 @@
  * does not depend on the flags, so A,B,A has the effect of B,A).  Recorded
  * under dd_lock by core.c, rendered into a new string when it changes and
  * published with one atomic store.  A string an exec may still read (a
- * thread between loading the pointer and the end of its execve system call)
- * is freed only when no exec is in flight (the store/load pairs are seq_cst:
- * a writer that sees no exec in flight knows any later exec loads the new
- * string).
+ * thread between loading the pointer and copying it to its stack, or, for a
+ * state of 2 KiB or more, the end of its execve system call) is freed only
+ * when no exec is in flight (the store/load pairs are seq_cst: a writer that
+ * sees no exec in flight knows any later exec loads the new string).  A
+ * vfork child that execs a state of 2 KiB or more leaves its count in the
+ * parent's memory: the parent then keeps its old strings (a leak, never a
+ * use after free).
  *
  * The exec family is interposed: execve, execv, execvp, execvpe, execl,
  * execle, execlp and fexecve are defined here and end in the execve/execveat
@@ -237,8 +240,19 @@ static const struct kk_control_file_ops inherit_fops = {
 };
 KK_CONTROL_LIB_FILE(inherit_file, "dynamic_debug/inherit", &inherit_fops);
 
+/* A thread of the parent may have been inside an exec: none is in the child. */
+static void inherit_fork_child(void)
+{
+	atomic_store(&inh_inflight, 0);
+}
+
+static const struct kk_fork_ops inherit_fork_ops = {
+	KK_INIT_DYNDBG, NULL, NULL, inherit_fork_child
+};
+
 void kk_dd_inherit_init(void)
 {
+	kk_fork_register(&inherit_fork_ops);
 	kk_control_add_lib_file(&inherit_file);
 }
 
@@ -404,7 +418,7 @@ static void exec_script(const char *path, char *const argv[], char *const envp[]
 	while (argv[argc])
 		argc++;
 	{
-		char *nargv[argc + 2];
+		char *nargv[argc + 3];
 
 		nargv[0] = (char *)"/bin/sh";
 		nargv[1] = (char *)path;

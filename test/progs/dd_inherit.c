@@ -16,6 +16,9 @@
  *   dd_inherit failexec        an exec that fails changes nothing: environ
  *                              keeps no KK_DYNDBG_INHERIT, a later exec works
  *   dd_inherit fork            a forked child (no exec) keeps the state
+ *   dd_inherit many N HOW [PROG [ARGS]]
+ *                              N other queries first (a large state), then
+ *                              as "api", twice
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +186,24 @@ int main(int argc, char **argv)
 		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
 			return 3;
 		return fork_exec(argv[2], target);
+	}
+	if (!strcmp(argv[1], "many")) {	/* many N HOW [PROG]: a large state */
+		char q[64];
+		long n = strtol(argv[2], NULL, 10);
+
+		if (argc < 4)
+			return 2;
+		for (long i = 0; i < n; i++) {
+			snprintf(q, sizeof(q), "func kk_no_such_function_%06ld +p", i);
+			if (dynamic_debug_exec_queries(q, NULL) < 0)
+				return 3;
+		}
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		target = argc > 4 ? argv + 4 : dflt;
+		if (fork_exec(argv[3], target))
+			return 1;
+		return fork_exec(argv[3], target);	/* warned once */
 	}
 	if (!strcmp(argv[1], "wait")) {
 		printf("ready %d\n", (int)getpid());

@@ -49,6 +49,30 @@ out=$("$P" api execv "$P" api execv 2>&1) || fail "grandchild exit $?: $out"
 out=$("$P" failexec 2>&1) || fail "failexec exit $?: $out"
 [ "$out" = "$ON" ] || fail "after a failed exec: $out"
 
+# a file without #! runs with /bin/sh (execvp, execlp; as glibc), state included
+printf 'echo "sh: $KK_DYNDBG_INHERIT"\n' > "$tmp/noshebang"
+chmod 755 "$tmp/noshebang"
+for how in execvp execlp; do
+	out=$("$P" api $how "$tmp/noshebang" 2>&1) || fail "$how script: exit $?: $out"
+	[ "$out" = "sh: func report_site +p" ] || fail "$how script: $out"
+done
+
+# a state of 2 KiB to 32 KiB (not copied to the stack: pinned over the exec)
+out=$("$P" many 200 execv 2>&1) || fail "many 200: exit $?: $out"
+[ "$out" = "$ON
+$ON" ] || fail "a 8 KiB state: $out"
+out=$("$P" many 200 vfork 2>&1) || fail "many 200 vfork: exit $?: $out"
+[ "$out" = "$ON
+$ON" ] || fail "a 8 KiB state, vfork: $out"
+# over the 32 KiB cap: one warning, images start from their defaults
+out=$("$P" many 2000 execv 2>"$tmp/err") || fail "many 2000: exit $?: $out"
+[ "$out" = "$OFF
+$OFF" ] || fail "over the cap: $out"
+[ "$(grep -c 'over the 32768-byte limit of KK_DYNDBG_INHERIT' "$tmp/err")" = 1 ] ||
+	fail "over the cap, stderr: $(cat "$tmp/err")"
+out=$("$P" many 2000 execv /usr/bin/env 2>/dev/null | grep -c '^KK_DYNDBG_INHERIT=')
+[ "$out" = 0 ] || fail "over the cap: $out entries passed"
+
 # opting out
 out=$(KK_DYNDBG_INHERIT=0 "$P" api execv 2>&1) || fail "env opt-out exit $?"
 [ "$out" = "$OFF" ] || fail "KK_DYNDBG_INHERIT=0: $out"
