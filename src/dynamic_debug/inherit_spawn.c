@@ -22,7 +22,7 @@ extern char **environ;
 typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 		     const posix_spawnattr_t *, char *const[], char *const[]);
 
-static spawn_fn *next_fn(const char *name, spawn_fn *_Atomic *cache)
+static spawn_fn *next_fn(const char *name, spawn_fn **cache)
 {
 	spawn_fn *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 
@@ -59,7 +59,7 @@ static int spawn_with_state(spawn_fn *real, pid_t *pid, const char *path,
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	static spawn_fn *_Atomic real;
+	static spawn_fn *real;
 
 	return spawn_with_state(next_fn("posix_spawn", &real), pid, path, fa, attr, argv, envp);
 }
@@ -67,7 +67,7 @@ int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	static spawn_fn *_Atomic real;
+	static spawn_fn *real;
 
 	return spawn_with_state(next_fn("posix_spawnp", &real), pid, file, fa, attr, argv, envp);
 }
