@@ -75,7 +75,10 @@ $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
 
-$(B)/libkernelkit.a: $(LIB_OBJS)
+# In the shared library only: wrappers that find the real function with
+# dlsym(RTLD_NEXT), which a static program cannot do.
+LIB_SO_ONLY := $(B)/obj/src/dynamic_debug/inherit_spawn.o
+$(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^

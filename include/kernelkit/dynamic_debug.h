@@ -257,6 +257,15 @@ int kk_dyndbg_set_batched(int on);
  */
 int kk_dyndbg_set_all_or_nothing(int on);
 
+/*
+ * Inherit (default 1): the images this process execs (exec*(), fexecve(),
+ * posix_spawn*()) start with the queries applied to it, live or at start-up,
+ * passed in one KK_DYNDBG_INHERIT entry added to a copy of the exec's
+ * environment.  0: they start from their own defaults.  Also the control file
+ * dynamic_debug/inherit and KK_DYNDBG_INHERIT=0.  Returns the previous setting.
+ */
+int kk_dyndbg_set_inherit(int on);
+
 /* ---- output --------------------------------------------------------------------- */
 
 /*

@@ -69,6 +69,9 @@ static int dd_verbose;
 /* Start-up: KK_DYNDBG, parsed once; the load ranges of the start-up objects. */
 static struct ddq_block env_block;
 static int env_ok;
+/* KK_DYNDBG_INHERIT: the state of the image that exec'd us; after KK_DYNDBG. */
+static struct ddq_block inh_block;
+static int inh_ok;
 struct range {
 	uintptr_t lo, hi;
 };
@@ -343,6 +346,8 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 	if (!locked)
 		pthread_mutex_lock(&dd_lock);
 	ret = exec_locked(&b, only, res, rep);
+	if (!ret && !only)	/* applied live: exec'd images inherit it (inherit.c) */
+		kk_dd_inherit_record_locked(&b, modname);
 	if (!locked)
 		pthread_mutex_unlock(&dd_lock);
 	if (rep) {
@@ -529,6 +534,9 @@ static void startup_queries_locked(struct dd_table *t, int startup)
 
 	if (startup && env_ok && env_block.n && exec_locked(&env_block, t, &r, NULL))
 		fprintf(stderr, "kernelkit: KK_DYNDBG: applying to %s failed: %s\n",
+			t->objname, kk_jump_label_strerror());
+	if (startup && inh_ok && inh_block.n && exec_locked(&inh_block, t, &r, NULL))
+		fprintf(stderr, "kernelkit: KK_DYNDBG_INHERIT: applying to %s failed: %s\n",
 			t->objname, kk_jump_label_strerror());
 	for (struct dd_modq *q = modqs; q; q = q->next) {
 		int has = 0;
@@ -1355,8 +1363,27 @@ static void dd_init_once(void)
 			fprintf(stderr, "kernelkit: KK_DYNDBG ignored:\n%s", m.buf ? m.buf : "");
 		ddq_msgs_free(&m);
 	}
+	e = kk_dd_inherit_env();
+	if (e && *e) {
+		struct ddq_msgs m = { 0 };
+
+		if (ddq_parse_block(e, strlen(e), NULL, &inh_block, &m, NULL) == 0)
+			inh_ok = 1;
+		else
+			fprintf(stderr, "kernelkit: KK_DYNDBG_INHERIT ignored:\n%s", m.buf ? m.buf : "");
+		ddq_msgs_free(&m);
+	}
+	/* What we started with is part of the state our own execs pass on. */
+	if (env_ok || inh_ok) {
+		pthread_mutex_lock(&dd_lock);
+		if (env_ok)
+			kk_dd_inherit_record_locked(&env_block, NULL);
+		if (inh_ok)
+			kk_dd_inherit_record_locked(&inh_block, NULL);
+		pthread_mutex_unlock(&dd_lock);
+	}
 	/* KK_DYNDBG is for the objects loaded with the program: every one mapped now. */
-	if (env_ok)
+	if (env_ok || inh_ok)
 		dl_iterate_phdr(collect_ranges, NULL);
 	read_module_env();
 }
@@ -1408,6 +1435,7 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_control_add_lib_file(&batched_file);
 	kk_control_add_lib_file(&aon_file);
 	kk_dd_sink_file_add();
+	kk_dd_inherit_init();
 	if (env_has_dyndbg()) {
 		pthread_once(&dd_once, dd_init_once);
 		return;

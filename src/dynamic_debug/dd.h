@@ -11,5 +11,24 @@ const char *kk_dd_rel_name(const char *f);
 void kk_dd_sink_env(void);
 kk_dyndbg_sink_fn kk_dd_sink_current(void);
 void kk_dd_sink_file_add(void);
+/* ---- inherit.c: the state exec'd images inherit ---- */
+#include <stdbool.h>
+#include <stddef.h>
+struct ddq_block;
+/* @b was applied live (@modname as given): add its queries to the state. Under dd_lock. */
+void kk_dd_inherit_record_locked(const struct ddq_block *b, const char *modname);
+/* The queries of KK_DYNDBG_INHERIT to apply at start-up, or NULL (also reads the opt-out). */
+const char *kk_dd_inherit_env(void);
+/* Adds the control file dynamic_debug/inherit (from dd_init). */
+void kk_dd_inherit_init(void);
+/*
+ * For an exec (or spawn) with @envp: begin() returns the number of entries
+ * of @envp and sets *@entry (what replaces its KK_DYNDBG_INHERIT entries)
+ * and *@keep (pass @envp unchanged); fill() writes the copy (n + 2 slots);
+ * end() after the call returned.  Async-signal-safe.
+ */
+size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep);
+void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry);
+void kk_dd_inherit_end(void);
 
 #endif

@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: MIT
+/*
+ * State follows exec: the queries applied live to this process (and the
+ * KK_DYNDBG / KK_DYNDBG_INHERIT it started with) are handed to every image it
+ * execs, as ONE environment entry, KK_DYNDBG_INHERIT=<queries, one a line>,
+ * added to a COPY of the envp of that one exec call.  The program's environ
+ * is never written (no setenv race with its other threads), and nothing has
+ * to be found by the new image but its own environment (no file, no
+ * descriptor: a sandboxed child reads it as it reads argv).  The new image's
+ * kernelkit applies the entry at start-up after KK_DYNDBG (see core.c).
+ *
+ * The state: the query texts in the order they were applied, compacted (an
+ * identical query applied again replaces the earlier one: every query sets,
+ * clears or keeps each flag bit of the sites it matches, and what it matches
+ * does not depend on the flags, so A,B,A has the effect of B,A).  Recorded
+ * under dd_lock by core.c, rendered into a new string when it changes and
+ * published with one atomic store.  A string an exec may still read (a
+ * thread between loading the pointer and copying it to its stack, or, for a
+ * state of 2 KiB or more, the end of its execve system call) is freed only
+ * when no exec is in flight (the store/load pairs are seq_cst: a writer that
+ * sees no exec in flight knows any later exec loads the new string).  A
+ * vfork child that execs a state of 2 KiB or more leaves its count in the
+ * parent's memory: the parent then keeps its old strings (a leak, never a
+ * use after free).
+ *
+ * The exec family is interposed: execve, execv, execvp, execvpe, execl,
+ * execle, execlp and fexecve are defined here and end in the execve/execveat
+ * system call, so they work alike in a dynamic and a static program; the
+ * posix_spawn pair is in inherit_spawn.c (shared library only).  execve,
+ * execl, execle, execv and fexecve are async-signal-safe, as POSIX requires:
+ * no malloc, no lock (the envp copy is on the stack, or mmap'ed when the
+ * environment is very large).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/dynamic_debug.h>
+#include "common.h"
+#include "control_internal.h"
+#include "dynamic_debug/dd.h"
+#include "dynamic_debug/query.h"
+
+#define INH_NAME	"KK_DYNDBG_INHERIT"
+#define INH_EQ		INH_NAME "="
+#define INH_EQ_LEN	(sizeof(INH_EQ) - 1)
+#define INH_MAX		(32 * 1024)	/* bytes of queries (the kernel allows 128 KiB per string) */
+#define ENV_ON_STACK	256		/* envp entries copied on the stack, else mmap */
+#define ENTRY_ON_STACK	2048		/* an entry shorter than this is copied to the stack */
+
+extern char **environ;
+
+/* Under dd_lock (core.c). */
+static char **state;
+static size_t nstate;
+static char **retired;
+static size_t nretired;
+
+static char *_Atomic inh_entry;		/* "KK_DYNDBG_INHERIT=..." or NULL (no state) */
+static atomic_ulong inh_inflight;	/* execs between loading inh_entry and returning */
+static atomic_int inh_on = 1;
+static int inh_env_off;			/* started with KK_DYNDBG_INHERIT=0: pass it on */
+
+static const char inh_off_entry[] = INH_EQ "0";
+
+/* ---- the state -------------------------------------------------------------------- */
+
+static void free_retired_locked(void)
+{
+	if (atomic_load(&inh_inflight))
+		return;
+	for (size_t i = 0; i < nretired; i++)
+		free(retired[i]);
+	nretired = 0;
+}
+
+static void publish_locked(char *s)
+{
+	char *old = atomic_exchange(&inh_entry, s);
+
+	if (old) {
+		char **nr = realloc(retired, (nretired + 1) * sizeof(*nr));
+
+		if (!nr) {		/* keep it forever rather than free it under an exec */
+			free_retired_locked();
+			return;
+		}
+		retired = nr;
+		retired[nretired++] = old;
+	}
+	free_retired_locked();
+}
+
+static void render_locked(void)
+{
+	size_t len = 0;
+	char *s, *p;
+
+	for (size_t i = 0; i < nstate; i++)
+		len += strlen(state[i]) + 1;
+	if (!len) {
+		publish_locked(NULL);
+		return;
+	}
+	if (len > INH_MAX) {
+		kk_warn_once(warned_big, "dynamic-debug state of %zu bytes is over the %d-byte "
+			     "limit of " INH_NAME ": images exec'd from now on start from "
+			     "their own defaults", len, INH_MAX);
+		publish_locked(NULL);
+		return;
+	}
+	s = malloc(INH_EQ_LEN + len);
+	if (!s) {
+		kk_warn_once(warned_oom, "out of memory: images exec'd from now on may not "
+			     "inherit the latest dynamic-debug state");
+		return;		/* the previous state stays published */
+	}
+	memcpy(s, INH_EQ, INH_EQ_LEN);
+	p = s + INH_EQ_LEN;
+	for (size_t i = 0; i < nstate; i++) {
+		size_t n = strlen(state[i]);
+
+		memcpy(p, state[i], n);
+		p += n;
+		*p++ = '\n';
+	}
+	p[-1] = '\0';
+	publish_locked(s);
+}
+
+/* Append @text (@n bytes, prefixed "module @mod " when @mod), dropping an equal earlier one. */
+static int record_one_locked(const char *mod, const char *text)
+{
+	size_t ml = mod ? strlen(mod) + 8 : 0, tl = strlen(text);
+	char *s = malloc(ml + tl + 1), **ns;
+
+	if (!s)
+		return -ENOMEM;
+	if (mod) {
+		memcpy(s, "module ", 7);
+		memcpy(s + 7, mod, ml - 8);
+		s[ml - 1] = ' ';
+	}
+	memcpy(s + ml, text, tl + 1);
+	for (size_t i = 0; i < nstate; i++) {
+		if (strcmp(state[i], s))
+			continue;
+		free(state[i]);
+		memmove(&state[i], &state[i + 1], (nstate - i - 1) * sizeof(*state));
+		nstate--;
+		break;
+	}
+	ns = realloc(state, (nstate + 1) * sizeof(*ns));
+	if (!ns) {
+		free(s);
+		return -ENOMEM;
+	}
+	state = ns;
+	state[nstate++] = s;
+	return 0;
+}
+
+void kk_dd_inherit_record_locked(const struct ddq_block *b, const char *modname)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const struct ddq_query *q = &b->q[i];
+		/* the module the caller implied travels with the query */
+		const char *mod = (modname && !q->exact && q->module == modname) ? modname : NULL;
+
+		if (record_one_locked(mod, q->text))
+			kk_warn_once(warned_rec, "out of memory: the dynamic-debug state "
+				     "exec'd images inherit is incomplete");
+	}
+	render_locked();
+}
+
+const char *kk_dd_inherit_env(void)
+{
+	const char *e = kk_getenv(INH_NAME);
+	bool on;
+
+	if (!e)
+		return NULL;
+	if (!kk_parse_bool(e, &on)) {
+		if (!on) {
+			inh_env_off = 1;
+			atomic_store(&inh_on, 0);
+		}
+		return NULL;
+	}
+	return e;
+}
+
+int kk_dyndbg_set_inherit(int on)
+{
+	return atomic_exchange(&inh_on, on ? 1 : 0);
+}
+
+/* ---- the control file -------------------------------------------------------------- */
+
+static int inherit_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%d\n", atomic_load(&inh_on)) < 0 ? -ENOMEM : 0;
+}
+
+static int inherit_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	char v[16];
+	bool on;
+
+	(void)priv;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	if (len < sizeof(v)) {
+		memcpy(v, buf, len);
+		v[len] = '\0';
+		if (!kk_parse_bool(v, &on)) {
+			kk_dyndbg_set_inherit(on);
+			return 0;
+		}
+	}
+	kk_buf_printf(out, "expected 0 or 1\n");
+	return -EINVAL;
+}
+
+static const struct kk_control_file_ops inherit_fops = {
+	.show = inherit_show,
+	.write = inherit_write,
+	.max_write = 64,
+};
+KK_CONTROL_LIB_FILE(inherit_file, "dynamic_debug/inherit", &inherit_fops);
+
+/* A thread of the parent may have been inside an exec: none is in the child. */
+static void inherit_fork_child(void)
+{
+	atomic_store(&inh_inflight, 0);
+}
+
+static const struct kk_fork_ops inherit_fork_ops = {
+	KK_INIT_DYNDBG, NULL, NULL, inherit_fork_child
+};
+
+void kk_dd_inherit_init(void)
+{
+	kk_fork_register(&inherit_fork_ops);
+	kk_control_add_lib_file(&inherit_file);
+}
+
+/* ---- building the envp of one exec (async-signal-safe) ---------------------------- */
+
+static bool is_inh(const char *e)
+{
+	return !strncmp(e, INH_EQ, INH_EQ_LEN);
+}
+
+/*
+ * What this exec's image gets: NULL (no entry) or the entry to put in place
+ * of any KK_DYNDBG_INHERIT entry of @envp.  *@keep: pass @envp as it is.
+ * Call between kk_dd_inherit_begin() and kk_dd_inherit_end().
+ */
+static const char *entry_for(char *const envp[], size_t *n, bool *keep)
+{
+	const char *entry;
+	bool has = false;
+	size_t i;
+
+	for (i = 0; envp && envp[i]; i++) {
+		if (!is_inh(envp[i]))
+			continue;
+		has = true;
+		if (!strcmp(envp[i], inh_off_entry)) {	/* this exec opts out */
+			*keep = true;
+			return NULL;
+		}
+	}
+	*n = i;
+	if (atomic_load(&inh_on))
+		entry = atomic_load(&inh_entry);
+	else
+		entry = inh_env_off ? inh_off_entry : NULL;
+	*keep = !entry && !has;
+	return entry;
+}
+
+size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep)
+{
+	size_t n = 0;
+
+	atomic_fetch_add(&inh_inflight, 1);
+	*entry = entry_for(envp, &n, keep);
+	return n;
+}
+
+void kk_dd_inherit_end(void)
+{
+	atomic_fetch_sub(&inh_inflight, 1);
+}
+
+/* @envp without its KK_DYNDBG_INHERIT entries, plus @entry; @out has room for n + 2. */
+void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!is_inh(envp[i]))
+			out[k++] = envp[i];
+	if (entry)
+		out[k++] = (char *)entry;
+	out[k] = NULL;
+}
+
+/* ---- the exec family --------------------------------------------------------------- */
+
+/* The system call, with @envp carrying the state: -1 and errno, as execve(). */
+static int exec_with_state(int dirfd, const char *path, char *const argv[], char *const envp[],
+			   int flags)
+{
+	char **env = (char **)envp, **map = NULL;
+	size_t n, elen, maplen = 0;
+	const char *entry;
+	bool keep, pinned = true;
+	long r;
+
+	n = kk_dd_inherit_begin(envp, &entry, &keep);
+	elen = entry ? strlen(entry) : 0;
+	{
+		/* A small entry (the usual case) is copied, and the string released
+		 * before the system call: a vfork child that execs then leaves no
+		 * exec "in flight" in its parent's memory. */
+		char ebuf[elen < ENTRY_ON_STACK ? elen + 1 : 1];
+		char *stack_env[!keep && n + 2 <= ENV_ON_STACK ? n + 2 : 1];
+
+		if (entry && elen < ENTRY_ON_STACK) {
+			memcpy(ebuf, entry, elen + 1);
+			entry = ebuf;
+			kk_dd_inherit_end();
+			pinned = false;
+		}
+		if (!keep && n + 2 <= ENV_ON_STACK) {
+			env = stack_env;
+		} else if (!keep) {
+			maplen = (n + 2) * sizeof(char *);
+			map = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			/* no memory: this exec goes without the state */
+			env = map == MAP_FAILED ? (char **)envp : map;
+		}
+		if (env != envp)
+			kk_dd_inherit_fill(env, envp, entry);
+		r = dirfd == AT_FDCWD ? syscall(SYS_execve, path, argv, env) :
+			syscall(SYS_execveat, dirfd, path, argv, env, flags);
+	}
+	if (pinned)
+		kk_dd_inherit_end();
+	if (map && map != MAP_FAILED) {
+		int e = errno;
+
+		munmap(map, maplen);
+		errno = e;
+	}
+	return (int)r;
+}
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_with_state(AT_FDCWD, path, argv, envp, 0);
+}
+
+int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	char path[32] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0, e, len = 14;
+	unsigned int u;
+
+	if (fd < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	exec_with_state(fd, "", argv, envp, AT_EMPTY_PATH);
+	if (errno != ENOSYS)
+		return -1;
+	/* as glibc: kernels without execveat() go through /proc */
+	e = errno;
+	u = (unsigned int)fd;
+	do
+		digits[n++] = (char)('0' + u % 10);
+	while ((u /= 10));
+	while (n)
+		path[len++] = digits[--n];
+	path[len] = '\0';
+	execve(path, argv, envp);
+	if (errno == ENOENT)
+		errno = e == ENOSYS ? EBADF : e;
+	return -1;
+}
+
+/* A file that is not an executable format: run it with /bin/sh, as glibc does. */
+static void exec_script(const char *path, char *const argv[], char *const envp[])
+{
+	size_t argc = 0;
+
+	while (argv[argc])
+		argc++;
+	{
+		char *nargv[argc + 3];
+
+		nargv[0] = (char *)"/bin/sh";
+		nargv[1] = (char *)path;
+		for (size_t i = 1; i <= argc; i++)
+			nargv[i + 1] = argv[i];
+		if (!argc)
+			nargv[2] = NULL;
+		execve(nargv[0], nargv, envp);
+	}
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	const char *path, *p, *z;
+	size_t flen;
+	bool eacces = false;
+
+	if (!*file) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		if (errno == ENOEXEC)
+			exec_script(file, argv, envp);
+		return -1;
+	}
+	flen = strlen(file);
+	if (flen > NAME_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p = z + 1) {
+		char buf[PATH_MAX];
+		size_t l;
+
+		z = strchrnul(p, ':');
+		l = (size_t)(z - p);
+		if (l + 1 + flen + 1 <= sizeof(buf)) {
+			memcpy(buf, p, l);
+			if (l)
+				buf[l++] = '/';
+			memcpy(buf + l, file, flen + 1);
+			execve(buf, argv, envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				/* fall through */
+			case ENOENT:
+			case ENOTDIR:
+			case ESTALE:
+			case ENODEV:
+			case ETIMEDOUT:
+				break;
+			case ENOEXEC:
+				exec_script(buf, argv, envp);
+				return -1;
+			default:
+				return -1;
+			}
+		}
+		if (!*z)
+			break;
+	}
+	errno = eacces ? EACCES : ENOENT;
+	return -1;
+}
+
+int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+static size_t count_args(const char *arg0, va_list ap)
+{
+	size_t n = 0;
+
+	if (!arg0)
+		return 0;
+	while (va_arg(ap, char *))
+		n++;
+	return n + 1;
+}
+
+int execl(const char *path, const char *arg, ...)
+{
+	va_list ap, aq;
+	size_t argc;
+
+	va_start(ap, arg);
+	va_copy(aq, ap);
+	argc = count_args(arg, aq);
+	va_end(aq);
+	{
+		char *argv[argc + 1];
+
+		if (argc)
+			argv[0] = (char *)arg;
+		for (size_t i = 1; i < argc; i++)
+			argv[i] = va_arg(ap, char *);
+		argv[argc] = NULL;
+		va_end(ap);
+		return execve(path, argv, environ);
+	}
+}
+
+int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap, aq;
+	size_t argc;
+
+	va_start(ap, arg);
+	va_copy(aq, ap);
+	argc = count_args(arg, aq);
+	va_end(aq);
+	{
+		char *argv[argc + 1];
+
+		if (argc)
+			argv[0] = (char *)arg;
+		for (size_t i = 1; i < argc; i++)
+			argv[i] = va_arg(ap, char *);
+		argv[argc] = NULL;
+		va_end(ap);
+		return execvpe(file, argv, environ);
+	}
+}
+
+int execle(const char *path, const char *arg, ...)
+{
+	va_list ap, aq;
+	size_t argc;
+
+	va_start(ap, arg);
+	va_copy(aq, ap);
+	argc = count_args(arg, aq);
+	va_end(aq);
+	{
+		char *argv[argc + 1];
+		char *const *envp;
+
+		if (argc)
+			argv[0] = (char *)arg;
+		for (size_t i = 1; i < argc; i++)
+			argv[i] = va_arg(ap, char *);
+		if (argc)
+			(void)va_arg(ap, char *);	/* the NULL */
+		argv[argc] = NULL;
+		envp = va_arg(ap, char *const *);
+		va_end(ap);
+		return execve(path, argv, envp);
+	}
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/*
+ * posix_spawn() and posix_spawnp() carry the dynamic-debug state too (see
+ * inherit.c): the real functions are called with a copy of the environment
+ * that has the KK_DYNDBG_INHERIT entry.  The real ones are found with
+ * dlsym(RTLD_NEXT), so this file is in the shared library only: a static
+ * program has no "next" object to find them in (its spawned images start
+ * from their own defaults, plus whatever KK_DYNDBG_INHERIT its environment
+ * holds).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "common.h"
+#include "dynamic_debug/dd.h"
+
+extern char **environ;
+
+typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *, char *const[], char *const[]);
+
+static spawn_fn *next_fn(const char *name, spawn_fn **cache)
+{
+	spawn_fn *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		f = (spawn_fn *)dlsym(RTLD_NEXT, name);
+		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+static int spawn_with_state(spawn_fn *real, pid_t *pid, const char *path,
+			    const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+			    char *const argv[], char *const envp[])
+{
+	char **env = NULL;
+	const char *entry;
+	bool keep;
+	size_t n;
+	int ret;
+
+	if (!real)
+		return ENOSYS;
+	if (!envp)
+		envp = environ;
+	n = kk_dd_inherit_begin(envp, &entry, &keep);
+	if (!keep && (env = malloc((n + 2) * sizeof(*env))))
+		kk_dd_inherit_fill(env, envp, entry);
+	ret = real(pid, path, fa, attr, argv, env ? env : envp);
+	kk_dd_inherit_end();
+	free(env);
+	return ret;
+}
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn *real;
+
+	return spawn_with_state(next_fn("posix_spawn", &real), pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn *real;
+
+	return spawn_with_state(next_fn("posix_spawnp", &real), pid, file, fa, attr, argv, envp);
+}

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/*
+ * State follows fork and exec (test/scripts/dyndbg_inherit.sh).
+ *   dd_inherit report          print "report_site=on|off other_site=on|off"
+ *   dd_inherit api HOW [PROG [ARGS]]
+ *                              apply "func report_site +p" live with the API,
+ *                              fork, and in the child exec PROG (default:
+ *                              this program, "report") with HOW: execv execve
+ *                              execvp execvpe execl execle execlp fexecve
+ *                              vfork posix_spawn posix_spawnp; relays the
+ *                              child's exit status
+ *   dd_inherit api-off HOW ... the same after kk_dyndbg_set_inherit(0)
+ *   dd_inherit wait HOW ...    the same, but the state comes from outside:
+ *                              prints "ready <pid>", reads a line from stdin,
+ *                              then forks and execs
+ *   dd_inherit failexec        an exec that fails changes nothing: environ
+ *                              keeps no KK_DYNDBG_INHERIT, a later exec works
+ *   dd_inherit fork            a forked child (no exec) keeps the state
+ *   dd_inherit many N HOW [PROG [ARGS]]
+ *                              N other queries first (a large state), then
+ *                              as "api", twice
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <kernelkit/dynamic_debug.h>
+
+extern char **environ;
+
+static int hits;
+
+static void sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+{
+	(void)d; (void)msg; (void)len; (void)arg;
+	hits++;
+}
+
+__attribute__((noinline)) void report_site(void)
+{
+	pr_debug("report site\n");
+}
+
+__attribute__((noinline)) void other_site(void)
+{
+	pr_debug("other site\n");
+}
+
+static const char *state(void (*f)(void))
+{
+	int before = hits;
+
+	f();
+	return hits != before ? "on" : "off";
+}
+
+static int report(void)
+{
+	printf("report_site=%s other_site=%s\n", state(report_site), state(other_site));
+	return 0;
+}
+
+static int do_exec(const char *how, char **argv)
+{
+	const char *path = argv[0];
+	pid_t pid;
+	int st;
+
+	if (!strcmp(how, "execv"))
+		execv(path, argv);
+	else if (!strcmp(how, "execve"))
+		execve(path, argv, environ);
+	else if (!strcmp(how, "execvp"))
+		execvp(path, argv);
+	else if (!strcmp(how, "execvpe"))
+		execvpe(path, argv, environ);
+	else if (!strcmp(how, "execl"))
+		execl(path, argv[0], argv[1], (char *)NULL);
+	else if (!strcmp(how, "execle"))
+		execle(path, argv[0], argv[1], (char *)NULL, environ);
+	else if (!strcmp(how, "execlp"))
+		execlp(path, argv[0], argv[1], (char *)NULL);
+	else if (!strcmp(how, "fexecve")) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0)
+			fexecve(fd, argv, environ);
+	} else if (!strcmp(how, "posix_spawn") || !strcmp(how, "posix_spawnp")) {
+		int e = how[11] ? posix_spawnp(&pid, path, NULL, NULL, argv, environ) :
+				  posix_spawn(&pid, path, NULL, NULL, argv, environ);
+
+		if (e) {
+			fprintf(stderr, "%s: %s\n", how, strerror(e));
+			return 127;
+		}
+		if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+			return 126;
+		return WEXITSTATUS(st);
+	} else {
+		fprintf(stderr, "unknown exec %s\n", how);
+		return 2;
+	}
+	fprintf(stderr, "%s %s: %s\n", how, path, strerror(errno));
+	return 127;
+}
+
+/* Fork (or vfork) and exec argv with @how; the child's exit status. */
+static int fork_exec(const char *how, char **argv)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	if (!strncmp(how, "posix_spawn", 11))
+		return do_exec(how, argv);
+	if (!strcmp(how, "vfork")) {
+		pid = vfork();
+		if (pid == 0) {
+			execv(argv[0], argv);
+			_exit(127);
+		}
+	} else {
+		pid = fork();
+		if (pid == 0)
+			_exit(do_exec(how, argv));
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+		return 126;
+	return WEXITSTATUS(st);
+}
+
+int main(int argc, char **argv)
+{
+	static char *dflt[] = { NULL, (char *)"report", NULL };
+	char **target = dflt;
+	char line[64];
+
+	kk_dyndbg_set_sink(sink, NULL);
+	if (argc < 2)
+		return 2;
+	dflt[0] = argv[0];
+	if (argc > 3)
+		target = argv + 3;
+	if (!strcmp(argv[1], "report"))
+		return report();
+	if (!strcmp(argv[1], "fork")) {
+		pid_t pid;
+		int st;
+
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		fflush(stdout);
+		if ((pid = fork()) == 0) {
+			report();
+			fflush(stdout);
+			_exit(0);
+		}
+		return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 126;
+	}
+	if (!strcmp(argv[1], "failexec")) {
+		char *bad[] = { (char *)"/nonexistent/kk-no-such-program", NULL };
+
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		if (execv(bad[0], bad) != -1 || errno != ENOENT) {
+			fprintf(stderr, "failed exec: expected ENOENT, got %s\n", strerror(errno));
+			return 4;
+		}
+		for (char **e = environ; *e; e++)
+			if (!strncmp(*e, "KK_DYNDBG_INHERIT=", 18)) {
+				fprintf(stderr, "environ was changed: %s\n", *e);
+				return 5;
+			}
+		return fork_exec("execv", dflt);
+	}
+	if (argc < 3)
+		return 2;
+	if (!strcmp(argv[1], "api") || !strcmp(argv[1], "api-off")) {
+		if (argv[1][3])
+			kk_dyndbg_set_inherit(0);
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		return fork_exec(argv[2], target);
+	}
+	if (!strcmp(argv[1], "many")) {	/* many N HOW [PROG]: a large state */
+		char q[64];
+		long n = strtol(argv[2], NULL, 10);
+
+		if (argc < 4)
+			return 2;
+		for (long i = 0; i < n; i++) {
+			snprintf(q, sizeof(q), "func kk_no_such_function_%06ld +p", i);
+			if (dynamic_debug_exec_queries(q, NULL) < 0)
+				return 3;
+		}
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		target = argc > 4 ? argv + 4 : dflt;
+		if (fork_exec(argv[3], target))
+			return 1;
+		return fork_exec(argv[3], target);	/* warned once */
+	}
+	if (!strcmp(argv[1], "wait")) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 4;
+		return fork_exec(argv[2], target);
+	}
+	return 2;
+}
