@@ -3,6 +3,8 @@
 #ifndef KK_DD_H
 #define KK_DD_H
 
+#include <kernelkit/dynamic_debug.h>
+
 /* @f relative to the source root (the working directory at start-up, or
  * $KK_DYNDBG_SRCROOT), without a leading "./". */
 const char *kk_dd_rel_name(const char *f);
