@@ -346,19 +346,6 @@ static int check_pending(int w, int sig, uint64_t waited, char *err, size_t errl
 		if (waited >= KK_SYNC_BLOCKED_NS && !kk_under_valgrind() && blocks(tid, sig)) {
 			char who[64];
 
-			/*
-			 * Blocking SIGTRAP too makes it deaf, as the survey
-			 * would have found it: glibc blocks every signal while
-			 * a thread starts and while it exits, and under load a
-			 * thread can sit there past the limit.  It runs no site
-			 * now, and a trap could not reach it anyway.
-			 */
-			if (blocks(tid, SIGTRAP)) {
-				__atomic_compare_exchange_n(&sig_ack[i], &a, SLOT_GONE, false,
-							    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-				continue;
-			}
-
 			name_thread(who, sizeof(who), tid);
 			snprintf(err, errlen, "%s blocks signal %d (the park signal): "
 				 "cannot sync it", who, sig);
