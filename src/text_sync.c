@@ -34,7 +34,9 @@
  * A thread that exits before it acknowledges does not count: the caller
  * notices on a periodic check (tgkill(tid, 0) says ESRCH, or /proc shows a
  * zombie).  A thread that keeps the signal blocked for KK_SYNC_BLOCKED_NS
- * makes the request fail with its tid and name.
+ * makes the request fail with its tid and name; one that blocks SIGTRAP as
+ * well gets KK_SYNC_ALLBLOCKED_NS, as it is most likely passing through our
+ * trap handler or glibc's thread start or exit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -60,6 +62,7 @@
 #define KK_SYNC_MAX_THREADS	4096
 #define KK_SYNC_TICK_NS		(10 * 1000000ull)	/* look for exited threads */
 #define KK_SYNC_BLOCKED_NS	(1000 * 1000000ull)	/* then give up on a blocker */
+#define KK_SYNC_ALLBLOCKED_NS	(30000 * 1000000ull)	/* one that blocks SIGTRAP too */
 #define SLOT_GONE		0x7fffffff		/* exited, never acknowledges */
 
 enum req_type { REQ_NONE = 0, REQ_ROUND = 1, REQ_STOP = 2 };
@@ -345,6 +348,17 @@ static int check_pending(int w, int sig, uint64_t waited, char *err, size_t errl
 		 * mask, which blocks the signal: /proc cannot tell, keep waiting. */
 		if (waited >= KK_SYNC_BLOCKED_NS && !kk_under_valgrind() && blocks(tid, sig)) {
 			char who[64];
+
+			/*
+			 * Blocking SIGTRAP too is a passing state: our own trap
+			 * handler runs with every signal blocked, and so does
+			 * glibc while a thread starts or exits.  Under load either
+			 * can sit past the first limit.  Never skip such a thread:
+			 * one in the trap handler must leave it before the batch
+			 * may change.  Wait longer instead.
+			 */
+			if (waited < KK_SYNC_ALLBLOCKED_NS && blocks(tid, SIGTRAP))
+				continue;
 
 			name_thread(who, sizeof(who), tid);
 			snprintf(err, errlen, "%s blocks signal %d (the park signal): "

@@ -281,6 +281,58 @@ Test(text_sync, rounds_while_threads_come_and_go)
 		pthread_join(c[i], NULL);
 }
 
+/*
+ * A thread that was signalled and then blocks every signal, as our trap
+ * handler does (and glibc while a thread starts or exits): the round must
+ * wait for it, past the one-second limit for a plain blocker, and must
+ * neither fail nor go on without it (a thread still in the trap handler
+ * must leave it before its batch may change).  The holder keeps everything
+ * blocked for 1.2 s: not to order threads (flags do that), but to outlast
+ * the library's first limit.  Old code: -ENOTSUP, or 0 with the holder
+ * still blocked.
+ */
+static atomic_int hold_phase;
+
+static void *all_blocked_holder(void *arg)
+{
+	sigset_t park, all, pend;
+	struct timespec t = { 1, 200 * 1000 * 1000 };
+
+	(void)arg;
+	sigemptyset(&park);
+	sigaddset(&park, kk_park_signal());
+	pthread_sigmask(SIG_BLOCK, &park, NULL);
+	atomic_store(&hold_phase, 1);
+	do {
+		sched_yield();
+		sigpending(&pend);
+	} while (!sigismember(&pend, kk_park_signal()));
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+	atomic_store(&hold_phase, 2);
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+	return NULL;
+}
+
+Test(text_sync, round_waits_for_a_thread_blocking_everything)
+{
+	char err[256] = "";
+	pthread_t h;
+
+	force("signal");
+	kk_sync_arm();
+	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(pthread_create(&h, NULL, all_blocked_holder, NULL), 0);
+	while (atomic_load(&hold_phase) != 1)
+		sched_yield();
+	cr_assert_eq(kk_sync_round(), 0, "a thread passing through an all-blocked state failed the round");
+	cr_assert_eq(atomic_load(&hold_phase), 2,
+		     "the round went on while a signalled thread still blocked every signal");
+	pthread_join(h, NULL);
+}
+
 static int check_frozen_none(void *arg)
 {
 	(void)arg;
