@@ -24,6 +24,15 @@ SAN      ?=
 EXTRA_CFLAGS ?=
 VERSION  := 0.1.0
 
+# The ABI of libkernelkit.so: the soname is libkernelkit.so.$(ABI_MAJOR), the
+# file libkernelkit.so.$(ABI_MAJOR).$(ABI_MINOR).$(ABI_PATCH).  Bump MAJOR when
+# an exported symbol goes away or changes meaning, MINOR when one is added.
+ABI_MAJOR := 1
+ABI_MINOR := 0
+ABI_PATCH := 0
+KK_SONAME    := libkernelkit.so.$(ABI_MAJOR)
+KK_LIB_REAL  := $(KK_SONAME).$(ABI_MINOR).$(ABI_PATCH)
+
 ifeq ($(origin CC),default)
 CC := cc
 endif
@@ -63,7 +72,9 @@ LINK_KK := -L$(B) -lkernelkit -Wl,-rpath,$(ABS_B)
 .SECONDARY:
 all: lib $(B)/kkctl $(B)/kk-bench $(B)/kernelkit.pc
 
-lib: $(B)/libkernelkit.a $(B)/libkernelkit.so
+# The library: the real file, its soname link (what programs load) and the
+# development link (what -lkernelkit finds).
+lib: $(B)/libkernelkit.a $(B)/$(KK_LIB_REAL) $(B)/$(KK_SONAME) $(B)/libkernelkit.so
 
 -include mk/*.mk
 
@@ -92,8 +103,15 @@ $(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 #   mappings and about 3% of a hello world's start-up, but makes .rodata
 #   executable; a library does not give up its users' hardening for that.
 KK_SO_LDFLAGS := -Wl,-Bsymbolic-functions
-$(B)/libkernelkit.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libkernelkit.so -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) -o $@ $^ $(LIB_LDLIBS)
+$(B)/$(KK_LIB_REAL): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(KK_SONAME) -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_LDLIBS)
+
+# Relative links, so that the build directory can be moved or copied.  make
+# follows a link to its target's time: a link stays up to date with its file.
+$(B)/$(KK_SONAME): $(B)/$(KK_LIB_REAL)
+	ln -sf $(KK_LIB_REAL) $@
+$(B)/libkernelkit.so: $(B)/$(KK_SONAME)
+	ln -sf $(KK_SONAME) $@
 
 # kkctl does not link the library (it must not start an endpoint of its own);
 # it shares only the socket-path rules.
@@ -158,7 +176,9 @@ install: all
 		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 include/kernelkit/*.h $(DESTDIR)$(PREFIX)/include/kernelkit/
 	install -m 644 $(B)/libkernelkit.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(B)/libkernelkit.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(B)/$(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/$(KK_SONAME)
+	ln -sf $(KK_SONAME) $(DESTDIR)$(PREFIX)/lib/libkernelkit.so
 	install -m 755 $(B)/kkctl $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/kernelkit.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc
@@ -168,15 +188,16 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl
 	install -d $(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib
 	install -m 644 tools/gdb/libkernelkit.so-gdb.py \
-		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
+		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/$(KK_LIB_REAL)-gdb.py
 
 # What install put in place (not the directories, which others may share).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/kernelkit/*.h $(DESTDIR)$(PREFIX)/lib/libkernelkit.a \
+		$(DESTDIR)$(PREFIX)/lib/$(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/$(KK_SONAME) \
 		$(DESTDIR)$(PREFIX)/lib/libkernelkit.so $(DESTDIR)$(PREFIX)/bin/kkctl \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl \
-		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/libkernelkit.so-gdb.py
+		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/$(KK_LIB_REAL)-gdb.py
 	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))
 	-rmdir $(DESTDIR)$(PREFIX)/include/kernelkit
 

@@ -4,8 +4,8 @@
 # program from the build tree under gdb loads it once the build directory is
 # on the auto-load safe path (test/scripts/gdb_default.sh does exactly that).
 # `make install` puts it in $(PREFIX)/share/gdb/auto-load/ (see the Makefile).
-EXTRA_ALL += $(B)/libkernelkit.so-gdb.py
+EXTRA_ALL += $(B)/$(KK_LIB_REAL)-gdb.py
 
-$(B)/libkernelkit.so-gdb.py: tools/gdb/libkernelkit.so-gdb.py
+$(B)/$(KK_LIB_REAL)-gdb.py: tools/gdb/libkernelkit.so-gdb.py
 	@mkdir -p $(dir $@)
 	cp $< $@

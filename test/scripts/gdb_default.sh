@@ -11,7 +11,7 @@
 #
 # Then with the gdb helper (tools/gdb/libkernelkit.so-gdb.py) auto-loaded the
 # way an installed copy is: the build puts it next to the library as
-# $KK_BUILD/libkernelkit.so-gdb.py, and `add-auto-load-safe-path $KK_BUILD`
+# $KK_BUILD/libkernelkit.so.1.0.0-gdb.py, and `add-auto-load-safe-path $KK_BUILD`
 # lets gdb load it.  Then `run` alone must finish: no stop at all.
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"
@@ -26,10 +26,12 @@ for args in "1 200" "1 200" "4 200"; do
 	echo "jl_flip $args: default settings: $(grep '^KK-EXIT' "$tmp/default.log" | cut -d' ' -f3) continues"
 done
 
-[ -f "$B/libkernelkit.so-gdb.py" ] || fail "$B/libkernelkit.so-gdb.py is not built"
+# gdb looks for <real path of the library>-gdb.py: the soname's link resolved.
+real=$(readlink -f "$B/libkernelkit.so")
+[ -f "$real-gdb.py" ] || fail "$real-gdb.py is not built"
 printf 'run\nprintf "KK-EXIT %%d 0\\n", $_exitcode\n' > "$tmp/run.gdb"
 run_gdb 300 -iex "add-auto-load-safe-path $B" -x "$tmp/run.gdb" \
 	--args "$PROG" 4 200 > "$tmp/helper.log" 2>&1
-grep -q "libkernelkit.so-gdb.py" "$tmp/helper.log" && { cat "$tmp/helper.log"; fail "auto-load refused"; }
+grep -q "libkernelkit.so.*-gdb.py" "$tmp/helper.log" && { cat "$tmp/helper.log"; fail "auto-load refused"; }
 check_exit "$tmp/helper.log" "helper auto-loaded, run alone"
 echo "gdb_default: ok"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The gdb helper (tools/gdb/libkernelkit.so-gdb.py), auto-loaded from the
-# build directory as an installed copy would be ($KK_BUILD/libkernelkit.so-gdb.py
+# build directory as an installed copy would be ($KK_BUILD/libkernelkit.so.1.0.0-gdb.py
 # next to the library, `add-auto-load-safe-path $KK_BUILD`).
 #  1. test/progs/gdb_park_prog announces a signal with kk_gdb_stop_signal()
 #     and sends it to two threads, as stop_machine does: without the helper
@@ -13,7 +13,9 @@
 #     tells you to type) resumes correctly: test/progs/jl_flip exits 0.
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"
-[ -f "$B/libkernelkit.so-gdb.py" ] || fail "$B/libkernelkit.so-gdb.py is not built"
+# gdb looks for <real path of the library>-gdb.py: the soname's link resolved.
+real=$(readlink -f "$B/libkernelkit.so")
+[ -f "$real-gdb.py" ] || fail "$real-gdb.py is not built"
 AL="add-auto-load-safe-path $B"
 printf 'run\nprintf "KK-EXIT %%d 0\\n", $_exitcode\n' > "$tmp/run.gdb"
 
