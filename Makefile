@@ -20,6 +20,8 @@ DESTDIR  ?=
 CC       ?= cc
 ARCH     ?= $(shell uname -m)
 CFLAGS   ?= -O2 -g
+CPPFLAGS ?=
+LDFLAGS  ?=
 SAN      ?=
 EXTRA_CFLAGS ?=
 VERSION  := 0.1.0
@@ -37,9 +39,9 @@ ifeq ($(origin CC),default)
 CC := cc
 endif
 
-KK_CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc
+KK_CPPFLAGS := -D_GNU_SOURCE -Iinclude -Isrc $(CPPFLAGS)
 KK_CFLAGS   := -std=gnu11 -Wall -Wextra -fPIC -pthread $(SAN) $(EXTRA_CFLAGS)
-KK_LDFLAGS  := -pthread $(SAN)
+KK_LDFLAGS  := -pthread $(SAN) $(LDFLAGS)
 ABS_B        = $(abspath $(B))
 
 ARCH_DIR := $(if $(wildcard src/arch/$(ARCH)/*.c),src/arch/$(ARCH),src/arch/generic)
@@ -67,7 +69,7 @@ EXTRA_TESTS :=
 # program, its test objects and dlopen'ed modules share one registry.
 LINK_KK := -L$(B) -lkernelkit -Wl,-rpath,$(ABS_B)
 
-.PHONY: all lib tests check check-variants demo bench install uninstall clean deps
+.PHONY: all lib tests check check-variants demo bench install uninstall clean deps FORCE
 # Keep generated sources (bench and demo modules) for reading and debugging.
 .SECONDARY:
 all: lib $(B)/kkctl $(B)/kk-bench $(B)/kernelkit.pc
@@ -82,7 +84,7 @@ all: $(EXTRA_ALL)
 
 # KK_LIBRARY_BUILD: the library's own units skip the per-object constructors
 # of the public headers (the library has no sites of its own).
-$(B)/obj/%.o: %.c $(HDRS)
+$(B)/obj/%.o: %.c $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
 
@@ -103,7 +105,7 @@ $(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 #   mappings and about 3% of a hello world's start-up, but makes .rodata
 #   executable; a library does not give up its users' hardening for that.
 KK_SO_LDFLAGS := -Wl,-Bsymbolic-functions
-$(B)/$(KK_LIB_REAL): $(LIB_OBJS)
+$(B)/$(KK_LIB_REAL): $(LIB_OBJS) $(B)/.flags
 	$(CC) -shared -Wl,-soname,$(KK_SONAME) -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_LDLIBS)
 
 # Relative links, so that the build directory can be moved or copied.  make
@@ -113,9 +115,24 @@ $(B)/$(KK_SONAME): $(B)/$(KK_LIB_REAL)
 $(B)/libkernelkit.so: $(B)/$(KK_SONAME)
 	ln -sf $(KK_SONAME) $@
 
+# Objects depend on the flags they were built with: $(B)/.flags holds them and
+# is rewritten only when they change (a build with other EXTRA_CFLAGS, SAN, CC,
+# ... into the same $(B) rebuilds everything; the same flags rebuild nothing,
+# and `make -q` stays exact).
+KK_FLAGS_NOW := $(strip CC=$(CC) ARCH=$(ARCH) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) \
+	LD: $(KK_SO_LDFLAGS) $(KK_LDFLAGS) $(LIB_LDLIBS))
+ifneq ($(KK_FLAGS_NOW),$(strip $(file <$(B)/.flags)))
+$(B)/.flags: FORCE
+endif
+$(B)/.flags:
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','\'',$(KK_FLAGS_NOW))' > $@
+	@echo "$@: the build flags changed, objects in $(B) will be rebuilt"
+FORCE:
+
 # kkctl does not link the library (it must not start an endpoint of its own);
 # it shares only the socket-path rules.
-$(B)/kkctl: tools/kkctl.c src/control_path.c src/control_path.h
+$(B)/kkctl: tools/kkctl.c src/control_path.c src/control_path.h $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \
 		tools/kkctl.c src/control_path.c $(KK_LDFLAGS)

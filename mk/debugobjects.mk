@@ -14,7 +14,7 @@ EXTRA_ALL += $(B)/libkernelkit-odebug.so
 ODB_TW_OBJ  := $(B)/obj/examples/timerwheel/timerwheel.o
 ODB_TW_DEMO := $(B)/examples/timerwheel/tw-demo
 
-$(ODB_TW_OBJ): examples/timerwheel/timerwheel.c examples/timerwheel/timerwheel.h $(HDRS)
+$(ODB_TW_OBJ): examples/timerwheel/timerwheel.c examples/timerwheel/timerwheel.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
 

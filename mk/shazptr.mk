@@ -8,11 +8,11 @@ SHZ_KEYREG_HP   := $(B)/obj/examples/shazptr/keyreg_shazptr.o
 SHZ_KEYREG_RCU  := $(B)/obj/examples/shazptr/keyreg_rcu.o
 SHZ_KEYREG_OBJS := $(SHZ_KEYREG_HP) $(SHZ_KEYREG_RCU)
 
-$(SHZ_KEYREG_HP): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS)
+$(SHZ_KEYREG_HP): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -c -o $@ $<
 
-$(SHZ_KEYREG_RCU): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS)
+$(SHZ_KEYREG_RCU): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_RCU -c -o $@ $<
 
