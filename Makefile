@@ -15,8 +15,6 @@
 #   mk/*.mk                           -> extra rules a facility needs (included below)
 
 B        ?= build
-PREFIX   ?= /usr/local
-DESTDIR  ?=
 CC       ?= cc
 ARCH     ?= $(shell uname -m)
 CFLAGS   ?= -O2 -g
@@ -34,6 +32,22 @@ ABI_MINOR := 0
 ABI_PATCH := 0
 KK_SONAME    := libkernelkit.so.$(ABI_MAJOR)
 KK_LIB_REAL  := $(KK_SONAME).$(ABI_MINOR).$(ABI_PATCH)
+
+# Where `make install` puts things (GNU conventions; DESTDIR stages them).
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+DOCDIR     ?= $(DATADIR)/doc/kernelkit
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# Private to kernelkit: the LD_PRELOAD library, which has no soname and so
+# does not belong in the linker's search path.
+PKGLIBDIR  ?= $(LIBDIR)/kernelkit
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+GDBAUTOLOADDIR ?= $(DATADIR)/gdb/auto-load
 
 ifeq ($(origin CC),default)
 CC := cc
@@ -69,10 +83,11 @@ EXTRA_TESTS :=
 # program, its test objects and dlopen'ed modules share one registry.
 LINK_KK := -L$(B) -lkernelkit -Wl,-rpath,$(ABS_B)
 
-.PHONY: all lib tests check check-variants demo bench install uninstall clean deps FORCE
+.PHONY: all lib tests check check-variants demo bench install install-build \
+	uninstall clean deps help FORCE
 # Keep generated sources (bench and demo modules) for reading and debugging.
 .SECONDARY:
-all: lib $(B)/kkctl $(B)/kk-bench $(B)/kernelkit.pc
+all: lib $(B)/kkctl $(B)/kk-bench
 
 # The library: the real file, its soname link (what programs load) and the
 # development link (what -lkernelkit finds).
@@ -141,9 +156,12 @@ $(B)/kk-bench: $(BENCH_SRCS) bench/bench.h $(B)/libkernelkit.so $(HDRS)
 	$(CC) $(KK_CPPFLAGS) -Ibench $(CFLAGS) $(KK_CFLAGS) -rdynamic -o $@ $(BENCH_SRCS) \
 		$(LINK_KK) $(KK_LDFLAGS) $(BENCH_LDLIBS) -ldl
 
-$(B)/kernelkit.pc: mk/kernelkit.pc.in
+# The preload library as installed: the build tree's copy
+# (mk/debugobjects.mk) finds libkernelkit through an rpath into $(B), which an
+# installed object must not carry; this one finds it where the loader looks.
+$(B)/inst/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< -L$(B) -lkernelkit $(KK_LDFLAGS) -ldl
 
 # ---- tests ---------------------------------------------------------------
 $(B)/test/lib/lib%.so: test/lib/%.c $(HDRS) $(B)/libkernelkit.so
@@ -188,35 +206,85 @@ bench: deps all
 demo: deps all
 	sh examples/demo.sh $(B)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/include/kernelkit $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 include/kernelkit/*.h $(DESTDIR)$(PREFIX)/include/kernelkit/
-	install -m 644 $(B)/libkernelkit.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(B)/$(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/$(KK_SONAME)
-	ln -sf $(KK_SONAME) $(DESTDIR)$(PREFIX)/lib/libkernelkit.so
-	install -m 755 $(B)/kkctl $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/kernelkit.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc
-	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	install -m 644 tools/kkctl.bash-completion \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl
-	install -d $(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib
-	install -m 644 tools/gdb/libkernelkit.so-gdb.py \
-		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/$(KK_LIB_REAL)-gdb.py
+# ---- install -------------------------------------------------------------
+# What `make install` puts in place, computed from the tree: the same list
+# drives install and uninstall, so uninstall removes exactly what install put.
+INST_HDRS := $(wildcard include/kernelkit/*.h)
+# man/manN/*.N (and pages still at the top of man/), into $(MANDIR)/manN/.
+MAN_SECTIONS := 1 2 3 4 5 6 7 8
+MAN_PAGES := $(sort $(foreach n,$(MAN_SECTIONS),$(wildcard man/man$(n)/*.$(n) man/*.$(n))))
+man_pages_of = $(filter %.$(1),$(MAN_PAGES))
+INST_DOCS := README.md $(sort $(wildcard docs/*.md))
+KK_GDB_SCRIPT := $(KK_LIB_REAL)-gdb.py
+# A directory below $(PREFIX) is written ${prefix}/... in the pkg-config file.
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
-# What install put in place (not the directories, which others may share).
+INST_FILES = \
+	$(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/,$(notdir $(INST_HDRS))) \
+	$(addprefix $(DESTDIR)$(LIBDIR)/,libkernelkit.a $(KK_LIB_REAL) $(KK_SONAME) libkernelkit.so) \
+	$(DESTDIR)$(PKGLIBDIR)/libkernelkit-odebug.so \
+	$(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc \
+	$(DESTDIR)$(BINDIR)/kkctl \
+	$(foreach n,$(MAN_SECTIONS),$(addprefix $(DESTDIR)$(MANDIR)/man$(n)/,$(notdir $(call man_pages_of,$(n))))) \
+	$(DESTDIR)$(BASHCOMPDIR)/kkctl \
+	$(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR)/$(KK_GDB_SCRIPT) \
+	$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INST_DOCS)))
+# Directories that only kernelkit uses: uninstall removes them when empty.
+INST_OWN_DIRS = $(DESTDIR)$(INCLUDEDIR)/kernelkit $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)
+
+# What install needs built: the library, the preload library and kkctl.  Not
+# `all`, which builds the benchmarks (liburcu, libck) and generated modules.
+install-build: lib $(B)/inst/libkernelkit-odebug.so $(B)/kkctl
+
+install: install-build
+	install -d $(DESTDIR)$(INCLUDEDIR)/kernelkit $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGLIBDIR) \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
+	install -m 644 $(INST_HDRS) $(DESTDIR)$(INCLUDEDIR)/kernelkit/
+	install -m 644 $(B)/libkernelkit.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/$(KK_LIB_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(KK_LIB_REAL) $(DESTDIR)$(LIBDIR)/$(KK_SONAME)
+	ln -sf $(KK_SONAME) $(DESTDIR)$(LIBDIR)/libkernelkit.so
+	install -m 755 $(B)/inst/libkernelkit-odebug.so $(DESTDIR)$(PKGLIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_dir,$(LIBDIR))|g' \
+		-e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+		mk/kernelkit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc
+	install -m 755 $(B)/kkctl $(DESTDIR)$(BINDIR)/
+	$(foreach n,$(MAN_SECTIONS),$(if $(call man_pages_of,$(n)),install -d $(DESTDIR)$(MANDIR)/man$(n) && \
+		install -m 644 $(call man_pages_of,$(n)) $(DESTDIR)$(MANDIR)/man$(n)/ &&)) true
+	install -m 644 tools/kkctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/kkctl
+	install -m 644 tools/gdb/libkernelkit.so-gdb.py $(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR)/$(KK_GDB_SCRIPT)
+	install -m 644 $(INST_DOCS) $(DESTDIR)$(DOCDIR)/
+
+# Shared directories ($(LIBDIR), $(MANDIR)/man3, ...) stay, even when empty.
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/include/kernelkit/*.h $(DESTDIR)$(PREFIX)/lib/libkernelkit.a \
-		$(DESTDIR)$(PREFIX)/lib/$(KK_LIB_REAL) $(DESTDIR)$(PREFIX)/lib/$(KK_SONAME) \
-		$(DESTDIR)$(PREFIX)/lib/libkernelkit.so $(DESTDIR)$(PREFIX)/bin/kkctl \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig/kernelkit.pc \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kkctl \
-		$(DESTDIR)$(PREFIX)/share/gdb/auto-load$(PREFIX)/lib/$(KK_LIB_REAL)-gdb.py
-	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/man1/%,$(wildcard man/*.1))
-	-rmdir $(DESTDIR)$(PREFIX)/include/kernelkit
+	rm -f $(INST_FILES)
+	for d in $(INST_OWN_DIRS); do [ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; done
+
+help:
+	@echo 'kernelkit $(VERSION) (libkernelkit.so.$(ABI_MAJOR).$(ABI_MINOR).$(ABI_PATCH)).  Targets:'
+	@echo '  all            library, kkctl, kk-bench, demo and bench modules (needs liburcu, libck)'
+	@echo '  lib            $(B)/libkernelkit.a and $(B)/$(KK_LIB_REAL) with its links'
+	@echo '  tests          all, plus the test programs (needs criterion)'
+	@echo '  check          the suite: gcc -Werror, ASan+UBSan, fallback and clang builds'
+	@echo '  deps           install missing Debian packages (apt-get, as root) or print the command'
+	@echo '  demo           build, then walk through the facilities (examples/demo.sh)'
+	@echo '  bench          run kk-bench, results in $(B)/bench.json'
+	@echo '  install        build and install library, preload library, kkctl, headers, pkg-config'
+	@echo '                 file, man pages, bash completion, gdb helper and docs'
+	@echo '  install-build  build only what install needs (no benchmark dependencies)'
+	@echo '  uninstall      remove what install put in place'
+	@echo '  clean          remove $(B)'
+	@echo 'Variables (current value):'
+	@echo '  B=$(B)  CC=$(CC)  CFLAGS=$(CFLAGS)  CPPFLAGS=$(CPPFLAGS)  LDFLAGS=$(LDFLAGS)'
+	@echo '  EXTRA_CFLAGS=$(EXTRA_CFLAGS)  SAN=$(SAN)   (a change rebuilds the objects in B)'
+	@echo '  DESTDIR=$(DESTDIR)  PREFIX=$(PREFIX)  BINDIR=$(BINDIR)  LIBDIR=$(LIBDIR)'
+	@echo '  INCLUDEDIR=$(INCLUDEDIR)  DATADIR=$(DATADIR)  MANDIR=$(MANDIR)  DOCDIR=$(DOCDIR)'
+	@echo '  PKGCONFIGDIR=$(PKGCONFIGDIR)  PKGLIBDIR=$(PKGLIBDIR) (the preload library)'
+	@echo '  BASHCOMPDIR=$(BASHCOMPDIR)  GDBAUTOLOADDIR=$(GDBAUTOLOADDIR)'
+	@echo 'After installing into a directory the loader does not search by default'
+	@echo '(/usr/local/lib), run ldconfig.  Debian packages: dpkg-buildpackage -b (docs/packaging.md).'
 
 clean:
 	rm -rf $(B)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """gdb helper for programs that use kernelkit (libkernelkit.so).
 
-Installed as $(PREFIX)/share/gdb/auto-load/$(PREFIX)/lib/libkernelkit.so.*-gdb.py
-(gdb's auto-load convention: the library's real path plus "-gdb.py"), so gdb
+Installed as $(DATADIR)/gdb/auto-load$(LIBDIR)/libkernelkit.so.1.0.0-gdb.py
+(gdb's auto-load convention: the library's real path, links resolved, plus
+"-gdb.py"; the build copies it next to the library the same way), so gdb
 loads it by itself once that directory is on the auto-load safe path (it is,
 for the default prefix's share/gdb/auto-load).  It can also be loaded by hand:
     (gdb) source /path/to/libkernelkit.so-gdb.py
