@@ -23,6 +23,8 @@ CC=${CC:-cc}
 tmp=$(mktemp -d /tmp/kk-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# Nothing of a surrounding make (make check) reaches the makes below.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 # Its own build directory: the suite's may hold other flags (a flags change
 # would rebuild the suite's library under the tests still to run).
 b=$tmp/b

@@ -13,6 +13,8 @@ SRC=${KK_SRC:?}
 tmp=$(mktemp -d /tmp/kk-flags.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# Nothing of a surrounding make (make check) reaches the makes below.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 b=$tmp/b
 obj=$b/obj/src/control_path.o
 kkmake() { make -C "$SRC" --no-print-directory B="$b" "$@"; }
