@@ -100,17 +100,38 @@ ipis() {	# the machine-wide count of function-call IPIs
 }
 now_ns() { date +%s%N; }
 
-# run MODE QUERY -> "matched changed syncs ipis ms"
+syncs() { "$KKCTL" -p "$pid" read machine/stats | awk '$1 == "syncs" { print $2 }'; }
+
+# run MODE QUERY FILE: FILE gets "matched changed syncs ipis ms".  The syncs
+# are the program's own count (machine/stats) before and after the command.
+# kkctl gives up after 5 s; on a loaded machine a command that changes 16154
+# sites one at a time can take longer.  It goes on in the program: the demo
+# then waits until the program answers again and counts the time until then.
 run() {
 	"$KKCTL" -p "$pid" write dynamic_debug/batched "$1" >/dev/null
 	printf '  $ kkctl -p %s write dynamic_debug/control %s\n' "$pid" "'$2'"
+	s0=$(syncs)
 	i0=$(ipis); t0=$(now_ns)
-	"$KKCTL" -p "$pid" write dynamic_debug/control "$2" > "$tmp/reply"
-	t1=$(now_ns); i1=$(ipis)
-	awk -v ipis=$((i1 - i0)) -v ms_ns=$((t1 - t0)) -v noipi="$i0" '
+	if "$KKCTL" -p "$pid" write dynamic_debug/control "$2" > "$tmp/reply" 2> "$tmp/err"; then
+		t1=$(now_ns); i1=$(ipis)
+		mark=
+	else
+		sed 's/^/    /' "$tmp/err"
+		i=0
+		until "$KKCTL" -p "$pid" read machine/stats > /dev/null 2>&1; do
+			i=$((i + 1))
+			[ $i -lt 12 ] || { echo "dyndbg-demo: the machine does not answer" >&2; exit 1; }
+		done
+		t1=$(now_ns); i1=$(ipis)
+		echo "total: matched - changed -" > "$tmp/reply"
+		mark='*'
+		slow=1
+	fi
+	s1=$(syncs)
+	awk -v ipis=$((i1 - i0)) -v ms_ns=$((t1 - t0)) -v noipi="$i0" -v syncs=$((s1 - s0)) -v mark="$mark" '
 		/^total:/ { for (i = 1; i <= NF; i++) v[$i] = $(i + 1)
-			    printf "%s %s %s %s %.1f\n", v["matched"], v["changed"], v["syncs"],
-				   (noipi < 0 ? "n/a" : ipis), ms_ns / 1e6 }' "$tmp/reply" > "$3"
+			    printf "%s %s %s %s %.1f%s\n", v["matched"], v["changed"], syncs,
+				   (noipi < 0 ? "n/a" : ipis), ms_ns / 1e6, mark }' "$tmp/reply" > "$3"
 }
 
 cat <<EOF
@@ -141,6 +162,7 @@ for the whole command.  The same four commands run twice: with batches
 EOF
 
 queries="+p|-p|module !virtio* +p|-p"
+slow=
 echo "  $ kkctl -p $pid write dynamic_debug/batched 1"
 IFS='|'
 n=0
@@ -163,11 +185,15 @@ for q in $queries; do
 	unset IFS
 	read -r bm bc bs bi bms < "$tmp/b$n"
 	read -r um uc us ui ums < "$tmp/u$n"
-	[ "$bm" = "$um" ] && [ "$bc" = "$uc" ] || echo "dyndbg-demo: batched and unbatched disagree on '$q'" >&2
+	[ "$bm" = "$um" ] && [ "$bc" = "$uc" ] || [ "$um" = - ] ||
+		echo "dyndbg-demo: batched and unbatched disagree on '$q'" >&2
 	printf '%-22s %8s %8s | %6s %6s %9s | %7s %7s %9s\n' "$q" "$bm" "$bc" "$bs" "$bi" "$bms" "$us" "$ui" "$ums"
 	IFS='|'
 done
 unset IFS
+[ -z "$slow" ] || echo "*: kkctl stopped waiting after 5 s (this machine is busy; an idle 2-CPU VM
+   takes about 0.7 s); the command went on, and ms is the time until the
+   program answered again."
 "$KKCTL" -p "$pid" read machine/stats > "$tmp/stats"
 st() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/stats"; }
 cat <<EOF

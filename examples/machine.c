@@ -29,6 +29,7 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
+#include <kernelkit/jump_label.h>
 
 #define MAX_MODS 64
 
@@ -104,13 +105,21 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * machine/stats: rounds of the worker through every site, messages printed,
+ * "callbacks suppressed" reports, and the process's static-key syncs so far
+ * (a demo reads them before and after a command, whatever kkctl saw).
+ */
 static int stats_show(struct kk_buf *out, void *priv)
 {
+	struct kk_jump_label_stats jl;
+
 	(void)priv;
-	kk_buf_printf(out, "modules %d\nrounds %llu\nmessages %llu\nsuppressed_reports %llu\n",
-		      nmods, (unsigned long long)atomic_load(&rounds),
+	kk_jump_label_get_stats(&jl);
+	kk_buf_printf(out, "modules %d\nrounds %llu\nmessages %llu\nsuppressed_reports %llu\n"
+		      "syncs %llu\n", nmods, (unsigned long long)atomic_load(&rounds),
 		      (unsigned long long)atomic_load(&messages),
-		      (unsigned long long)atomic_load(&suppressed_reports));
+		      (unsigned long long)atomic_load(&suppressed_reports), jl.syncs);
 	return out->error;
 }
 
