@@ -22,7 +22,7 @@ cat <<EOF
 Each pr_debug() above is a "static key" site, and programs can use static
 keys directly: if (static_branch_unlikely(&key)) { ... } is a no-op
 instruction until static_branch_enable(&key) rewrites it into a jump.  Here
-a benchmark program (build/kk-bench static_keys) has 16154 sites in 8 shared
+a benchmark program ($B/kk-bench static_keys) has 16154 sites in 8 shared
 objects, one key per site, and switches them all on while a worker thread
 runs every site: first one static_branch_enable() per key, then all keys
 queued (static_key_enable_queued()) and applied together

@@ -63,7 +63,7 @@ The Linux kernel has "dynamic debug": every pr_debug() message in its code
 can be switched on or off while the system runs, one message, one file or
 one module at a time.  kernelkit gives a user-space program the same thing.
 
-The program below (build/dyndbg-machine, pid $pid) loads 19 shared objects
+The program below ($MACHINE, pid $pid) loads 19 shared objects
 named and sized like the kernel modules of a PC, 16154 pr_debug() calls in
 all, and a worker thread runs every one of them in a loop.  All are off: an
 off pr_debug() costs one no-op instruction.  Modules and their messages:
@@ -73,7 +73,7 @@ awk '/^dyndbg:/ { w = $NF " " $2; if (n++) w = ", " w
 		  printf "%s", w; len += length(w) }
      END { print "" }' "$tmp/machine.out" | sed 's/^/    /'
 echo
-echo "kkctl (build/kkctl) finds such programs and reads their control files:"
+echo "kkctl ($KKCTL) finds such programs and reads their control files:"
 kk ls
 kk -s '| head -4' -p "$pid" read dynamic_debug/control > "$tmp/list"
 head -5 "$tmp/list"
@@ -200,9 +200,9 @@ cat <<EOF
 
 matched: sites the query selects; changed: sites whose flags changed; ms:
 the whole kkctl command, start to exit.  One site at a time costs 3 syncs
-per site.  The first batched +p also pays for copying the code pages on
-their first change (the kernel flushes each copied page from every CPU
-running the program: about one IPI per page; docs/results.md explains it).
+per site.  The first batched +p may also pay for copying the code pages on
+their first change: up to one IPI per page when another thread is running
+those pages at that moment (docs/results.md explains it).
 While all this ran, the worker went $(st rounds) times through the 16154 sites
 and printed $(st messages) debug messages (to its counter, not the terminal).
 EOF
