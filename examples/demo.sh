@@ -1,32 +1,52 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `make demo`, the main job:
-#  1. dynamic debug: the seed's 16154-site experiment, driven through kkctl
-#     (examples/dyndbg-demo.sh);
-#  2. the static keys underneath: 16154 sites in 8 shared objects flipped one
-#     key at a time and queued with one apply, and the cost of a disabled site.
+# `make demo`, the main job, in two parts (about 15 s):
+#  1. dynamic debug, driven from outside with kkctl (examples/dyndbg-demo.sh);
+#  2. the static keys underneath: 16154 sites in 8 shared objects switched on
+#     one key at a time and all at once, and what a switched-off site costs
+#     (build/kk-bench static_keys).
 set -eu
 B=${1:-build}
+cat <<EOF
+kernelkit demo: runtime facilities of the Linux kernel (dynamic debug, static
+keys, ...) in a C library for ordinary programs.  About 20 seconds.
+
+EOF
 sh "$(dirname "$0")/dyndbg-demo.sh" "$B"
-echo
-echo "----------------------------------------------------------------------------"
-echo
+
 json=$B/demo-static-keys.json
+cat <<EOF
+
+== 4. Underneath: static keys ============================================
+
+Each pr_debug() above is a "static key" site, and programs can use static
+keys directly: if (static_branch_unlikely(&key)) { ... } is a no-op
+instruction until static_branch_enable(&key) rewrites it into a jump.  Here
+a benchmark program ($B/kk-bench static_keys) has 16154 sites in 8 shared
+objects, one key per site, and switches them all on while a worker thread
+runs every site: first one static_branch_enable() per key, then all keys
+queued (static_key_enable_queued()) and applied together
+(static_key_apply_queued(), the API of the 2026 patch series).
+EOF
+echo "  \$ kk-bench static_keys --json $json"
 "$B/kk-bench" static_keys --json "$json" > "$B/demo-static-keys.txt"
 get() { sed -n "s/^ *\"$1\": *\([^,]*\),*$/\1/p" "$json"; }
-echo "kernelkit demo: $(get sites) static-key sites in $(get objects) shared objects, one key per site,"
-echo "switched on while a worker thread runs every site (this machine: $(nproc) CPUs)."
 echo
-printf '%-28s %10s %10s %10s\n' "switch all sites on" syncs IPIs ms
-printf '%-28s %10s %10s %10.1f\n' "one key at a time" "$(get unbatched_syncs)" "$(get unbatched_ipis)" "$(get unbatched_ms)"
-printf '%-28s %10s %10s %10.1f\n' "queued, one apply" "$(get batched_syncs)" "$(get batched_ipis)" "$(get batched_ms)"
-printf '%-28s %10s %10s %10s\n' "seed 000 (kernel, RFC)" "-" 134 "-"
+printf '%-30s %10s %10s %10s\n' "switch $(get sites) sites on" syncs IPIs ms
+printf '%-30s %10s %10s %10.1f\n' "one key at a time" "$(get unbatched_syncs)" "$(get unbatched_ipis)" "$(get unbatched_ms)"
+printf '%-30s %10s %10s %10.1f\n' "queued, one apply" "$(get batched_syncs)" "$(get batched_ipis)" "$(get batched_ms)"
 echo
-echo "Queued apply was $(get batched_speedup | cut -d. -f1)x faster in this run."
+echo "The queued apply was $(get batched_speedup | cut -d. -f1)x faster in this run (this machine: $(nproc) CPUs)."
 ins=$(get disabled_site_insns)
 if [ "$ins" != null ]; then
 	r() { printf '%.2f' "$1"; }
-	echo "Instructions per loop iteration (callgrind): empty loop $(r "$(get empty_loop_insns)"),"
-	echo "with a disabled site $(r "$ins"), with a volatile flag test $(r "$(get flag_check_insns)")."
+	echo "Cost of a switched-off site, in instructions per loop iteration (valgrind's"
+	echo "callgrind): an empty loop $(r "$(get empty_loop_insns)"), with a switched-off static key"
+	echo "$(r "$ins") (the one no-op), with a test of a volatile flag $(r "$(get flag_check_insns)")."
 fi
-echo "Full results: $json"
+cat <<EOF
+
+Full results of this run: $json
+More: README.md, docs/results.md (every measurement and how to repeat it),
+docs/dynamic_debug.md, docs/static_keys.md, docs/control.md, man/man1/kkctl.1.
+EOF

@@ -3,7 +3,8 @@
 # Generate the C source of one "kernel module" for the dynamic-debug demo:
 # NSITES pr_debug sites, 8 per function, spread over source files named like
 # the kernel's (with #line), and RATELIMITED of them (the first ones) using
-# pr_debug_ratelimited as the seed did for virtio and the serial core.
+# pr_debug_ratelimited, as the queued static-key series (Jim Cromie, 2026) did
+# for virtio and the serial core.
 #   examples/gen-dyndbg-module.sh NAME NSITES DIR [RATELIMITED] > name.c
 # The module name comes from the shared object's file name (libNAME.so).
 set -eu

@@ -8,8 +8,12 @@
  *   dyndbg-machine [-w WORKERS] [-n NICE] [-v] MODDIR
  *
  * MODDIR holds lib<name>.so for every name in MODDIR/modules.list.  Messages
- * go to a counting sink (the control file machine/stats shows the counts);
- * -v sends them to stderr instead.  -n runs the workers at that nice level.  SIGTERM or SIGINT stops the machine.
+ * go to a counting sink instead of the terminal (millions a second once all
+ * sites are on): the control file machine/stats shows the counts, and
+ * machine/log the last few messages printed in the last half second, so that
+ * a demo can show real pr_debug lines coming and going.  -v sends them to
+ * stderr instead.  -n runs the workers at that nice level.  SIGTERM or SIGINT
+ * stops the machine.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,10 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
+#include <kernelkit/jump_label.h>
 
 #define MAX_MODS 64
 
@@ -40,11 +46,45 @@ static atomic_int stop;
 static int worker_nice;
 static atomic_ullong rounds, messages, suppressed_reports;
 
+/* The last LOG_LINES messages, each with the time it was printed. */
+#define LOG_LINES	5
+#define LOG_WINDOW_NS	500000000ull
+static struct {
+	pthread_mutex_t lock;	/* a worker that finds it taken skips the copy */
+	unsigned long long next;
+	unsigned long long ns[LOG_LINES];
+	char text[LOG_LINES][160];
+} msglog = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void log_message(const char *msg, size_t len)
+{
+	unsigned i;
+
+	if (pthread_mutex_trylock(&msglog.lock))
+		return;
+	i = (unsigned)(msglog.next++ % LOG_LINES);
+	if (len >= sizeof(msglog.text[i]))
+		len = sizeof(msglog.text[i]) - 1;
+	memcpy(msglog.text[i], msg, len);
+	msglog.text[i][len] = '\0';
+	msglog.ns[i] = now_ns();
+	pthread_mutex_unlock(&msglog.lock);
+}
+
 static void count_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
 {
 	(void)d;
 	(void)arg;
 	atomic_fetch_add_explicit(&messages, 1, memory_order_relaxed);
+	log_message(msg, len);
 	if (len > 20 && strstr(msg, "callbacks suppressed"))
 		atomic_fetch_add_explicit(&suppressed_reports, 1, memory_order_relaxed);
 }
@@ -65,17 +105,51 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * machine/stats: rounds of the worker through every site, messages printed,
+ * "callbacks suppressed" reports, and the process's static-key syncs so far
+ * (a demo reads them before and after a command, whatever kkctl saw).
+ */
 static int stats_show(struct kk_buf *out, void *priv)
 {
+	struct kk_jump_label_stats jl;
+
 	(void)priv;
-	kk_buf_printf(out, "modules %d\nrounds %llu\nmessages %llu\nsuppressed_reports %llu\n",
-		      nmods, (unsigned long long)atomic_load(&rounds),
+	kk_jump_label_get_stats(&jl);
+	kk_buf_printf(out, "modules %d\nrounds %llu\nmessages %llu\nsuppressed_reports %llu\n"
+		      "syncs %llu\n", nmods, (unsigned long long)atomic_load(&rounds),
 		      (unsigned long long)atomic_load(&messages),
-		      (unsigned long long)atomic_load(&suppressed_reports));
+		      (unsigned long long)atomic_load(&suppressed_reports), jl.syncs);
 	return out->error;
 }
 
 static const struct kk_control_file_ops stats_fops = { .show = stats_show };
+
+/* machine/log: the messages of the last half second, oldest first. */
+static int log_show(struct kk_buf *out, void *priv)
+{
+	unsigned long long now;
+	int shown = 0;
+
+	(void)priv;
+	pthread_mutex_lock(&msglog.lock);
+	now = now_ns();
+	for (unsigned long long n = msglog.next > LOG_LINES ? msglog.next - LOG_LINES : 0;
+	     n < msglog.next; n++) {
+		unsigned i = (unsigned)(n % LOG_LINES);
+
+		if (now - msglog.ns[i] > LOG_WINDOW_NS)
+			continue;
+		kk_buf_printf(out, "%s", msglog.text[i]);
+		shown++;
+	}
+	pthread_mutex_unlock(&msglog.lock);
+	if (!shown)
+		kk_buf_printf(out, "(no debug message in the last 0.5 s)\n");
+	return out->error;
+}
+
+static const struct kk_control_file_ops log_fops = { .show = log_show };
 
 static int modprobe(const char *dir, const char *name)
 {
@@ -154,6 +228,7 @@ int main(int argc, char **argv)
 	}
 	fclose(list);
 	kk_control_create_file("machine/stats", &stats_fops, NULL);
+	kk_control_create_file("machine/log", &log_fops, NULL);
 	for (int i = 0; i < nworkers; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(long)(i * 1000));
 	printf("machine: pid %d: %zu sites in %d modules, %d worker thread%s running\n",
@@ -167,6 +242,7 @@ int main(int argc, char **argv)
 	printf("machine: stopped after %llu rounds, %llu messages\n",
 	       (unsigned long long)atomic_load(&rounds), (unsigned long long)atomic_load(&messages));
 	kk_control_remove_file("machine/stats");
+	kk_control_remove_file("machine/log");
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [-w WORKERS] [-n NICE] [-v] MODDIR\n", argv[0]);

@@ -34,8 +34,11 @@ dd_mod_field = $(word $(2),$(subst :, ,$(filter $(1):%,$(DD_MODULES))))
 
 EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 
-# Keep the generated sources for reading (they are intermediate files).
-.SECONDARY: $(patsubst %,$(B)/dyndbg-mods/%.c,$(DD_MOD_NAMES))
+# The generated sources are kept for reading by the Makefile's bare
+# ".SECONDARY:" (every target).  Do not list targets after .SECONDARY here: a
+# .SECONDARY with prerequisites anywhere turns the bare one off (GNU make), and
+# make then deletes build/bench-mods/kkbm*.c at the end of every build that
+# made them, the stray "rm build/bench-mods/..." line at the end of make demo.
 
 $(B)/dyndbg-mods/%.c: examples/gen-dyndbg-module.sh mk/dynamic_debug.mk
 	@mkdir -p $(dir $@)

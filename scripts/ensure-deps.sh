@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Install the Debian packages listed in mk/debian-packages.txt that are missing.
-# As root this runs apt-get itself; as anyone else it prints the one command to run.
+# Install the Debian packages listed in mk/debian-packages.txt that are missing
+# (make demo, make check and make bench run this first).
+# As root this runs apt-get itself, and says so first; as anyone else it only
+# prints the one command to run, and installs nothing.
 set -eu
 here=$(dirname "$0")/..
 list="$here/mk/debian-packages.txt"
@@ -14,10 +16,11 @@ done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
 	echo "kernelkit: missing Debian packages:$missing" >&2
-	echo "kernelkit: run: sudo apt-get install -y$missing" >&2
+	echo "kernelkit: not root, so nothing is installed; run: sudo apt-get install -y$missing" >&2
 	exit 1
 fi
-echo "kernelkit: installing missing Debian packages:$missing" >&2
+echo "kernelkit: running as root: apt-get update && apt-get install -y$missing" >&2
+echo "kernelkit: (the build needs these Debian packages; run make as a normal user to only be told)" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
 # shellcheck disable=SC2086
