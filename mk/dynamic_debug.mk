@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
-# Dynamic debug (issue 3): the demo's modules and machine, the parser's
+# Dynamic debug: the demo's modules and machine, the parser's
 # libFuzzer target.
 #
 # The demo modules are generated at build time into $(B)/dyndbg-mods/ by
-# examples/gen-dyndbg-module.sh: the seed's counts for the DRM stack, virtio
+# examples/gen-dyndbg-module.sh: the per-module site counts of Jim Cromie's queued static-key series for the DRM stack, virtio
 # and the serial core (with pr_debug_ratelimited), and other modules up to
 # 16154 sites in all.  modules.list gives the load order.
 #   name:sites:source-dir[:ratelimited]

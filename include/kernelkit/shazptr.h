@@ -12,7 +12,7 @@
  * which returns once no thread holds `bucket` (or the wildcard) in its slot
  * at any moment after the call started; then it may free what it unpublished.
  *
- * Semantics follow the kernel's v1 shazptr series (seed 003), adapted to user
+ * Semantics follow the kernel's v1 shazptr series (Boqun Feng, "Introduce simple hazard pointers for lockdep", June 2025), adapted to user
  * space:
  *  - One slot per thread, registered automatically on the thread's first
  *    acquire and released when the thread exits (a thread that exits while
