@@ -71,9 +71,11 @@ all: $(EXTRA_ALL)
 
 # KK_LIBRARY_BUILD: the library's own units skip the per-object constructors
 # of the public headers (the library has no sites of its own).
+# -fvisibility=hidden: only what src/ marks KK_EXPORT (or a public header
+# declares) leaves an object; src/libkernelkit.map decides (docs/abi.md).
 $(B)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
+	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -fvisibility=hidden -c -o $@ $<
 
 # In the shared library only: wrappers that find the real function with
 # dlsym(RTLD_NEXT), which a static program cannot do.
@@ -92,8 +94,11 @@ $(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 #   mappings and about 3% of a hello world's start-up, but makes .rodata
 #   executable; a library does not give up its users' hardening for that.
 KK_SO_LDFLAGS := -Wl,-Bsymbolic-functions
-$(B)/libkernelkit.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libkernelkit.so -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) -o $@ $^ $(LIB_LDLIBS)
+# The version script lists every export (KERNELKIT_1); everything else is local.
+KK_MAP := src/libkernelkit.map
+$(B)/libkernelkit.so: $(LIB_OBJS) $(KK_MAP)
+	$(CC) -shared -Wl,-soname,libkernelkit.so -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) \
+		-Wl,--version-script,$(KK_MAP) -o $@ $(LIB_OBJS) $(LIB_LDLIBS)
 
 # kkctl does not link the library (it must not start an endpoint of its own);
 # it shares only the socket-path rules.
