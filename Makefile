@@ -99,9 +99,12 @@ all: $(EXTRA_ALL)
 
 # KK_LIBRARY_BUILD: the library's own units skip the per-object constructors
 # of the public headers (the library has no sites of its own).
+# -fvisibility=hidden: only what src/ marks KK_EXPORT (or a public header
+# declares) leaves an object; src/libkernelkit.map decides (docs/abi.md).
+KK_LIB_CFLAGS := -fvisibility=hidden
 $(B)/obj/%.o: %.c $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
+	$(CC) $(KK_CPPFLAGS) -DKK_LIBRARY_BUILD $(CFLAGS) $(KK_CFLAGS) $(KK_LIB_CFLAGS) -c -o $@ $<
 
 # In the shared library only: wrappers that find the real function with
 # dlsym(RTLD_NEXT), which a static program cannot do.
@@ -120,8 +123,11 @@ $(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 #   mappings and about 3% of a hello world's start-up, but makes .rodata
 #   executable; a library does not give up its users' hardening for that.
 KK_SO_LDFLAGS := -Wl,-Bsymbolic-functions
-$(B)/$(KK_LIB_REAL): $(LIB_OBJS) $(B)/.flags
-	$(CC) -shared -Wl,-soname,$(KK_SONAME) -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) -o $@ $(filter %.o,$^) $(LIB_LDLIBS)
+# The version script lists every export (KERNELKIT_1); everything else is local.
+KK_MAP := src/libkernelkit.map
+$(B)/$(KK_LIB_REAL): $(LIB_OBJS) $(KK_MAP) $(B)/.flags
+	$(CC) -shared -Wl,-soname,$(KK_SONAME) -Wl,-z,nodelete $(KK_SO_LDFLAGS) $(KK_LDFLAGS) \
+		-Wl,--version-script,$(KK_MAP) -o $@ $(filter %.o,$^) $(LIB_LDLIBS)
 
 # Relative links, so that the build directory can be moved or copied.  make
 # follows a link to its target's time: a link stays up to date with its file.
@@ -134,7 +140,7 @@ $(B)/libkernelkit.so: $(B)/$(KK_SONAME)
 # is rewritten only when they change (a build with other EXTRA_CFLAGS, SAN, CC,
 # ... into the same $(B) rebuilds everything; the same flags rebuild nothing,
 # and `make -q` stays exact).
-KK_FLAGS_NOW := $(strip CC=$(CC) ARCH=$(ARCH) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) \
+KK_FLAGS_NOW := $(strip CC=$(CC) ARCH=$(ARCH) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) $(KK_LIB_CFLAGS) \
 	LD: $(KK_SO_LDFLAGS) $(KK_LDFLAGS) $(LIB_LDLIBS))
 ifneq ($(KK_FLAGS_NOW),$(strip $(file <$(B)/.flags)))
 $(B)/.flags: FORCE
@@ -159,9 +165,14 @@ $(B)/kk-bench: $(BENCH_SRCS) bench/bench.h $(B)/libkernelkit.so $(HDRS)
 # The preload library as installed: the build tree's copy
 # (mk/debugobjects.mk) finds libkernelkit through an rpath into $(B), which an
 # installed object must not carry; this one finds it where the loader looks.
-$(B)/inst/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(HDRS) $(B)/libkernelkit.so
+# Like that copy, it has its own hidden env.o and exports only what its
+# version script lists.
+$(B)/inst/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(B)/obj/src/common/env.o \
+		$(ODB_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< -L$(B) -lkernelkit $(KK_LDFLAGS) -ldl
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -fvisibility=hidden -shared -o $@ $< \
+		$(B)/obj/src/common/env.o -Wl,--version-script,$(ODB_PRELOAD_MAP) \
+		-L$(B) -lkernelkit $(KK_LDFLAGS) -ldl
 
 # ---- tests ---------------------------------------------------------------
 $(B)/test/lib/lib%.so: test/lib/%.c $(HDRS) $(B)/libkernelkit.so

@@ -3,10 +3,17 @@
 # its demo, and a ThreadSanitizer build of the multi-thread stress test.
 
 # LD_PRELOAD library: free/realloc/munmap call debug_check_no_obj_freed().
-# Not part of libkernelkit (it interposes libc); it links libkernelkit.so.
-$(B)/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(HDRS) $(B)/libkernelkit.so
+# Not part of libkernelkit (it interposes libc); it links libkernelkit.so
+# for the public API, and has its own hidden copy of the settings grammar
+# (env.o: kk_getenv(), kk_parse_bool(), internal to libkernelkit).  It
+# exports only the three functions it replaces (its version script).
+ODB_PRELOAD_MAP := src/debugobjects/preload/libkernelkit-odebug.map
+$(B)/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(B)/obj/src/common/env.o \
+		$(ODB_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -fvisibility=hidden -shared -o $@ $< \
+		$(B)/obj/src/common/env.o -Wl,--version-script,$(ODB_PRELOAD_MAP) \
+		$(LINK_KK) $(KK_LDFLAGS) -ldl
 
 EXTRA_ALL += $(B)/libkernelkit-odebug.so
 

@@ -67,6 +67,31 @@ enum kk_init_level {
 #define KK_LOAD_TEXT	__attribute__((__section__(".text.startup")))
 #define KK_LOAD_DATA	__attribute__((__section__(".data")))
 
+/* ---- what the library exports (docs/abi.md) --------------------------------------
+ * The objects are compiled with -fvisibility=hidden, and src/libkernelkit.map
+ * (the version script, the authority on what libkernelkit.so exports) makes
+ * every name it does not list local.  These macros make the intent visible
+ * where a symbol is defined:
+ *  - KK_EXPORT: public API, declared in include/kernelkit/ and listed in the
+ *    map under KERNELKIT_1.  (The public headers' "#pragma GCC visibility
+ *    push(default)" already gives their declarations default visibility; the
+ *    mark says so at the definition, and is what exports a definition whose
+ *    declaration the unit does not see.)
+ *  - KK_INTERPOSE(name): defines kk_interpose_<name> and exports it as the
+ *    libc function <name>, unversioned.  A definition in KERNELKIT_1 would
+ *    not interpose: a caller's execve@GLIBC_2.2.5 binds only to a definition
+ *    of that version or to an unversioned one.  (.symver binds the base
+ *    version; it overrides the map.  A static link sees plain <name>.)
+ *  - KK_WHITEBOX: internal, but reachable from the white-box unit tests and
+ *    kk-bench, which link $(B)/internal/libkernelkit.so (the same objects
+ *    without the version script).  libkernelkit.so keeps it local.
+ */
+#define KK_EXPORT	__attribute__((__visibility__("default")))
+#define KK_WHITEBOX	__attribute__((__visibility__("default")))
+#define KK_INTERPOSE(name)							\
+	__asm__(".symver kk_interpose_" #name ", " #name "@@");			\
+	KK_EXPORT
+
 /*
  * A system call without libc's syscall(), for the few a constructor makes:
  * no symbol lookup, no page of libc.  Returns the result or -errno.
@@ -112,7 +137,7 @@ void kk_fork_register(const struct kk_fork_ops *ops);
  * set-group-ID program (AT_SECURE).  Takes no lock and does not allocate, so
  * it may run in a constructor, a signal handler or a panic.
  */
-const char *kk_getenv(const char *name);
+KK_WHITEBOX const char *kk_getenv(const char *name);
 /*
  * Is any KK_* variable set?  One pass over environ that reads no string
  * constant (so no page of .rodata) and calls no libc: constructors ask this
@@ -126,11 +151,11 @@ bool kk_env_any(void);
  */
 bool kk_env_has_prefix(const char *prefix);
 /* 1/0, y/n, yes/no, on/off, true/false (any case).  0, or -EINVAL. */
-int kk_parse_bool(const char *s, bool *out);
+KK_WHITEBOX int kk_parse_bool(const char *s, bool *out);
 /* The boolean value of @name, or @def when unset or invalid (warns once per call). */
-bool kk_env_bool(const char *name, bool def);
+KK_WHITEBOX bool kk_env_bool(const char *name, bool def);
 /* An unsigned decimal/hex value of @name in [lo, hi], else @def with a warning. */
-unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
+KK_WHITEBOX unsigned long kk_env_ulong(const char *name, unsigned long def, unsigned long lo,
 			   unsigned long hi);
 /*
  * Which of @choices (NULL-terminated) @name names: its index, or 0 (the
@@ -199,8 +224,8 @@ static inline struct timespec kk_ns_to_ts(uint64_t ns)
 
 /* Wait while *@addr == @val, until @deadline_ns (CLOCK_MONOTONIC; 0 = none).
  * 0 when woken (or the value differed), -ETIMEDOUT, -EINTR. */
-int kk_futex_wait(int *addr, int val, uint64_t deadline_ns);
-void kk_futex_wake(int *addr, int n);
+KK_WHITEBOX int kk_futex_wait(int *addr, int val, uint64_t deadline_ns);
+KK_WHITEBOX void kk_futex_wake(int *addr, int n);
 
 /* ---- threads ------------------------------------------------------------------------ */
 
@@ -209,7 +234,7 @@ void kk_futex_wake(int *addr, int n);
  * threads (panic, kk_threads_stop()).  Chosen once: $KK_PANIC_SIGNAL, else the
  * highest real-time signal in SIGRTMIN+4..SIGRTMAX-4 that has no handler.
  */
-int kk_park_signal(void);
+KK_WHITEBOX int kk_park_signal(void);
 
 /*
  * Start a library thread.  It runs @fn with every signal blocked except the
@@ -242,7 +267,7 @@ bool kk_threads_stopped(void);
  */
 /* The tids of this process into @tids (at most @max): the number of threads
  * seen (more than @max when they did not fit), or -errno. */
-int kk_list_tasks(pid_t *tids, int max);
+KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
 /* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno. */
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);
 /* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
@@ -288,34 +313,34 @@ struct kk_work {
  * queued).  Lock-free and async-signal-safe once the worker runs (or while
  * threads are stopped); the call that starts the worker is not.
  */
-int kk_queue_work(struct kk_work *w, uint64_t delay_ns);
+KK_WHITEBOX int kk_queue_work(struct kk_work *w, uint64_t delay_ns);
 /*
  * The kernel's cancel_delayed_work_sync(): take @w off the queue and wait for
  * a running instance; queuing @w meanwhile is refused.  True if it was
  * pending.  Not from @w itself (it does not wait for itself).
  */
-bool kk_cancel_work_sync(struct kk_work *w);
+KK_WHITEBOX bool kk_cancel_work_sync(struct kk_work *w);
 /*
  * The kernel's flush_delayed_work(): a pending @w runs now (on the worker,
  * ahead of its deadline) and the call returns when that instance finished; a
  * running instance is waited for.  With threads stopped, or from the worker
  * itself, a pending @w runs in the caller.
  */
-void kk_flush_work(struct kk_work *w);
+KK_WHITEBOX void kk_flush_work(struct kk_work *w);
 /*
  * Cancel every pending item for which @match returns true and wait until none
  * that matches runs (for an object being unloaded: jump_label).  @match gets
  * the item's function separately and must not dereference a running item
  * (its function may have freed it).  Makes no system call beyond futex waits.
  */
-void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
+KK_WHITEBOX void kk_cancel_work_matching(bool (*match)(const struct kk_work *w,
 					   void (*fn)(struct kk_work *), void *arg), void *arg);
 /* False until the first kk_queue_work() (in this process or before its fork):
  * then nothing can be pending or running, and there is nothing to cancel. */
 bool kk_work_ever_queued(void);
 /* The kernel's work_pending(): queued and not yet started. */
-bool kk_work_pending(const struct kk_work *w);
+KK_WHITEBOX bool kk_work_pending(const struct kk_work *w);
 /* True on the worker thread (inside a work function). */
-bool kk_in_worker(void);
+KK_WHITEBOX bool kk_in_worker(void);
 
 #endif

@@ -58,7 +58,7 @@ static int buf_reserve(struct kk_buf *b, size_t extra)
 	return 0;
 }
 
-int kk_buf_write(struct kk_buf *b, const void *p, size_t n)
+KK_EXPORT int kk_buf_write(struct kk_buf *b, const void *p, size_t n)
 {
 	int ret = buf_reserve(b, n);
 
@@ -70,7 +70,7 @@ int kk_buf_write(struct kk_buf *b, const void *p, size_t n)
 	return 0;
 }
 
-int kk_buf_vprintf(struct kk_buf *b, const char *fmt, va_list ap)
+KK_EXPORT int kk_buf_vprintf(struct kk_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
 	int n, ret;
@@ -88,7 +88,7 @@ int kk_buf_vprintf(struct kk_buf *b, const char *fmt, va_list ap)
 	return 0;
 }
 
-int kk_buf_printf(struct kk_buf *b, const char *fmt, ...)
+KK_EXPORT int kk_buf_printf(struct kk_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int ret;
@@ -99,7 +99,7 @@ int kk_buf_printf(struct kk_buf *b, const char *fmt, ...)
 	return ret;
 }
 
-void kk_buf_reset(struct kk_buf *b)
+KK_EXPORT void kk_buf_reset(struct kk_buf *b)
 {
 	b->len = 0;
 	b->error = 0;
@@ -107,7 +107,7 @@ void kk_buf_reset(struct kk_buf *b)
 		b->data[0] = '\0';
 }
 
-void kk_buf_free(struct kk_buf *b)
+KK_EXPORT void kk_buf_free(struct kk_buf *b)
 {
 	free(b->data);
 	memset(b, 0, sizeof(*b));
@@ -224,7 +224,7 @@ static int insert_file(struct kk_cfile *f)
 	return ret;
 }
 
-int kk_control_create_file(const char *name, const struct kk_control_file_ops *ops, void *priv)
+KK_EXPORT int kk_control_create_file(const char *name, const struct kk_control_file_ops *ops, void *priv)
 {
 	struct kk_cfile_dyn *d;
 	int ret;
@@ -259,7 +259,7 @@ KK_LOAD_TEXT void kk_control_add_lib_file(struct kk_cfile *f)
 					    __ATOMIC_RELAXED));
 }
 
-int kk_control_remove_file(const char *name)
+KK_EXPORT int kk_control_remove_file(const char *name)
 {
 	struct kk_cfile *f = NULL, **pp;
 
@@ -344,7 +344,7 @@ static char *take_text(struct kk_buf *b, size_t *len)
 	return s;
 }
 
-int kk_control_read(const char *name, char **text, size_t *len)
+KK_EXPORT int kk_control_read(const char *name, char **text, size_t *len)
 {
 	struct kk_buf out = { 0 };
 	int ret;
@@ -358,7 +358,7 @@ int kk_control_read(const char *name, char **text, size_t *len)
 	return ret;
 }
 
-int kk_control_write(const char *name, const char *buf, size_t len, char **reply)
+KK_EXPORT int kk_control_write(const char *name, const char *buf, size_t len, char **reply)
 {
 	struct kk_buf out = { 0 };
 	char *copy;
@@ -928,7 +928,7 @@ static void stop_locked(void)
 	reap_locked();
 }
 
-int kk_control_start(void)
+KK_EXPORT int kk_control_start(void)
 {
 	int ret;
 
@@ -943,7 +943,7 @@ int kk_control_start(void)
 	return ret;
 }
 
-void kk_control_stop(void)
+KK_EXPORT void kk_control_stop(void)
 {
 	pthread_mutex_lock(&srv_lock);
 	__atomic_store_n(&srv_wanted, 0, __ATOMIC_RELEASE);
@@ -975,7 +975,7 @@ void kk_control_refuse(void)
 		shutdown(f.fd, SHUT_RD);
 }
 
-const char *kk_control_socket_path(void)
+KK_EXPORT const char *kk_control_socket_path(void)
 {
 	return srv_running && __atomic_load_n(&srv_serving, __ATOMIC_ACQUIRE) ? srv_name : NULL;
 }

@@ -70,7 +70,7 @@ struct shz_waiter {
 	struct shz_waiter *next;
 };
 
-__thread void **__kk_shazptr_slot __attribute__((tls_model("initial-exec")));
+KK_EXPORT __thread void **__kk_shazptr_slot __attribute__((tls_model("initial-exec")));
 
 static struct shz_rec *rec_head;	/* list of all records (atomic) */
 static unsigned int rec_count;		/* records allocated (atomic) */
@@ -253,7 +253,7 @@ static struct shz_rec *rec_alloc_page(void)
 	return &recs[0];
 }
 
-void **__kk_shazptr_register_thread(void)
+KK_EXPORT void **__kk_shazptr_register_thread(void)
 {
 	sigset_t all, old;
 	struct shz_rec *r;
@@ -311,7 +311,7 @@ static bool bad_ptr(const void *ptr)
 	return ptr == NULL || ptr == SHAZPTR_WILDCARD;
 }
 
-int kk_shazptr_scan(const void *ptr)
+KK_EXPORT int kk_shazptr_scan(const void *ptr)
 {
 	if (bad_ptr(ptr))
 		return -EINVAL;
@@ -459,7 +459,7 @@ static void warn_self_deadlock(void)
 		     "holds a guard: it waits for itself");
 }
 
-void synchronize_shazptr(void *ptr)
+KK_EXPORT void synchronize_shazptr(void *ptr)
 {
 	struct shz_waiter w;
 	uint64_t t0, mask = ~0ull;
@@ -522,17 +522,17 @@ void synchronize_shazptr(void *ptr)
 
 /* ---- settings and statistics ------------------------------------------- */
 
-bool kk_shazptr_set_skip_synchronize_self_scan(bool skip)
+KK_EXPORT bool kk_shazptr_set_skip_synchronize_self_scan(bool skip)
 {
 	return __atomic_exchange_n(&shz_skip_self_scan, skip, __ATOMIC_RELAXED);
 }
 
-bool kk_shazptr_get_skip_synchronize_self_scan(void)
+KK_EXPORT bool kk_shazptr_get_skip_synchronize_self_scan(void)
 {
 	return __atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED);
 }
 
-void kk_shazptr_get_stats(struct kk_shazptr_stats *st)
+KK_EXPORT void kk_shazptr_get_stats(struct kk_shazptr_stats *st)
 {
 	if (!st)
 		return;
@@ -544,7 +544,7 @@ void kk_shazptr_get_stats(struct kk_shazptr_stats *st)
 	st->slots_in_use = __atomic_load_n(&rec_in_use, __ATOMIC_RELAXED);
 }
 
-void kk_shazptr_reset_stats(void)
+KK_EXPORT void kk_shazptr_reset_stats(void)
 {
 	__atomic_store_n(&shz_stats.sync_calls, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&shz_stats.sync_scan_thread, 0, __ATOMIC_RELAXED);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
+
 #define KK_POKE_MAX 8
 
 /* One instruction to replace.  The batch call sorts a vector of these. */
@@ -75,7 +77,7 @@ enum kk_text_step {
 	KK_STEP_REPAIR,		/* finishing or undoing a failed batch */
 	KK_STEP_STOP,		/* whole instructions, under stop_machine */
 };
-extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
+KK_WHITEBOX extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
 /*
  * KK_JUMP_LABEL_COW=eager: make the pages that hold @addrs (sorted) private
@@ -92,7 +94,7 @@ struct kk_text_stats {
 	unsigned long long repairs;	/* failed batches finished or undone later */
 	unsigned long long stuck;	/* sites emulated now (a batch awaits repair) */
 };
-void kk_text_get_stats(struct kk_text_stats *st);
+KK_WHITEBOX void kk_text_get_stats(struct kk_text_stats *st);
 const char *kk_text_method(void);
 
 #endif

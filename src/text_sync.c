@@ -55,6 +55,8 @@
 #endif
 #endif
 
+#include <kernelkit/kernelkit.h>
+
 #include "arch/sync_core.h"
 #include "common.h"
 #include "text_sync.h"
@@ -461,7 +463,7 @@ out:
 	return ret;
 }
 
-__attribute__((__noinline__, __used__)) void kk_gdb_stop_signal(int sig)
+KK_EXPORT __attribute__((__noinline__, __used__)) void kk_gdb_stop_signal(int sig)
 {
 	(void)sig;
 	__asm__ volatile("");

@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common.h"
+
 enum kk_patch_how {
 	KK_PATCH_INT3 = 1,
 	KK_PATCH_STOP = 2,
@@ -37,7 +39,7 @@ enum kk_patch_how {
 
 /* First object with sites registered: register membarrier SYNC_CORE now (see
  * kk_text_arm()).  Idempotent, cannot fail (failure = signal fallback later). */
-void kk_sync_arm(void);
+KK_WHITEBOX void kk_sync_arm(void);
 /* In a fork child (one thread, new mm): membarrier registration is per mm. */
 void kk_sync_atfork_child(void);
 
@@ -54,7 +56,7 @@ void kk_sync_atfork_child(void);
  * signal, nor trapped.  It is assumed never to run a site: rounds and stops
  * leave it alone (membarrier still syncs it).  The remaining hazard.
  */
-int kk_sync_plan(char *err, size_t errlen);
+KK_WHITEBOX int kk_sync_plan(char *err, size_t errlen);
 
 /*
  * One sync round for the int3 protocol: returns once every other thread of
@@ -63,7 +65,7 @@ int kk_sync_plan(char *err, size_t errlen);
  * With one thread, a no-op.  Not async-signal-safe; called under the
  * jump-label lock only.
  */
-int kk_sync_round(void);
+KK_WHITEBOX int kk_sync_round(void);
 
 /*
  * Run @fn(@arg) while every other thread waits in the park signal's handler;
@@ -72,10 +74,10 @@ int kk_sync_round(void);
  * hold malloc's lock).  Returns @fn's result, or -errno with @err filled and
  * @fn not called (a thread could not be stopped).
  */
-int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen);
+KK_WHITEBOX int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen);
 
 /* TracerPid from /proc/self/status: 0 when not traced or unknown. */
-pid_t kk_tracer_pid(void);
+KK_WHITEBOX pid_t kk_tracer_pid(void);
 /* RUNNING_ON_VALGRIND, cached. */
 bool kk_under_valgrind(void);
 
@@ -85,17 +87,12 @@ struct kk_sync_stats {
 	unsigned long long signals;		/* park signals sent (rounds + stops) */
 	unsigned long long stop_machines;	/* batches written under stop_machine */
 };
-void kk_sync_get_stats(struct kk_sync_stats *st);
+KK_WHITEBOX void kk_sync_get_stats(struct kk_sync_stats *st);
 /* The method the last plan chose: "membarrier", "signal", "stop-machine",
  * "single-thread" or "unused". */
-const char *kk_sync_method(void);
+KK_WHITEBOX const char *kk_sync_method(void);
 
-/*
- * Called (under a tracer only) just before stop_machine sends @sig to the
- * other threads.  Empty and never inlined: the gdb helper
- * (tools/gdb/libkernelkit.so-gdb.py) puts an internal breakpoint here to tell
- * gdb to pass @sig silently.  Exported; keep it in the version script.
- */
-void kk_gdb_stop_signal(int sig);
+/* kk_gdb_stop_signal(), the gdb helper's breakpoint, is public API:
+ * <kernelkit/kernelkit.h>. */
 
 #endif

@@ -25,6 +25,15 @@ int kk_threads_stop(void);
 /* Allow library threads again, and restart those that are still needed. 0. */
 int kk_threads_start(void);
 
+/*
+ * For debuggers, not for programs: the library calls this empty function
+ * (under a tracer only) just before it stops the other threads with signal
+ * @sig to patch code.  The gdb helper (tools/gdb/libkernelkit.so-gdb.py)
+ * puts an internal breakpoint on it to let @sig pass silently; it is
+ * exported so that this works on a stripped library too.
+ */
+void kk_gdb_stop_signal(int sig);
+
 #ifdef __cplusplus
 }
 #endif

@@ -212,7 +212,7 @@ bool kk_threads_stopped(void)
 	return __atomic_load_n(&threads_stopped, __ATOMIC_ACQUIRE);
 }
 
-int kk_threads_stop(void)
+KK_EXPORT int kk_threads_stop(void)
 {
 	pthread_mutex_lock(&svc_lock);
 	__atomic_store_n(&threads_stopped, 1, __ATOMIC_RELEASE);
@@ -223,7 +223,7 @@ int kk_threads_stop(void)
 	return 0;
 }
 
-int kk_threads_start(void)
+KK_EXPORT int kk_threads_start(void)
 {
 	pthread_mutex_lock(&svc_lock);
 	__atomic_store_n(&threads_stopped, 0, __ATOMIC_RELEASE);

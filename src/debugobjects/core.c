@@ -26,7 +26,7 @@
 #include "control_internal.h"
 #endif
 
-DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
+KK_EXPORT DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
 
 #ifdef KK_ODEBUG_STANDALONE
 /*
@@ -353,7 +353,7 @@ static inline bool enabled(void)
  * The hooks.  Each runs as one section (see internal.h) from its entry to its
  * report; the fixup, which may call the hooks again, runs after the section.
  */
-void __kk_odebug_init(void *addr, const struct debug_obj_descr *descr, int onstack)
+KK_EXPORT void __kk_odebug_init(void *addr, const struct debug_obj_descr *descr, int onstack)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
@@ -406,7 +406,7 @@ out:
 	odebug_leave();
 }
 
-int __kk_odebug_activate(void *addr, const struct debug_obj_descr *descr)
+KK_EXPORT int __kk_odebug_activate(void *addr, const struct debug_obj_descr *descr)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
@@ -475,7 +475,7 @@ out:
 	return 0;
 }
 
-void __kk_odebug_deactivate(void *addr, const struct debug_obj_descr *descr)
+KK_EXPORT void __kk_odebug_deactivate(void *addr, const struct debug_obj_descr *descr)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
@@ -514,7 +514,7 @@ out:
 	odebug_leave();
 }
 
-void __kk_odebug_destroy(void *addr, const struct debug_obj_descr *descr)
+KK_EXPORT void __kk_odebug_destroy(void *addr, const struct debug_obj_descr *descr)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
@@ -556,7 +556,7 @@ out:
 }
 
 /* @onstack: 1 from destroy_object_on_stack() (checked), -1 unchecked. */
-void __kk_odebug_free(void *addr, const struct debug_obj_descr *descr, int onstack)
+KK_EXPORT void __kk_odebug_free(void *addr, const struct debug_obj_descr *descr, int onstack)
 {
 	struct odebug_bucket *db;
 	struct debug_obj *obj, o;
@@ -592,7 +592,7 @@ out:
 	odebug_leave();
 }
 
-void __kk_odebug_assert_init(void *addr, const struct debug_obj_descr *descr)
+KK_EXPORT void __kk_odebug_assert_init(void *addr, const struct debug_obj_descr *descr)
 {
 	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
 	struct odebug_bucket *db;
@@ -627,7 +627,7 @@ out:
 	odebug_leave();
 }
 
-void __kk_odebug_active_state(void *addr, const struct debug_obj_descr *descr,
+KK_EXPORT void __kk_odebug_active_state(void *addr, const struct debug_obj_descr *descr,
 			      unsigned int expect, unsigned int next)
 {
 	struct debug_obj o = { .object = addr, .state = ODEBUG_STATE_NOTAVAILABLE, .descr = descr };
@@ -730,7 +730,7 @@ repeat:
 	return total + cnt;
 }
 
-void __kk_odebug_check_no_obj_freed(const void *address, unsigned long size)
+KK_EXPORT void __kk_odebug_check_no_obj_freed(const void *address, unsigned long size)
 {
 	unsigned long saddr = (unsigned long)address, eaddr, paddr, chunks, checked = 0;
 	bool nested;
@@ -774,7 +774,7 @@ out:
 
 /* ---- extras ------------------------------------------------------------------------- */
 
-bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state, unsigned int *astate)
+KK_EXPORT bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state, unsigned int *astate)
 {
 	struct odebug_bucket *db = get_bucket((unsigned long)addr);
 	struct debug_obj *obj;
@@ -795,7 +795,7 @@ bool kk_debug_object_lookup(const void *addr, enum debug_obj_state *state, unsig
 	return found;
 }
 
-bool kk_debug_object_get(const void *addr, struct debug_obj *out)
+KK_EXPORT bool kk_debug_object_get(const void *addr, struct debug_obj *out)
 {
 	struct odebug_bucket *db = get_bucket((unsigned long)addr);
 	struct debug_obj *obj;
@@ -836,7 +836,7 @@ void odebug_for_each_object(void (*fn)(const struct debug_obj *obj, void *arg), 
 
 static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int kk_debug_objects_enable(void)
+KK_EXPORT int kk_debug_objects_enable(void)
 {
 	int ret = 0;
 
@@ -859,7 +859,7 @@ int kk_debug_objects_enable(void)
 	return ret;
 }
 
-int kk_debug_objects_disable(void)
+KK_EXPORT int kk_debug_objects_disable(void)
 {
 	int ret = 0;
 	bool nested = odebug_enter();
@@ -879,12 +879,12 @@ int kk_debug_objects_disable(void)
 	return ret;
 }
 
-bool kk_debug_objects_enabled(void)
+KK_EXPORT bool kk_debug_objects_enabled(void)
 {
 	return enabled();
 }
 
-void kk_debug_objects_reset(void)
+KK_EXPORT void kk_debug_objects_reset(void)
 {
 	odebug_enter();
 	flush_hash(false);
@@ -897,7 +897,7 @@ void kk_debug_objects_reset(void)
 	odebug_leave();
 }
 
-void kk_debug_objects_get_stats(struct kk_debug_objects_stats *st)
+KK_EXPORT void kk_debug_objects_get_stats(struct kk_debug_objects_stats *st)
 {
 	unsigned long spare;
 	long sc;

@@ -58,7 +58,7 @@ static inline const struct odebug_policy *policy(void)
 	return &policies[ODEBUG_READ(cur_policy)];
 }
 
-int kk_debug_objects_set_policy(const char *name)
+KK_EXPORT int kk_debug_objects_set_policy(const char *name)
 {
 	if (!name)
 		return -EINVAL;
@@ -71,7 +71,7 @@ int kk_debug_objects_set_policy(const char *name)
 	return -EINVAL;
 }
 
-const char *kk_debug_objects_policy(void)
+KK_EXPORT const char *kk_debug_objects_policy(void)
 {
 	return policy()->name;
 }
@@ -87,7 +87,7 @@ static unsigned long slab_outstanding;		/* trackers out of the slab now */
 static unsigned long slab_max;			/* 0: no limit */
 static unsigned long objs_allocated, objs_freed;
 
-void kk_debug_objects_set_max_trackers(unsigned long max)
+KK_EXPORT void kk_debug_objects_set_max_trackers(unsigned long max)
 {
 	odebug_enter();		/* a signal handler's free() must not wait for slab_lock */
 	pthread_mutex_lock(&slab_lock);
@@ -557,7 +557,7 @@ static void free_obj_work(void)
 		kick_worker();
 }
 
-void kk_debug_objects_run_worker(void)
+KK_EXPORT void kk_debug_objects_run_worker(void)
 {
 	free_obj_work();
 }

@@ -53,7 +53,7 @@ static unsigned int printer_seq;
 static kk_odebug_printer_fn printer_fn;
 static void *printer_arg;
 
-void kk_debug_objects_set_printer(kk_odebug_printer_fn fn, void *arg)
+KK_EXPORT void kk_debug_objects_set_printer(kk_odebug_printer_fn fn, void *arg)
 {
 	odebug_enter();
 	odebug_spin_lock(&printer_lock);
@@ -204,7 +204,7 @@ static struct depot_rec *depot;
 static uint32_t depot_used;
 static uint32_t depot_heads[DEPOT_HASH];
 
-void kk_debug_objects_set_backtraces(bool on)
+KK_EXPORT void kk_debug_objects_set_backtraces(bool on)
 {
 	if (on) {
 		void *f[2];
@@ -439,7 +439,7 @@ out:
 	return total;
 }
 
-unsigned long kk_debug_objects_report_active(void)
+KK_EXPORT unsigned long kk_debug_objects_report_active(void)
 {
 	return report_active("");
 }

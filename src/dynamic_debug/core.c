@@ -400,12 +400,12 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 	return err;
 }
 
-int kk_dyndbg_set_all_or_nothing(int on)
+KK_EXPORT int kk_dyndbg_set_all_or_nothing(int on)
 {
 	return atomic_exchange(&dd_all_or_nothing, on ? 1 : 0);
 }
 
-int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
+KK_EXPORT int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
 		   struct kk_dyndbg_result *res, char **report)
 {
 	struct kk_buf rep = { 0 };
@@ -423,7 +423,7 @@ int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
 	return ret;
 }
 
-int dynamic_debug_exec_queries(const char *query, const char *modname)
+KK_EXPORT int dynamic_debug_exec_queries(const char *query, const char *modname)
 {
 	struct kk_dyndbg_result r;
 	int ret;
@@ -436,12 +436,12 @@ int dynamic_debug_exec_queries(const char *query, const char *modname)
 	return r.matched > INT_MAX ? INT_MAX : (int)r.matched;
 }
 
-int kk_dyndbg_set_batched(int on)
+KK_EXPORT int kk_dyndbg_set_batched(int on)
 {
 	return atomic_exchange(&dd_batched, on ? 1 : 0);
 }
 
-size_t kk_dyndbg_count_sites(const char *module)
+KK_EXPORT size_t kk_dyndbg_count_sites(const char *module)
 {
 	size_t n = 0;
 
@@ -499,7 +499,7 @@ static int check_queries(const char *queries, const char *module, struct ddq_msg
 	return ret;
 }
 
-int kk_dyndbg_set_module_queries(const char *module, const char *queries)
+KK_EXPORT int kk_dyndbg_set_module_queries(const char *module, const char *queries)
 {
 	struct ddq_msgs m = { 0 };
 	int ret;
@@ -572,7 +572,7 @@ static void report_counts_locked(const struct dd_table *t)
 	}
 }
 
-int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
+KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
 {
 	const void *id = start != stop ? (const void *)start : (const void *)cstart;
@@ -627,7 +627,7 @@ int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 	return 0;
 }
 
-void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
+KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
 {
 	struct dd_table **pp, *t = NULL;
 
@@ -842,7 +842,7 @@ static int level_type(enum class_map_type t)
 	return t == DD_CLASS_TYPE_LEVEL_NUM || t == DD_CLASS_TYPE_LEVEL_NAMES;
 }
 
-int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long val)
+KK_EXPORT int ddebug_classparam_set(const struct ddebug_class_param *dcp, unsigned long val)
 {
 	const struct ddebug_class_map *map;
 	unsigned long oldb, newb;
@@ -949,7 +949,7 @@ static int parse_class_names(const char *instr, const struct ddebug_class_param 
 	return any ? 0 : -EINVAL;
 }
 
-int kk_param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp)
+KK_EXPORT int kk_param_set_dyndbg_classes(const char *instr, const struct ddebug_class_param *dcp)
 {
 	unsigned long v;
 	char *end;
@@ -978,7 +978,7 @@ int kk_param_set_dyndbg_classes(const char *instr, const struct ddebug_class_par
 	return ret < 0 ? ret : 0;
 }
 
-int kk_param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp)
+KK_EXPORT int kk_param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class_param *dcp)
 {
 	if (!dcp || !dcp->map)
 		return -EINVAL;
@@ -987,14 +987,14 @@ int kk_param_get_dyndbg_classes(char *buf, size_t len, const struct ddebug_class
 	return snprintf(buf, len, "0x%lx", dcp->bits ? *dcp->bits : 0);
 }
 
-int param_set_dyndbg_classes(const char *instr, const struct kernel_param *kp)
+KK_EXPORT int param_set_dyndbg_classes(const char *instr, const struct kernel_param *kp)
 {
 	if (!kp)
 		return -EINVAL;
 	return kk_param_set_dyndbg_classes(instr, kp->arg);
 }
 
-int param_get_dyndbg_classes(char *buffer, const struct kernel_param *kp)
+KK_EXPORT int param_get_dyndbg_classes(char *buffer, const struct kernel_param *kp)
 {
 	int n;
 
@@ -1008,7 +1008,7 @@ int param_get_dyndbg_classes(char *buffer, const struct kernel_param *kp)
 	return n;
 }
 
-const struct kernel_param_ops param_ops_dyndbg_classes = {
+KK_EXPORT const struct kernel_param_ops param_ops_dyndbg_classes = {
 	.set = param_set_dyndbg_classes,
 	.get = param_get_dyndbg_classes,
 };
@@ -1178,7 +1178,7 @@ static int param_path(char *path, const char *mod, const char *name)
 	return n < 0 || n >= KK_CONTROL_NAME_MAX ? -EINVAL : 0;
 }
 
-int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *dcp)
+KK_EXPORT int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *dcp)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
@@ -1187,7 +1187,7 @@ int kk_dyndbg_register_param(const char *name, const struct ddebug_class_param *
 	return add_param(path, dcp, NULL);
 }
 
-int kk_dyndbg_unregister_param(const char *name)
+KK_EXPORT int kk_dyndbg_unregister_param(const char *name)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
@@ -1196,7 +1196,7 @@ int kk_dyndbg_unregister_param(const char *name)
 	return del_param(path);
 }
 
-int kk_module_param_register(const char *modname, const struct kernel_param *kp)
+KK_EXPORT int kk_module_param_register(const char *modname, const struct kernel_param *kp)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
@@ -1206,7 +1206,7 @@ int kk_module_param_register(const char *modname, const struct kernel_param *kp)
 	return add_param(path, NULL, kp);
 }
 
-int kk_module_param_unregister(const char *modname, const struct kernel_param *kp)
+KK_EXPORT int kk_module_param_unregister(const char *modname, const struct kernel_param *kp)
 {
 	char path[KK_CONTROL_NAME_MAX];
 
@@ -1215,7 +1215,7 @@ int kk_module_param_unregister(const char *modname, const struct kernel_param *k
 	return del_param(path);
 }
 
-int ddebug_dyndbg_module_param_cb(char *param, char *val, const char *modname)
+KK_EXPORT int ddebug_dyndbg_module_param_cb(char *param, char *val, const char *modname)
 {
 	const char *p;
 	int ret;

@@ -200,7 +200,7 @@ const char *kk_dd_inherit_env(void)
 	return e;
 }
 
-int kk_dyndbg_set_inherit(int on)
+KK_EXPORT int kk_dyndbg_set_inherit(int on)
 {
 	return atomic_exchange(&inh_on, on ? 1 : 0);
 }
@@ -371,17 +371,20 @@ static int exec_with_state(int dirfd, const char *path, char *const argv[], char
 	return (int)r;
 }
 
-int execve(const char *path, char *const argv[], char *const envp[])
+KK_INTERPOSE(execve)
+int kk_interpose_execve(const char *path, char *const argv[], char *const envp[])
 {
 	return exec_with_state(AT_FDCWD, path, argv, envp, 0);
 }
 
-int execv(const char *path, char *const argv[])
+KK_INTERPOSE(execv)
+int kk_interpose_execv(const char *path, char *const argv[])
 {
-	return execve(path, argv, environ);
+	return kk_interpose_execve(path, argv, environ);
 }
 
-int fexecve(int fd, char *const argv[], char *const envp[])
+KK_INTERPOSE(fexecve)
+int kk_interpose_fexecve(int fd, char *const argv[], char *const envp[])
 {
 	char path[32] = "/proc/self/fd/";
 	char digits[12];
@@ -404,7 +407,7 @@ int fexecve(int fd, char *const argv[], char *const envp[])
 	while (n)
 		path[len++] = digits[--n];
 	path[len] = '\0';
-	execve(path, argv, envp);
+	kk_interpose_execve(path, argv, envp);
 	if (errno == ENOENT)
 		errno = e == ENOSYS ? EBADF : e;
 	return -1;
@@ -426,11 +429,12 @@ static void exec_script(const char *path, char *const argv[], char *const envp[]
 			nargv[i + 1] = argv[i];
 		if (!argc)
 			nargv[2] = NULL;
-		execve(nargv[0], nargv, envp);
+		kk_interpose_execve(nargv[0], nargv, envp);
 	}
 }
 
-int execvpe(const char *file, char *const argv[], char *const envp[])
+KK_INTERPOSE(execvpe)
+int kk_interpose_execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	const char *path, *p, *z;
 	size_t flen;
@@ -441,7 +445,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
 		return -1;
 	}
 	if (strchr(file, '/')) {
-		execve(file, argv, envp);
+		kk_interpose_execve(file, argv, envp);
 		if (errno == ENOEXEC)
 			exec_script(file, argv, envp);
 		return -1;
@@ -465,7 +469,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
 			if (l)
 				buf[l++] = '/';
 			memcpy(buf + l, file, flen + 1);
-			execve(buf, argv, envp);
+			kk_interpose_execve(buf, argv, envp);
 			switch (errno) {
 			case EACCES:
 				eacces = true;
@@ -490,9 +494,10 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
 	return -1;
 }
 
-int execvp(const char *file, char *const argv[])
+KK_INTERPOSE(execvp)
+int kk_interpose_execvp(const char *file, char *const argv[])
 {
-	return execvpe(file, argv, environ);
+	return kk_interpose_execvpe(file, argv, environ);
 }
 
 static size_t count_args(const char *arg0, va_list ap)
@@ -506,7 +511,8 @@ static size_t count_args(const char *arg0, va_list ap)
 	return n + 1;
 }
 
-int execl(const char *path, const char *arg, ...)
+KK_INTERPOSE(execl)
+int kk_interpose_execl(const char *path, const char *arg, ...)
 {
 	va_list ap, aq;
 	size_t argc;
@@ -524,11 +530,12 @@ int execl(const char *path, const char *arg, ...)
 			argv[i] = va_arg(ap, char *);
 		argv[argc] = NULL;
 		va_end(ap);
-		return execve(path, argv, environ);
+		return kk_interpose_execve(path, argv, environ);
 	}
 }
 
-int execlp(const char *file, const char *arg, ...)
+KK_INTERPOSE(execlp)
+int kk_interpose_execlp(const char *file, const char *arg, ...)
 {
 	va_list ap, aq;
 	size_t argc;
@@ -546,11 +553,12 @@ int execlp(const char *file, const char *arg, ...)
 			argv[i] = va_arg(ap, char *);
 		argv[argc] = NULL;
 		va_end(ap);
-		return execvpe(file, argv, environ);
+		return kk_interpose_execvpe(file, argv, environ);
 	}
 }
 
-int execle(const char *path, const char *arg, ...)
+KK_INTERPOSE(execle)
+int kk_interpose_execle(const char *path, const char *arg, ...)
 {
 	va_list ap, aq;
 	size_t argc;
@@ -572,6 +580,6 @@ int execle(const char *path, const char *arg, ...)
 		argv[argc] = NULL;
 		envp = va_arg(ap, char *const *);
 		va_end(ap);
-		return execve(path, argv, envp);
+		return kk_interpose_execve(path, argv, envp);
 	}
 }

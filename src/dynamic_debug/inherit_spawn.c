@@ -56,7 +56,8 @@ static int spawn_with_state(spawn_fn *real, pid_t *pid, const char *path,
 	return ret;
 }
 
-int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+KK_INTERPOSE(posix_spawn)
+int kk_interpose_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	static spawn_fn *real;
@@ -64,7 +65,8 @@ int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *
 	return spawn_with_state(next_fn("posix_spawn", &real), pid, path, fa, attr, argv, envp);
 }
 
-int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+KK_INTERPOSE(posix_spawnp)
+int kk_interpose_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 		 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	static spawn_fn *real;

@@ -226,7 +226,7 @@ static int journal_send(const struct entry *e)
 	return r;
 }
 
-void kk_dyndbg_sink_journal(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
+KK_EXPORT void kk_dyndbg_sink_journal(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
 {
 	struct entry e;
 	int r;

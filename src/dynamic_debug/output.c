@@ -32,7 +32,7 @@ struct sink {
 static _Atomic(struct sink *) cur_sink;
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void kk_dyndbg_set_sink(kk_dyndbg_sink_fn fn, void *arg)
+KK_EXPORT void kk_dyndbg_set_sink(kk_dyndbg_sink_fn fn, void *arg)
 {
 	struct sink *s = NULL;
 
@@ -65,7 +65,7 @@ kk_dyndbg_sink_fn kk_dd_sink_current(void)
 	return s ? s->fn : NULL;
 }
 
-void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
+KK_EXPORT void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
 {
 	int prio = (int)(long)arg;
 
@@ -198,7 +198,7 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt,
 	}
 }
 
-void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
+KK_EXPORT void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -219,7 +219,7 @@ static unsigned long long get_group(const unsigned char *p, int groupsize)
 	return v;
 }
 
-void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int prefix_type,
+KK_EXPORT void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int prefix_type,
 			int rowsize, int groupsize, const void *buf, size_t len, int ascii)
 {
 	const unsigned char *p = buf;
@@ -281,19 +281,19 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull + 1;
 }
 
-void ratelimit_state_init(struct ratelimit_state *rs, int interval, int burst)
+KK_EXPORT void ratelimit_state_init(struct ratelimit_state *rs, int interval, int burst)
 {
 	memset(rs, 0, sizeof(*rs));
 	rs->interval = interval;
 	rs->burst = burst;
 }
 
-void ratelimit_set_flags(struct ratelimit_state *rs, unsigned long flags)
+KK_EXPORT void ratelimit_set_flags(struct ratelimit_state *rs, unsigned long flags)
 {
 	rs->flags = (unsigned int)flags;
 }
 
-int kk_ratelimit_check(struct ratelimit_state *rs, int *report)
+KK_EXPORT int kk_ratelimit_check(struct ratelimit_state *rs, int *report)
 {
 	unsigned long long t;
 	int ok;
@@ -329,7 +329,7 @@ int kk_ratelimit_check(struct ratelimit_state *rs, int *report)
 	return ok;
 }
 
-int ___ratelimit(struct ratelimit_state *rs, const char *func)
+KK_EXPORT int ___ratelimit(struct ratelimit_state *rs, const char *func)
 {
 	int report, ok = kk_ratelimit_check(rs, &report);
 
@@ -338,7 +338,7 @@ int ___ratelimit(struct ratelimit_state *rs, const char *func)
 	return ok;
 }
 
-void ratelimit_state_exit(struct ratelimit_state *rs)
+KK_EXPORT void ratelimit_state_exit(struct ratelimit_state *rs)
 {
 	if (!(rs->flags & RATELIMIT_MSG_ON_RELEASE))
 		return;
@@ -349,7 +349,7 @@ void ratelimit_state_exit(struct ratelimit_state *rs)
 	}
 }
 
-int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *d)
+KK_EXPORT int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *d)
 {
 	int report, ok = kk_ratelimit_check(rs, &report);
 

@@ -109,7 +109,7 @@ int jl_fail(int err, const char *fmt, ...)
 	return err;
 }
 
-const char *kk_jump_label_strerror(void)
+KK_EXPORT const char *kk_jump_label_strerror(void)
 {
 	return jl_err[0] ? jl_err : "no error";
 }
@@ -121,14 +121,14 @@ static int lock_held(void)
 	return atomic_load(&jl_owned) && pthread_equal(atomic_load(&jl_owner), pthread_self());
 }
 
-void jump_label_lock(void)
+KK_EXPORT void jump_label_lock(void)
 {
 	pthread_mutex_lock(&jl_mutex);
 	atomic_store(&jl_owner, pthread_self());
 	atomic_store(&jl_owned, 1);
 }
 
-void jump_label_unlock(void)
+KK_EXPORT void jump_label_unlock(void)
 {
 	atomic_store(&jl_owned, 0);
 	pthread_mutex_unlock(&jl_mutex);
@@ -686,14 +686,14 @@ static int cpuslocked_call(int (*fn)(struct static_key *), struct static_key *ke
 	return fn(key);
 }
 
-int static_key_enable(struct static_key *key) { return locked_call(enable_locked, key); }
-int static_key_disable(struct static_key *key) { return locked_call(disable_locked, key); }
-int static_key_enable_cpuslocked(struct static_key *key) { return cpuslocked_call(enable_locked, key); }
-int static_key_disable_cpuslocked(struct static_key *key) { return cpuslocked_call(disable_locked, key); }
-int static_key_slow_inc_cpuslocked(struct static_key *key) { return cpuslocked_call(inc_locked, key); }
-int static_key_slow_dec_cpuslocked(struct static_key *key) { return cpuslocked_call(dec_locked, key); }
+KK_EXPORT int static_key_enable(struct static_key *key) { return locked_call(enable_locked, key); }
+KK_EXPORT int static_key_disable(struct static_key *key) { return locked_call(disable_locked, key); }
+KK_EXPORT int static_key_enable_cpuslocked(struct static_key *key) { return cpuslocked_call(enable_locked, key); }
+KK_EXPORT int static_key_disable_cpuslocked(struct static_key *key) { return cpuslocked_call(disable_locked, key); }
+KK_EXPORT int static_key_slow_inc_cpuslocked(struct static_key *key) { return cpuslocked_call(inc_locked, key); }
+KK_EXPORT int static_key_slow_dec_cpuslocked(struct static_key *key) { return cpuslocked_call(dec_locked, key); }
 
-int static_key_slow_inc(struct static_key *key)
+KK_EXPORT int static_key_slow_inc(struct static_key *key)
 {
 	int v;
 
@@ -712,7 +712,7 @@ int static_key_slow_inc(struct static_key *key)
  * The kernel's static_key_fast_inc_not_disabled(): take a reference only if
  * the key is already on, so that nothing needs patching and no lock is taken.
  */
-bool static_key_fast_inc_not_disabled(struct static_key *key)
+KK_EXPORT bool static_key_fast_inc_not_disabled(struct static_key *key)
 {
 	int v;
 
@@ -727,13 +727,13 @@ bool static_key_fast_inc_not_disabled(struct static_key *key)
 }
 
 /* Keys are usable from the first constructor on: there is no early boot. */
-bool static_key_initialized = true;
+KK_EXPORT bool static_key_initialized = true;
 
-void jump_label_init(void)
+KK_EXPORT void jump_label_init(void)
 {
 }
 
-void jump_label_init_ro(void)
+KK_EXPORT void jump_label_init_ro(void)
 {
 }
 
@@ -747,7 +747,7 @@ bool jl_dec_not_one(struct static_key *key, int *v)
 	return false;
 }
 
-int static_key_slow_dec(struct static_key *key)
+KK_EXPORT int static_key_slow_dec(struct static_key *key)
 {
 	int v;
 
@@ -778,17 +778,17 @@ static int queue_key(struct static_key *key, uintptr_t state)
 	return ret;
 }
 
-int static_key_enable_queued(struct static_key *key) { return queue_key(key, JL_Q_ON); }
-int static_key_disable_queued(struct static_key *key) { return queue_key(key, JL_Q_OFF); }
+KK_EXPORT int static_key_enable_queued(struct static_key *key) { return queue_key(key, JL_Q_ON); }
+KK_EXPORT int static_key_disable_queued(struct static_key *key) { return queue_key(key, JL_Q_OFF); }
 
-void kk_static_key_discard_queued(void)
+KK_EXPORT void kk_static_key_discard_queued(void)
 {
 	jump_label_lock();
 	queue_clear();
 	jump_label_unlock();
 }
 
-int static_key_apply_queued(void)
+KK_EXPORT int static_key_apply_queued(void)
 {
 	struct static_key **keys = NULL;
 	bool *on = NULL;
@@ -932,7 +932,7 @@ static struct jump_entry *next_run(struct jl_object *o, struct jump_entry *e)
 	return e + run_len(o, e);
 }
 
-int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
+KK_EXPORT int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
 {
 	struct jump_entry *e, *end;
 	struct jl_object *o;
@@ -992,7 +992,7 @@ static bool in_range(const void *p, uintptr_t lo, uintptr_t hi)
  * Runs from every object's destructor, also at exit() inside a sandbox: no
  * syscall beyond the lock's futex (dl_iterate_phdr() makes none).
  */
-void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
+KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
 			      const void *self)
 {
 	struct jl_object *o = NULL, **pp;
@@ -1055,7 +1055,7 @@ static void count_key(struct static_key *key, void *arg)
 	(*(unsigned long long *)arg)++;
 }
 
-void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
+KK_EXPORT void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 {
 	struct kk_text_stats ts;
 	struct kk_sync_stats ss;
@@ -1080,12 +1080,12 @@ void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 	jump_label_unlock();
 }
 
-const char *kk_jump_label_method(void)
+KK_EXPORT const char *kk_jump_label_method(void)
 {
 	return kk_text_method();
 }
 
-const char *kk_jump_label_sync_method(void)
+KK_EXPORT const char *kk_jump_label_sync_method(void)
 {
 	return kk_sync_method();
 }

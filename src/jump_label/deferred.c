@@ -49,7 +49,7 @@ static void dw_init(struct kk_delayed_work *dw, struct static_key *key)
 	__atomic_store_n(&dw_work(dw)->fn, dw_timeout, __ATOMIC_RELEASE);
 }
 
-int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
+KK_EXPORT int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_work *work,
 				   unsigned long timeout)
 {
 	int v, ret;
@@ -69,7 +69,7 @@ int __static_key_slow_dec_deferred(struct static_key *key, struct kk_delayed_wor
 	return 0;
 }
 
-void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work)
+KK_EXPORT void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work *work)
 {
 	(void)key;
 	/* flush_delayed_work(); the work was never queued if it has no function. */
@@ -77,7 +77,7 @@ void __static_key_deferred_flush(struct static_key *key, struct kk_delayed_work 
 		kk_flush_work(dw_work(work));
 }
 
-void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl)
+KK_EXPORT void jump_label_rate_limit(struct static_key_deferred *key, unsigned long rl)
 {
 	key->timeout = rl;
 	dw_init(&key->work, &key->key);

@@ -209,7 +209,7 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 	return 0;
 }
 
-int kk_panic_apply_settings(const char *text, char *err, int errlen)
+KK_EXPORT int kk_panic_apply_settings(const char *text, char *err, int errlen)
 {
 	struct staged st;
 	const char *p = text;

@@ -120,7 +120,7 @@ static void set_mask(uint64_t m)
 
 static const char taint_true[KK_TAINT_FLAGS_COUNT + 1] = "PFSRMBUDAWCIOELKXTN";
 
-int kk_add_taint(unsigned flag)
+KK_EXPORT int kk_add_taint(unsigned flag)
 {
 	if (flag >= KK_TAINT_FLAGS_COUNT)
 		return -EINVAL;
@@ -128,19 +128,19 @@ int kk_add_taint(unsigned flag)
 	return 0;
 }
 
-int kk_test_taint(unsigned flag)
+KK_EXPORT int kk_test_taint(unsigned flag)
 {
 	if (flag >= KK_TAINT_FLAGS_COUNT)
 		return 0;
 	return !!(KKP_LOAD(taint_mask) & (1ul << flag));
 }
 
-unsigned long kk_get_taint(void)
+KK_EXPORT unsigned long kk_get_taint(void)
 {
 	return KKP_LOAD(taint_mask);
 }
 
-const char *kk_print_tainted(char *buf, int len)
+KK_EXPORT const char *kk_print_tainted(char *buf, int len)
 {
 	unsigned long m = KKP_LOAD(taint_mask);
 	int n = 0, last = 0;
@@ -163,7 +163,7 @@ const char *kk_print_tainted(char *buf, int len)
 	return buf;
 }
 
-unsigned long kk_warn_count(void)
+KK_EXPORT unsigned long kk_warn_count(void)
 {
 	return KKP_LOAD(warn_count);
 }
@@ -197,7 +197,7 @@ static void warn_common(const char *file, int line, const char *func, const char
 		kk_panic("panic_on_warn set ...");
 }
 
-void kk_warn_slowpath(const char *file, int line, const char *func, const char *fmt, ...)
+KK_EXPORT void kk_warn_slowpath(const char *file, int line, const char *func, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -206,7 +206,7 @@ void kk_warn_slowpath(const char *file, int line, const char *func, const char *
 	va_end(ap);
 }
 
-void kk_warn_slowpath_null(const char *file, int line, const char *func)
+KK_EXPORT void kk_warn_slowpath_null(const char *file, int line, const char *func)
 {
 	va_list ap;
 
@@ -215,7 +215,7 @@ void kk_warn_slowpath_null(const char *file, int line, const char *func)
 	warn_common(file, line, func, NULL, ap);
 }
 
-void kk_bug(const char *file, int line, const char *func)
+KK_EXPORT void kk_bug(const char *file, int line, const char *func)
 {
 	kk_add_taint(KK_TAINT_DIE);
 	if (KKP_LOAD(kkp_set.on_oops) || KKP_LOAD(kkp_panic_owner))
@@ -235,12 +235,12 @@ void kk_bug(const char *file, int line, const char *func)
 
 /* ---- notifiers ---------------------------------------------------------------- */
 
-int kk_panic_in_progress(void)
+KK_EXPORT int kk_panic_in_progress(void)
 {
 	return KKP_LOAD(kkp_panic_owner) != 0;
 }
 
-int kk_panic_notifier_register(struct kk_panic_notifier *nb)
+KK_EXPORT int kk_panic_notifier_register(struct kk_panic_notifier *nb)
 {
 	struct kk_panic_notifier **pp, *it;
 
@@ -265,7 +265,7 @@ int kk_panic_notifier_register(struct kk_panic_notifier *nb)
 	return 0;
 }
 
-int kk_panic_notifier_unregister(struct kk_panic_notifier *nb)
+KK_EXPORT int kk_panic_notifier_unregister(struct kk_panic_notifier *nb)
 {
 	struct kk_panic_notifier **pp;
 
@@ -292,19 +292,19 @@ static int bool_ok(int on)
 	return on == 0 || on == 1;
 }
 
-int kk_panic_set_timeout(int seconds)
+KK_EXPORT int kk_panic_set_timeout(int seconds)
 {
 	kkp_prepare();
 	KKP_STORE(kkp_set.timeout, seconds);
 	return 0;
 }
 
-int kk_panic_get_timeout(void)
+KK_EXPORT int kk_panic_get_timeout(void)
 {
 	return KKP_LOAD(kkp_set.timeout);
 }
 
-int kk_panic_set_on_warn(int on)
+KK_EXPORT int kk_panic_set_on_warn(int on)
 {
 	kkp_prepare();
 	if (!bool_ok(on))
@@ -313,7 +313,7 @@ int kk_panic_set_on_warn(int on)
 	return 0;
 }
 
-int kk_panic_get_on_warn(void)
+KK_EXPORT int kk_panic_get_on_warn(void)
 {
 	return KKP_LOAD(kkp_set.on_warn);
 }
@@ -347,7 +347,7 @@ static int hook_faults(int on)
 	return 0;
 }
 
-int kk_panic_set_on_oops(int on)
+KK_EXPORT int kk_panic_set_on_oops(int on)
 {
 	int rc;
 
@@ -367,12 +367,12 @@ int kk_panic_set_on_oops(int on)
 	return rc;
 }
 
-int kk_panic_get_on_oops(void)
+KK_EXPORT int kk_panic_get_on_oops(void)
 {
 	return KKP_LOAD(kkp_set.on_oops);
 }
 
-int kk_panic_set_restart(enum kk_panic_restart how)
+KK_EXPORT int kk_panic_set_restart(enum kk_panic_restart how)
 {
 	kkp_prepare();
 	if ((int)how < KK_PANIC_RESTART_EXIT || how > KK_PANIC_RESTART_REEXEC)
@@ -381,12 +381,12 @@ int kk_panic_set_restart(enum kk_panic_restart how)
 	return 0;
 }
 
-enum kk_panic_restart kk_panic_get_restart(void)
+KK_EXPORT enum kk_panic_restart kk_panic_get_restart(void)
 {
 	return (enum kk_panic_restart)KKP_LOAD(kkp_set.restart);
 }
 
-int kk_panic_set_exit_status(int status)
+KK_EXPORT int kk_panic_set_exit_status(int status)
 {
 	kkp_prepare();
 	if (status < 1 || status > 255)
@@ -395,23 +395,23 @@ int kk_panic_set_exit_status(int status)
 	return 0;
 }
 
-int kk_panic_get_exit_status(void)
+KK_EXPORT int kk_panic_get_exit_status(void)
 {
 	return KKP_LOAD(kkp_set.exit_status);
 }
 
-int kk_panic_set_policy(const char *name)
+KK_EXPORT int kk_panic_set_policy(const char *name)
 {
 	kkp_prepare();
 	return kkp_policy_select(name);
 }
 
-const char *kk_panic_get_policy(void)
+KK_EXPORT const char *kk_panic_get_policy(void)
 {
 	return kkp_policy_name();
 }
 
-int kk_panic_set_core_dump(int on)
+KK_EXPORT int kk_panic_set_core_dump(int on)
 {
 	kkp_prepare();
 	if (!bool_ok(on))
@@ -420,7 +420,7 @@ int kk_panic_set_core_dump(int on)
 	return 0;
 }
 
-int kk_panic_set_stop_timeout_ms(int ms)
+KK_EXPORT int kk_panic_set_stop_timeout_ms(int ms)
 {
 	kkp_prepare();
 	if (ms < 1 || ms > 60000)
@@ -429,7 +429,7 @@ int kk_panic_set_stop_timeout_ms(int ms)
 	return 0;
 }
 
-int kk_panic_set_notifiers_first(int on)
+KK_EXPORT int kk_panic_set_notifiers_first(int on)
 {
 	kkp_prepare();
 	if (!bool_ok(on))
@@ -438,7 +438,7 @@ int kk_panic_set_notifiers_first(int on)
 	return 0;
 }
 
-int kk_panic_set_sd_watchdog(int on)
+KK_EXPORT int kk_panic_set_sd_watchdog(int on)
 {
 	kkp_prepare();
 	if (!bool_ok(on))
@@ -447,7 +447,7 @@ int kk_panic_set_sd_watchdog(int on)
 	return 0;
 }
 
-int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int period_ms)
+KK_EXPORT int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int period_ms)
 {
 	kkp_prepare();
 	if (blink && (period_ms < 10 || period_ms > 60000))
@@ -464,12 +464,12 @@ int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int perio
 	return 0;
 }
 
-int kk_panic_stop_signal(void)
+KK_EXPORT int kk_panic_stop_signal(void)
 {
 	return kk_park_signal();
 }
 
-int kk_panic_get_stats(struct kk_panic_stats *st)
+KK_EXPORT int kk_panic_get_stats(struct kk_panic_stats *st)
 {
 	if (!st)
 		return -EINVAL;
@@ -616,7 +616,7 @@ void kkp_prepare(void)
 		reserve_stacks();
 }
 
-int kk_panic_thread_init(void)
+KK_EXPORT int kk_panic_thread_init(void)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	stack_t ss, old;
@@ -820,7 +820,7 @@ __attribute__((noreturn)) static void switch_stack_and_run(void)
 	panic_body();		/* no reserved stack: go on where we are */
 }
 
-void kk_vpanic(const char *fmt, va_list ap)
+KK_EXPORT void kk_vpanic(const char *fmt, va_list ap)
 {
 	uint64_t t0 = kkp_now_ns();
 	pid_t me = kkp_gettid();
@@ -846,7 +846,7 @@ void kk_vpanic(const char *fmt, va_list ap)
 	switch_stack_and_run();
 }
 
-void kk_panic(const char *fmt, ...)
+KK_EXPORT void kk_panic(const char *fmt, ...)
 {
 	va_list ap;
 

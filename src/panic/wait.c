@@ -96,7 +96,7 @@ static void insert_locked(struct kk_panic_policy *p)
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 }
 
-int kk_panic_policy_register(struct kk_panic_policy *p)
+KK_EXPORT int kk_panic_policy_register(struct kk_panic_policy *p)
 {
 	int rc = 0;
 
@@ -115,7 +115,7 @@ int kk_panic_policy_register(struct kk_panic_policy *p)
 	return rc;
 }
 
-int kk_panic_policy_unregister(struct kk_panic_policy *p)
+KK_EXPORT int kk_panic_policy_unregister(struct kk_panic_policy *p)
 {
 	struct kk_panic_policy **pp;
 
@@ -467,7 +467,7 @@ static int idle_wait(const struct kk_panic_wait *w, int want_dbg)
 	}
 }
 
-int kk_panic_idle(const struct kk_panic_wait *w)
+KK_EXPORT int kk_panic_idle(const struct kk_panic_wait *w)
 {
 	if (!w)
 		return -EINVAL;

@@ -22,10 +22,12 @@
  * during a stable 4i+2 of a successful enable is wrong too.
  *
  * Writes are failed through the library's test hook kk_text_write_hook
- * (called before each text write; non-zero fails it).  A library without
- * the hook writes text with pwrite() on /proc/self/mem: this program's own
- * pwrite() (found before libc's) fails the same writes, so the test also
- * runs against the old code.  With neither, it exits 77.
+ * (called before each text write; non-zero fails it) when the library
+ * exports it: the white-box build ($(B)/internal/libkernelkit.so) does,
+ * libkernelkit.so does not (it is not API, docs/abi.md).  Without the hook
+ * the library writes text with pwrite() on /proc/self/mem: this program's
+ * own pwrite() (found before libc's) fails the same writes.  With neither
+ * (the remap write path), it exits 77.
  *
  * Environment: KK_FAILED_ENABLE_ATTEMPTS (per phase, default 1200).
  */

@@ -32,24 +32,12 @@
 
 #include <kernelkit/jump_label.h>
 
-#include "text_sync.h"
-
 #ifndef JL_STRESS_SIGNALS
 #define JL_STRESS_SIGNALS 0		/* default of KK_STRESS_SIGNALS */
 #endif
 #ifndef JL_STRESS_TOGGLES
 #define JL_STRESS_TOGGLES 100000	/* default of KK_STRESS_TOGGLES */
 #endif
-
-/*
- * The sync layer (src/text_sync.c) and the write hook arrive with issue 10.
- * Weak, so that this program also runs against a library without them: the
- * check of a forced KK_TEXT_SYNC then only says the knob was not understood.
- */
-extern void kk_sync_get_stats(struct kk_sync_stats *st) __attribute__((__weak__));
-extern const char *kk_sync_method(void) __attribute__((__weak__));
-extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len)
-	__attribute__((__weak__));
 
 DEFINE_STATIC_KEY_FALSE(key_a);
 DEFINE_STATIC_KEY_TRUE(key_b);
@@ -189,7 +177,6 @@ static int check_forced_path(const struct kk_jump_label_stats *st)
 {
 	const char *poke = getenv("KK_TEXT_POKE");
 	const char *sync = getenv("KK_TEXT_SYNC");
-	struct kk_sync_stats ss;
 	int bad = 0;
 
 	if (!st->sites) {
@@ -206,42 +193,32 @@ static int check_forced_path(const struct kk_jump_label_stats *st)
 			printf("write path: %s, as forced\n", poke);
 		}
 	}
-	if (!kk_sync_get_stats) {
-		printf("sync layer: absent from this library%s\n",
-		       sync && *sync ? " (KK_TEXT_SYNC was ignored)" : "");
-		/* The write hook and the sync layer come together: a library
-		 * with one but not the other hides the statistics. */
-		if (sync && *sync && strcmp(sync, "auto") && &kk_text_write_hook) {
-			fprintf(stderr, "KK_TEXT_SYNC=%s: the library has kk_text_write_hook but "
-				"no kk_sync_get_stats(); cannot check the path\n", sync);
-			bad++;
-		}
-		return bad;
-	}
-	kk_sync_get_stats(&ss);
-	printf("sync layer: method %s, membarrier rounds %llu, signal rounds %llu, "
-	       "signals %llu, stop_machines %llu\n", kk_sync_method ? kk_sync_method() : "?",
-	       ss.membarrier_rounds, ss.signal_rounds, ss.signals, ss.stop_machines);
+	/* The public statistics (issue 13: the sync layer's own are internal):
+	 * syncs counts every int3 round, signal_syncs those done by
+	 * signalling threads, stopped the batches written under stop_machine. */
+	printf("sync: method %s, rounds %llu (by signals %llu), batches under "
+	       "stop_machine %llu\n", kk_jump_label_sync_method(), st->syncs, st->signal_syncs,
+	       st->stopped);
 	if (!sync || !*sync || !strcmp(sync, "auto"))
 		return bad;
 	if (!strcmp(sync, "signal")) {
-		if (!ss.signal_rounds || ss.membarrier_rounds || ss.stop_machines) {
+		if (!st->signal_syncs || st->syncs != st->signal_syncs || st->stopped) {
 			fprintf(stderr, "KK_TEXT_SYNC=signal, but the rounds were not all "
 				"signal rounds\n");
 			bad++;
 		}
 	} else if (!strcmp(sync, "membarrier")) {
-		if (!ss.membarrier_rounds || ss.signal_rounds || ss.stop_machines) {
+		if (!st->syncs || st->signal_syncs || st->stopped) {
 			fprintf(stderr, "KK_TEXT_SYNC=membarrier, but the rounds were not all "
 				"membarrier rounds\n");
 			bad++;
 		}
 	} else if (!strcmp(sync, "stop-machine")) {
 		/* No int3 was ever in the path of a running thread. */
-		if (!ss.stop_machines || ss.membarrier_rounds || ss.signal_rounds || st->traps) {
-			fprintf(stderr, "KK_TEXT_SYNC=stop-machine, but %llu stop_machines, "
-				"%llu int3 rounds, %llu traps emulated\n", ss.stop_machines,
-				ss.membarrier_rounds + ss.signal_rounds, st->traps);
+		if (!st->stopped || st->syncs || st->traps) {
+			fprintf(stderr, "KK_TEXT_SYNC=stop-machine, but %llu batches under "
+				"stop_machine, %llu int3 rounds, %llu traps emulated\n", st->stopped,
+				st->syncs, st->traps);
 			bad++;
 		}
 	}

@@ -42,7 +42,7 @@ static int (*real_munmap)(void *, size_t);
 
 #define PAGE_ROUND(n)	(((n) + 4095ul) & ~4095ul)
 
-void free(void *p)
+KK_EXPORT void free(void *p)
 {
 	void (*f)(void *);
 
@@ -55,7 +55,7 @@ void free(void *p)
 		__libc_free(p);
 }
 
-void *realloc(void *p, size_t n)
+KK_EXPORT void *realloc(void *p, size_t n)
 {
 	void *(*f)(void *, size_t);
 
@@ -71,7 +71,7 @@ void *realloc(void *p, size_t n)
 	return f ? f(p, n) : __libc_realloc(p, n);
 }
 
-int munmap(void *addr, size_t len)
+KK_EXPORT int munmap(void *addr, size_t len)
 {
 	int (*f)(void *, size_t);
 
