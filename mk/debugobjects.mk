@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Debug objects (issue 4): the preload library, the timer-wheel example and
+# Debug objects: the preload library, the timer-wheel example and
 # its demo, and a ThreadSanitizer build of the multi-thread stress test.
 
 # LD_PRELOAD library: free/realloc/munmap call debug_check_no_obj_freed().

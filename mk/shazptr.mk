@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shazptr (issue 5): the key-registry consumer in two flavours, the bench's
+# shazptr: the key-registry consumer in two flavours, the bench's
 # comparison libraries, and a ThreadSanitizer build of the reclamation stress.
 
 # The registry (examples/shazptr/keyreg.c) built once per flavour.  Only the
