@@ -84,6 +84,8 @@ dpkg-deb -I "$(deb libkernelkit1)" shlibs | grep -qx "libkernelkit 1 libkernelki
 	fail "libkernelkit1's shlibs: $(dpkg-deb -I "$(deb libkernelkit1)" shlibs)"
 dpkg-deb -f "$(deb libkernelkit-dev)" Depends | grep -q "libkernelkit1 (= $version)" ||
 	fail "libkernelkit-dev does not depend on libkernelkit1 (= $version)"
+dpkg-deb -I "$(deb libkernelkit1)" symbols | grep -q "^ static_key_enable@KERNELKIT_1 " ||
+	fail "libkernelkit1 has no symbols file with the KERNELKIT_1 exports"
 echo "package contents: ok"
 
 root=$tmp/root
