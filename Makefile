@@ -63,7 +63,7 @@ LIB_SRCS := $(filter-out src/arch/%,$(wildcard src/*.c src/*/*.c)) $(wildcard $(
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 LIB_LDLIBS := -ldl -lpthread
 
-HDRS := $(wildcard include/kernelkit/*.h) $(wildcard src/*.h src/*/*.h)
+HDRS := $(wildcard include/kernelkit/*.h include/kernelkit/arch/*/*.h) $(wildcard src/*.h src/*/*.h src/arch/*/*.h)
 
 UNIT_SRCS   := $(wildcard test/unit/*.c)
 STRESS_SRCS := $(wildcard test/stress/*.c)

@@ -85,7 +85,7 @@ static const char *plan(const char *how)
 	char err[256];
 
 	setenv("KK_TEXT_SYNC", how, 1);
-	if (kk_sync_plan(err, sizeof(err)) < 0) {
+	if (kk_sync_plan(true, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kk-bench: KK_TEXT_SYNC=%s: %s\n", how, err);
 		return NULL;
 	}

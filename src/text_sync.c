@@ -588,10 +588,15 @@ static int can_signal(int sig, const struct survey *s, char *err, size_t errlen,
 	return 0;
 }
 
-static int choose(enum sync_force force, int sig, const struct survey *s, char *err, size_t errlen)
+static int choose(enum sync_force force, int sig, struct survey *s, bool traps, char *err,
+		  size_t errlen)
 {
 	bool mb = __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED);
-	bool debug = kk_tracer_pid() > 0 || kk_under_valgrind();
+	bool debug = traps && (kk_tracer_pid() > 0 || kk_under_valgrind());
+
+	/* Without traps a thread that blocks SIGTRAP is like any other. */
+	if (!traps)
+		s->trap_blocker = 0;
 
 	switch (force) {
 	case F_MEMBARRIER:
@@ -641,7 +646,7 @@ static int choose(enum sync_force force, int sig, const struct survey *s, char *
 	return M_SIGNAL;
 }
 
-int kk_sync_plan(char *err, size_t errlen)
+int kk_sync_plan(bool traps, char *err, size_t errlen)
 {
 	enum sync_force force = read_force();
 	int sig = kk_park_signal(), m;
@@ -659,14 +664,14 @@ int kk_sync_plan(char *err, size_t errlen)
 		err[0] = 0;
 		m = M_MEMBARRIER;
 	} else if (!m) {
-		m = choose(force, sig, &s, err, errlen);
+		m = choose(force, sig, &s, traps, err, errlen);
 	}
 	if (m >= 0)
 		__atomic_store_n(&method, m, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&sync_lock);
 	if (m < 0)
 		return m;
-	return m == M_STOP ? KK_PATCH_STOP : KK_PATCH_INT3;
+	return m == M_STOP ? KK_PATCH_STOP : KK_PATCH_LIVE;
 }
 
 /* ---- what the plan looks at ------------------------------------------------------------------ */

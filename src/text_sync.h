@@ -3,22 +3,25 @@
  * Making the other threads of the process see code that was just written.
  * Generic (no instruction encoding here): src/text_sync.c.
  *
- * A batch of text changes (src/arch/<arch>/text_patch.c) asks kk_sync_plan()
- * how to reach the other threads *before it writes anything*, so that a
- * refusal changes nothing:
+ * A batch of text changes (src/text_poke.c) asks kk_sync_plan() how to
+ * reach the other threads *before it writes anything*, so that a refusal
+ * changes nothing:
  *
- *   KK_PATCH_INT3   the int3 protocol: write, kk_sync_round(), write, ...
+ *   KK_PATCH_LIVE   the arch's live protocol (x86: int3; aarch64: word
+ *                   writes): write, kk_sync_round(), write, ...
  *                   Each round is membarrier(PRIVATE_EXPEDITED_SYNC_CORE) or,
  *                   where that is unavailable, the park signal sent to every
  *                   other thread, whose handler executes a serializing
  *                   instruction (liburcu's signal flavour).
  *   KK_PATCH_STOP   stop_machine: every other thread waits in the park
  *                   signal's handler while the whole batch is written with no
- *                   int3 at all, then executes a serializing instruction and
- *                   runs on.  Used under a tracer (gdb stops on SIGTRAP and a
- *                   plain `continue` would kill the program), under valgrind,
- *                   and when some thread blocks SIGTRAP (a trap there would
- *                   kill the process) but not the park signal.
+ *                   trap at all, then executes a serializing instruction and
+ *                   runs on.  Used, when the protocol has traps, under a
+ *                   tracer (gdb stops on SIGTRAP and a plain `continue` would
+ *                   kill the program), under valgrind, and when some thread
+ *                   blocks SIGTRAP (a trap there would kill the process) but
+ *                   not the park signal.  A protocol without traps needs it
+ *                   only when KK_TEXT_SYNC=stop-machine asks for it.
  *
  * KK_TEXT_SYNC=auto|membarrier|signal|stop-machine forces a choice (tests,
  * kk-bench); an impossible forced choice is an error, not a fallback.
@@ -33,7 +36,7 @@
 #include "common.h"
 
 enum kk_patch_how {
-	KK_PATCH_INT3 = 1,
+	KK_PATCH_LIVE = 1,
 	KK_PATCH_STOP = 2,
 };
 
@@ -45,7 +48,9 @@ void kk_sync_atfork_child(void);
 
 /*
  * How the next batch must be written (enum kk_patch_how), or -errno with a
- * one-line reason in @err: -ENOTSUP when no way to reach every thread exists
+ * one-line reason in @err.  @traps: the arch's live protocol uses traps
+ * (kk_arch_text_traps), so who blocks SIGTRAP, a tracer and valgrind
+ * matter; without traps only reaching every thread does.  -ENOTSUP when no way to reach every thread exists
  * (no membarrier SYNC_CORE and a thread blocks the park signal; one thread
  * blocks SIGTRAP and another the park signal; a forced KK_TEXT_SYNC that
  * cannot work).  The reason names the thread (tid and comm) and the signal.
@@ -56,7 +61,7 @@ void kk_sync_atfork_child(void);
  * signal, nor trapped.  It is assumed never to run a site: rounds and stops
  * leave it alone (membarrier still syncs it).  The remaining hazard.
  */
-KK_WHITEBOX int kk_sync_plan(char *err, size_t errlen);
+KK_WHITEBOX int kk_sync_plan(bool traps, char *err, size_t errlen);
 
 /*
  * One sync round for the int3 protocol: returns once every other thread of

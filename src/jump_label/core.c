@@ -50,7 +50,8 @@
 #include "control_internal.h"
 #include "internal.h"
 #include "jump_label/jl.h"
-#include "text_patch.h"
+#include "arch/jump_label.h"
+#include "text_poke.h"
 #include "text_sync.h"
 
 struct jl_object {
@@ -496,8 +497,7 @@ static void queue_clear(void)
 /* ---- patching ------------------------------------------------------------------- */
 
 struct collect {
-	struct kk_poke *pokes;
-	size_t np;
+	struct kk_text_queue q;
 	bool on;
 	const char *bad_obj;
 	uintptr_t bad_site;
@@ -519,15 +519,15 @@ static int collect_run(struct jl_object *o, const struct jump_entry *e, size_t n
 	for (size_t i = 0; i < n; i++, e++) {
 		uintptr_t code = entry_code(e), target = entry_target(e);
 		bool jump = c->on ^ entry_branch(e);
-		int cur = kk_arch_site_state(code, target);
+		int cur = kk_arch_jump_label_state(code, target);
 
 		if (cur < 0) {
 			c->bad_obj = obj_name(o);
 			c->bad_site = code;
 			return -EILSEQ;
 		}
-		if (cur != jump)
-			kk_arch_site_poke(&c->pokes[c->np++], code, target, jump);
+		if (cur != jump && kk_arch_jump_label_transform_queue(&c->q, code, target, jump))
+			return -ENOSPC;		/* not reached: the queue holds every site */
 	}
 	return 0;
 }
@@ -547,8 +547,9 @@ static int patch_keys(struct static_key *const *keys, const bool *on, size_t n)
 		total += key_nsites(keys[i]);
 	if (!total)
 		return 0;
-	c.pokes = malloc(total * sizeof(*c.pokes));
-	if (!c.pokes)
+	c.q.v = malloc(total * sizeof(*c.q.v));
+	c.q.cap = total;
+	if (!c.q.v)
 		return fail(-ENOMEM, "out of memory for %zu sites", total);
 	for (size_t i = 0; i < n; i++) {
 		c.on = on[i];
@@ -556,13 +557,13 @@ static int patch_keys(struct static_key *const *keys, const bool *on, size_t n)
 			char why[160];
 
 			kk_text_site_problem(c.bad_site, why, sizeof(why));
-			free(c.pokes);
+			free(c.q.v);
 			return fail(-EILSEQ, "site %#lx in %s %s", (unsigned long)c.bad_site,
 				    c.bad_obj, why);
 		}
 	}
-	ret = kk_text_poke_batch(c.pokes, c.np, err, sizeof(err));
-	free(c.pokes);
+	ret = kk_arch_jump_label_transform_apply(&c.q, err, sizeof(err));
+	free(c.q.v);
 	if (ret)
 		return fail(ret, "%s", err);
 	return 0;
@@ -859,8 +860,8 @@ out:
  */
 static void sync_new_sites(struct jl_object *o)
 {
-	struct kk_poke *pokes = NULL;
-	size_t np = 0, bad = 0;
+	struct kk_text_queue q = { 0 };
+	size_t np, bad = 0;
 	char err[200];
 
 	for (struct jump_entry *e = o->start; e < o->stop; e++) {
@@ -871,23 +872,26 @@ static void sync_new_sites(struct jl_object *o)
 
 		if (init == want)
 			continue;
-		if (kk_arch_site_state(code, target) != (int)init) {
+		if (kk_arch_jump_label_state(code, target) != (int)init) {
 			bad++;
 			continue;
 		}
-		if (!pokes && !(pokes = malloc((size_t)(o->stop - e) * sizeof(*pokes)))) {
+		if (!q.v && !(q.v = malloc((size_t)(o->stop - e) * sizeof(*q.v)))) {
 			kk_warn("%s: out of memory setting the initial state of its sites",
 				obj_name(o));
 			return;
 		}
-		kk_arch_site_poke(&pokes[np++], code, target, want);
+		if (!q.cap)
+			q.cap = (size_t)(o->stop - e);
+		kk_arch_jump_label_transform_queue(&q, code, target, want);
 	}
-	if (np && kk_text_poke_batch(pokes, np, err, sizeof(err)))
+	np = q.n;
+	if (np && kk_arch_jump_label_transform_apply(&q, err, sizeof(err)))
 		kk_warn("%s: cannot set the initial state of %zu sites: %s", obj_name(o), np, err);
 	if (bad)
 		kk_warn("%s: %zu sites do not hold the instruction their key's initial value "
 			"implies; left alone", obj_name(o), bad);
-	free(pokes);
+	free(q.v);
 }
 
 /*

@@ -112,7 +112,7 @@ Test(text_sync, signal_round_reaches_every_thread)
 	force("signal");
 	kk_sync_arm();
 	start_spinners();
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "signal");
 	for (int round = 0; round < 3; round++) {
 		/* Refill a stack only once its thread left the handler (its
@@ -144,7 +144,7 @@ Test(text_sync, auto_uses_membarrier_when_it_works)
 	force("auto");
 	kk_sync_arm();
 	start_spinners();
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	if (strcmp(kk_sync_method(), "membarrier"))
 		cr_assert_str_eq(kk_sync_method(), "signal");	/* no SYNC_CORE here */
 	cr_assert_eq(kk_sync_round(), 0);
@@ -156,7 +156,7 @@ Test(text_sync, one_thread_needs_no_sync)
 	char err[256] = "";
 
 	force("auto");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "single-thread");
 	cr_assert_eq(kk_sync_round(), 0);
 }
@@ -166,8 +166,8 @@ Test(text_sync, bad_setting_warns_and_means_auto, .init = cr_redirect_stderr)
 	char err[256] = "", line[256] = "";
 
 	force("sometimes");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "single-thread");
 	fflush(stderr);
 	FILE *f = cr_get_redirected_stderr();
@@ -234,7 +234,7 @@ Test(text_sync, round_reaches_a_thread_created_meanwhile)
 
 	force("signal");
 	kk_sync_arm();
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(pthread_create(&c, NULL, creator, NULL), 0);
 	while (atomic_load(&late_phase) != 1)
 		sched_yield();
@@ -273,7 +273,7 @@ Test(text_sync, rounds_while_threads_come_and_go)
 	start_spinners();
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&c[i], NULL, churn, NULL), 0);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	for (int i = 0; i < 200; i++)
 		cr_assert_eq(kk_sync_round(), 0);
 	stop_spinners();
@@ -323,7 +323,7 @@ Test(text_sync, round_waits_for_a_thread_blocking_everything)
 
 	force("signal");
 	kk_sync_arm();
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(pthread_create(&h, NULL, all_blocked_holder, NULL), 0);
 	while (atomic_load(&hold_phase) != 1)
 		sched_yield();
@@ -384,18 +384,18 @@ Test(text_sync, park_signal_blocked_is_refused_by_name)
 	force("signal");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "(kkt-blocker)"), "%s", err);
 	snprintf(want, sizeof(want), "signal %d", kk_park_signal());
 	cr_assert(strstr(err, want), "%s", err);
 	cr_assert_null(strchr(err, '\n'));
 	/* stop_machine cannot stop it either. */
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "kkt-blocker"), "%s", err);
 	end_blocker(t);
 	force("signal");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 }
 
 Test(text_sync, sigtrap_blocked_means_stop_machine)
@@ -407,12 +407,31 @@ Test(text_sync, sigtrap_blocked_means_stop_machine)
 	force("auto");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "stop-machine");
 	/* Forcing the int3 protocol is an error, not a trap that kills it. */
 	force("signal");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
+	end_blocker(t);
+}
+
+/* A protocol without traps (aarch64's) does not care who blocks SIGTRAP:
+ * the batch stays live, and forcing a sync method is no error. */
+Test(text_sync, sigtrap_blocked_is_fine_without_traps)
+{
+	int sigs[] = { SIGTRAP, 0 };
+	char err[256] = "";
+	pthread_t t;
+
+	force("auto");
+	kk_sync_arm();
+	t = start_blocker(sigs);
+	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_neq(strcmp(kk_sync_method(), "stop-machine"), 0);
+	force("signal");
+	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(kk_sync_round(), 0);
 	end_blocker(t);
 }
 
@@ -426,10 +445,10 @@ Test(text_sync, thread_deaf_to_both_signals_is_left_alone)
 	force("signal");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_INT3, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(kk_sync_round(), 0);
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	end_blocker(t);
 }
@@ -464,7 +483,7 @@ Test(text_sync, stop_machine_freezes_every_other_thread)
 
 	force("stop-machine");
 	start_spinners();
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	for (int n = 0; n < 3; n++) {
 		memset(&f, 0, sizeof(f));
 		kk_sync_get_stats(&a);
@@ -504,10 +523,10 @@ Test(text_sync, program_handler_on_park_signal_is_never_replaced)
 	cr_assert_eq(sigaction(kk_park_signal(), &sa, NULL), 0);
 	start_spinners();
 	force("signal");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "handler of the program's"), "%s", err);
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert_eq(kk_stop_machine(not_called, &called, err, sizeof(err)), -ENOTSUP);
 	cr_assert_eq(called, 0);
 	cr_assert_eq(sigaction(kk_park_signal(), NULL, &now), 0);
@@ -577,7 +596,7 @@ Test(text_sync, tracer_means_stop_machine)
 	if (!tracer)
 		cr_skip_test("ptrace is not permitted here");
 	cr_assert_eq(kk_tracer_pid(), tracer);
-	cr_assert_eq(kk_sync_plan(err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	memset(&f, 0, sizeof(f));
 	cr_assert_eq(kk_stop_machine(check_frozen, &f, err, sizeof(err)), 42, "%s", err);
 	cr_assert_eq(f.moved, 0);

@@ -2,67 +2,68 @@
 /*
  * Architectures without a patcher: the header builds every site as a
  * load+test+branch (KK_NO_JUMP_LABEL), so no object ever registers a site and
- * nothing here is asked to write code.
+ * nothing here is asked to write code.  A queue that reaches the generic
+ * layer anyway is refused by kk_arch_text_check().
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "text_patch.h"
+#include "text_poke.h"
 
-void kk_text_arm(void) {}
-void kk_text_atfork_child(void) {}
+const bool kk_arch_text_traps = false;
+const uint8_t kk_arch_trap_byte = 0;
 
-int kk_arch_site_state(uintptr_t code, uintptr_t target)
+int kk_arch_text_check(struct kk_poke *p, char *err, size_t errlen)
 {
-	(void)code;
-	(void)target;
-	return -EILSEQ;
-}
-
-void kk_arch_site_poke(struct kk_poke *p, uintptr_t code, uintptr_t target, bool jump)
-{
-	(void)target;
-	(void)jump;
-	memset(p, 0, sizeof(*p));
-	p->addr = code;
-}
-
-void kk_text_prepare(const uintptr_t *addrs, size_t n)
-{
-	(void)addrs;
-	(void)n;
-}
-
-int kk_text_poke_batch(struct kk_poke *v, size_t n, char *err, size_t errlen)
-{
-	(void)v;
-	if (!n)
-		return 0;
+	(void)p;
 	snprintf(err, errlen, "no code patcher for this architecture");
 	return -ENOTSUP;
 }
 
-void kk_text_get_stats(struct kk_text_stats *st)
+int kk_arch_text_begin(struct kk_text_batch *b, char *err, size_t errlen)
 {
-	memset(st, 0, sizeof(*st));
+	(void)b;
+	(void)err;
+	(void)errlen;
+	return 0;
 }
 
-const char *kk_text_method(void)
+int kk_arch_text_apply(struct kk_text_batch *b)
 {
-	return "none";
+	(void)b;
+	return -ENOTSUP;
 }
 
-int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
+int kk_arch_text_repair(struct kk_text_batch *b)
+{
+	(void)b;
+	return -ENOTSUP;
+}
 
-void kk_text_site_problem(uintptr_t code, char *buf, size_t len)
+void kk_arch_text_flush(uintptr_t addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+void kk_arch_text_quiesce(void) {}
+
+void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 {
 	(void)code;
 	snprintf(buf, len, "cannot be read on this architecture");
 }
 
-void kk_text_forget(uintptr_t lo, uintptr_t hi)
+void kk_arch_text_forget(uintptr_t lo, uintptr_t hi)
 {
 	(void)lo;
 	(void)hi;
+}
+
+void kk_arch_text_atfork_child(void) {}
+
+unsigned long long kk_arch_text_traps_taken(void)
+{
+	return 0;
 }

@@ -3,7 +3,7 @@
  * Patching is transactional: a write that fails, before or after the first
  * int3, never leaves a site that differs from its key, never lets a failed
  * enable be observed, and never blocks the next change.  Faults come from
- * kk_text_write_hook (src/text_patch.h), which fails chosen writes as if the
+ * kk_text_write_hook (src/text_poke.h), which fails chosen writes as if the
  * kernel had refused them.  Also: a site holding an int3 we did not write (a
  * debugger breakpoint), and fork() from a signal handler that interrupted
  * the patching thread mid-batch.
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include <kernelkit/jump_label.h>
-#include "text_patch.h"
+#include "text_poke.h"
 
 #ifdef KK_NO_JUMP_LABEL
 /* The fallback build writes no text: nothing here applies. */

@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Text poking, the generic half (the kernel's text_poke_queue() and
+ * text_poke_finish(), with what a process needs around them):
+ *
+ *   0. check every site's old bytes and new instruction (the arch says which
+ *      instructions it can swap), plan how other threads will be reached
+ *      (kk_sync_plan: membarrier, signals, or stop_machine);
+ *   1. the dry run: write every page the batch touches with its own bytes,
+ *      which proves, before anything changes, that every write will work;
+ *   2. the arch's live protocol (src/arch/<arch>/text_patch.c) writes the
+ *      batch with kk_text_write() and kk_text_sync(): x86 puts int3 on every
+ *      site first, aarch64 writes each site's word whole; or, under
+ *      stop_machine, every site is written at once while nobody runs.
+ *
+ * Failure changes nothing.  If a write still fails after the dry run (a
+ * descriptor closed under us, out of memory), the arch repairs the batch at
+ * once, to its new bytes if the change had taken effect and to its old ones
+ * if not; if the text cannot be written even then, the batch stays
+ * published as "stuck" (x86's trap handler keeps emulating its sites), and
+ * is repaired before the next batch.
+ *
+ * Text is never writable and executable at once.  Bytes are written through
+ * /proc/self/mem (FOLL_FORCE writes into a private copy of the page while the
+ * mapping stays r-x).  Where that is refused, each touched page is rebuilt in
+ * a fresh anonymous page, sealed r-x and swapped in with mremap(), which other
+ * threads see atomically.  Under valgrind each write discards the
+ * translations of the range it wrote.
+ *
+ * Pages that hold sites stay shared with the file (and other processes) until
+ * a site on them first changes; see cow_prepare() for how the first batch
+ * breaks copy-on-write on many pages with one TLB flush.
+ *
+ * Nothing here runs at load time.  Membarrier registration happens when the
+ * first object with sites registers (kk_text_arm), /proc/self/mem is opened
+ * with the first batch.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef VALGRIND_DISCARD_TRANSLATIONS
+#define VALGRIND_DISCARD_TRANSLATIONS(a, l) ((void)(a), (void)(l))
+#endif
+
+#include "common.h"
+#include "internal.h"
+#include "text_poke.h"
+#include "text_sync.h"
+
+enum method { M_UNKNOWN, M_PROC_MEM, M_REMAP, M_NONE };
+
+_Atomic(struct kk_text_batch *) kk_text_cur;
+
+static int armed;		/* kk_text_arm() ran (under the registry lock) */
+static enum method method = M_UNKNOWN;
+static struct kk_fd mem = KK_FD_INIT;	/* /proc/self/mem */
+static long page_size;
+
+int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
+
+static atomic_ullong n_syncs, n_batches, n_pokes, n_stopped, n_repairs;
+
+/* ---- writing text --------------------------------------------------------------- */
+
+/*
+ * /proc/self/mem, checked before every batch: the program may have closed
+ * our descriptor (closefrom, close_range) or put a file of its own on the
+ * number (dup2), and a descriptor inherited across fork points at the
+ * parent's memory.  Such a number is forgotten, closed only if still ours,
+ * and the file opened again.
+ */
+static int mem_open(void)
+{
+	int fd;
+
+	if (mem.fd >= 0 && mem.pid == getpid() && kk_fd_ours(&mem))
+		return 0;
+	if (mem.fd >= 0)
+		kk_fd_release(&mem);
+	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	fd = kk_fd_adopt(&mem, fd);
+	return fd < 0 ? fd : 0;
+}
+
+static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
+{
+	/* Every write re-checks the number: never pwrite() into a file the
+	 * program put there meanwhile. */
+	int ret;
+
+	if ((mem.fd < 0 || mem.pid != getpid() || !kk_fd_ours(&mem)) && (ret = mem_open()))
+		return ret;
+	while (len) {
+		ssize_t w = pwrite(mem.fd, buf, len, (off_t)addr);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		addr += (size_t)w;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * The protection of the mapping that holds @page (1), from /proc/self/maps read
+ * with plain read(2) into a stack buffer (no stdio, no malloc: this also
+ * runs under stop_machine, where another thread may hold malloc's lock);
+ * where that cannot be read, from the ELF program header of the segment,
+ * which is what the loader mapped text with.
+ */
+static int maps_prot(uintptr_t page, int *prot)
+{
+	char buf[4096];
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = 0;
+		while ((nl = strchr(line, '\n'))) {
+			char *end;
+			unsigned long lo = strtoul(line, &end, 16), hi;
+
+			*nl = 0;
+			if (*end == '-') {
+				hi = strtoul(end + 1, &end, 16);
+				if (*end == ' ' && page >= lo && page < hi && strlen(end) >= 4) {
+					*prot = (end[1] == 'r' ? PROT_READ : 0) |
+						(end[2] == 'w' ? PROT_WRITE : 0) |
+						(end[3] == 'x' ? PROT_EXEC : 0);
+					close(fd);
+					return 1;
+				}
+			}
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0;	/* a line longer than the buffer: not ours */
+	}
+	close(fd);
+	return 0;
+}
+
+/* -ENOENT: @page is not mapped. */
+static int page_prot(uintptr_t page)
+{
+	int prot = 0, ret = maps_prot(page, &prot);
+
+	if (ret > 0)
+		return prot;
+	if (ret == 0)
+		return -ENOENT;
+	prot = kk_addr_segment_prot((const void *)page);
+	if (prot < 0)
+		return ret;
+	kk_warn_once(maps_warned, "cannot read /proc/self/maps (%s): page protections "
+		     "come from the ELF program headers", strerror(-ret));
+	return prot;
+}
+
+/* Rewrite [addr, addr+len) inside one page by swapping in a rebuilt copy. */
+static int write_remap(uintptr_t addr, const uint8_t *buf, size_t len)
+{
+	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
+	int prot = page_prot(page);
+	void *copy;
+
+	if (prot < 0)
+		return prot;
+	if (prot & PROT_WRITE)
+		prot &= ~PROT_EXEC;	/* never produce a W+X page */
+	copy = mmap(NULL, (size_t)page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED)
+		return -errno;
+	memcpy(copy, (const void *)page, (size_t)page_size);
+	memcpy((uint8_t *)copy + (addr - page), buf, len);
+	if (mprotect(copy, (size_t)page_size, prot) ||
+	    mremap(copy, (size_t)page_size, (size_t)page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (void *)page) == MAP_FAILED) {
+		int e = -errno;
+
+		munmap(copy, (size_t)page_size);
+		return e;
+	}
+	return 0;
+}
+
+static int write_span(int step, uintptr_t addr, const uint8_t *buf, size_t len)
+{
+	int ret = 0;
+
+	if (kk_text_write_hook && (ret = kk_text_write_hook(step, addr, len)))
+		return ret;
+	if (method == M_PROC_MEM) {
+		ret = write_proc_mem(addr, buf, len);
+	} else {
+		/* remap works page by page */
+		for (size_t done = 0; done < len && !ret;) {
+			uintptr_t a = addr + done;
+			size_t room = (size_t)page_size - (a & (uintptr_t)(page_size - 1));
+			size_t n = len - done < room ? len - done : room;
+
+			ret = write_remap(a, buf + done, n);
+			done += n;
+		}
+	}
+	if (ret)
+		return ret;
+	kk_arch_text_flush(addr, len);
+	/* valgrind runs translations of the old bytes until told. */
+	if (kk_under_valgrind())
+		VALGRIND_DISCARD_TRANSLATIONS(addr, len);
+	return 0;
+}
+
+/* KK_TEXT_POKE=auto (the default)|proc-mem|remap. */
+static enum method forced_method(void)
+{
+	static const char *const how[] = { "auto", "proc-mem", "remap", NULL };
+	static const enum method m[] = { M_UNKNOWN, M_PROC_MEM, M_REMAP };
+	static int warned;
+
+	return m[kk_env_choice("KK_TEXT_POKE", how, &warned)];
+}
+
+/*
+ * Pick the write method on first use: /proc/self/mem unless the kernel
+ * refuses it (proc_mem.force_override=never) or KK_TEXT_POKE=remap.  The
+ * probe writes the byte @old over itself at @probe, a site of the batch:
+ * @old comes from the caller because reading the text here could map back a
+ * page that cow_prepare() just unmapped.
+ */
+static int choose_method(uintptr_t probe, uint8_t old, char *err, size_t errlen)
+{
+	enum method force;
+
+	if (method == M_PROC_MEM && mem_open())
+		method = M_UNKNOWN;
+	if (method != M_UNKNOWN)
+		goto out;
+	force = forced_method();
+	if (force != M_REMAP) {
+		int ret = mem_open();
+
+		if (!ret)
+			ret = write_proc_mem(probe, &old, 1);
+		if (!ret) {
+			method = M_PROC_MEM;
+			goto out;
+		}
+		if (force == M_PROC_MEM) {
+			snprintf(err, errlen, "KK_TEXT_POKE=proc-mem, but /proc/self/mem refused "
+				 "the write (%s)", strerror(-ret));
+			return -EPERM;
+		}
+		kk_warn_once(mem_warned, "cannot write code through /proc/self/mem (%s): "
+			     "patching by remapping pages instead", strerror(-ret));
+	}
+	method = M_REMAP;
+	if (write_remap(probe, &old, 1))
+		method = M_NONE;
+out:
+	if (method == M_NONE) {
+		/* Not for good: the next change tries again (descriptors may
+		 * be free again, a sandbox may have been lifted). */
+		method = M_UNKNOWN;
+		snprintf(err, errlen, "text cannot be written: /proc/self/mem and mremap both refused");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * What one write of a step puts on each site (enum kk_text_span).  Sites are
+ * sorted, so in the per-page steps the writes that start in one page go out
+ * as one span; the bytes between them are rewritten with their current
+ * value.
+ */
+static void step_bytes(const struct kk_poke *p, enum kk_text_span s, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = p->addr + (s == KK_SPAN_TAIL);
+	*hi = (s == KK_SPAN_TRAP || s == KK_SPAN_HEAD) ? p->addr + 1 : p->addr + p->len;
+}
+
+/*
+ * The span of step @s that starts with site @i: every site whose bytes of
+ * this step start in the same page (only site @i for KK_SPAN_EACH).
+ * Returns the index after the last one.
+ */
+static size_t step_span(const struct kk_poke *v, size_t n, size_t i, enum kk_text_span s,
+			uintptr_t *lo, uintptr_t *hi)
+{
+	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
+	uintptr_t a, b;
+	size_t j;
+
+	step_bytes(&v[i], s, lo, hi);
+	for (j = i + 1; j < n && s != KK_SPAN_EACH; j++) {
+		step_bytes(&v[j], s, &a, &b);
+		if ((a & mask) != (*lo & mask))
+			break;
+		*hi = b;
+	}
+	return j;
+}
+
+/* The bytes of span [lo, hi) of sites i..j-1 after step @s: reads the text. */
+static void fill_span(uint8_t *span, const struct kk_poke *v, size_t i, size_t j,
+		      enum kk_text_span s, bool to_old, uintptr_t lo, uintptr_t hi)
+{
+	memcpy(span, (const void *)lo, hi - lo);
+	for (size_t k = i; k < j && s != KK_SPAN_DRY; k++) {
+		const uint8_t *insn = to_old ? v[k].old : v[k].new;
+		uintptr_t a, b;
+
+		step_bytes(&v[k], s, &a, &b);
+		if (s == KK_SPAN_TRAP)
+			span[a - lo] = kk_arch_trap_byte;
+		else
+			memcpy(span + (a - lo), insn + (a - v[k].addr), b - a);
+	}
+}
+
+/* Every span of step @s, computed now, back to back (see snapshot use). */
+static uint8_t *snapshot_step(const struct kk_poke *v, size_t n, enum kk_text_span s)
+{
+	size_t total = 0, i, off = 0;
+	uint8_t *buf;
+
+	for (i = 0; i < n;) {
+		uintptr_t lo, hi;
+
+		i = step_span(v, n, i, s, &lo, &hi);
+		total += hi - lo;
+	}
+	if (!(buf = malloc(total)))
+		return NULL;
+	for (i = 0; i < n;) {
+		uintptr_t lo, hi;
+		size_t j = step_span(v, n, i, s, &lo, &hi);
+
+		fill_span(buf + off, v, i, j, s, false, lo, hi);
+		off += hi - lo;
+		i = j;
+	}
+	return buf;
+}
+
+/*
+ * Write step @s for every site, one write per span, from b->span or, with
+ * @pre, from the bytes snapshot_step() computed earlier.
+ */
+static int write_step(const struct kk_text_batch *b, enum kk_text_span s, bool to_old,
+		      const uint8_t *pre, int hook_step)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < b->n && !ret;) {
+		uintptr_t lo, hi;
+		size_t j = step_span(b->v, b->n, i, s, &lo, &hi);
+
+		if (pre) {
+			ret = write_span(hook_step, lo, pre, hi - lo);
+			pre += hi - lo;
+		} else {
+			fill_span(b->span, b->v, i, j, s, to_old, lo, hi);
+			ret = write_span(hook_step, lo, b->span, hi - lo);
+		}
+		i = j;
+	}
+	return ret;
+}
+
+int kk_text_write(const struct kk_text_batch *b, enum kk_text_span s, bool to_old, int hook_step)
+{
+	return write_step(b, s, to_old, NULL, hook_step);
+}
+
+int kk_text_sync(void)
+{
+	atomic_fetch_add_explicit(&n_syncs, 1, memory_order_relaxed);
+	return kk_sync_round();
+}
+
+/* ---- breaking copy-on-write in bulk ---------------------------------------------- */
+
+/*
+ * The first write to a page of a private file mapping copies the page.  When
+ * the old page is mapped, the kernel must flush it from the TLB of every CPU
+ * that runs the process: one IPI per page, 216 for the first +p over dynamic
+ * debug's 16154 sites.  When the page is not mapped, the copy is made by the
+ * fault and needs no flush.
+ *
+ * So before the first step, the pages the batch writes that still hold the
+ * file's bytes (pagemap: present, file page, not swapped) are unmapped with
+ * one process_madvise(MADV_DONTNEED) over all of them: one flush (Linux 6.16
+ * batches the flush over the vector; 6.13 lets a process advise itself any
+ * advice).  Unmapping such a page loses nothing, it faults back from the file
+ * with the same bytes.  A page that is already private (an earlier patch, a
+ * debugger's breakpoint, a text relocation) is never unmapped.  The dry run's
+ * bytes are computed before the unmap, so that this thread reads no text
+ * until the dry run has written its private copies.
+ *
+ * The limit: a thread that runs code on such a page between the unmap and
+ * our write maps it back (fault-around maps 16 pages at a time), and our write
+ * then pays the flush after all.  Where the site pages are cold, as debug
+ * prints mostly are, the batch costs one flush; where other threads keep
+ * running them, as in the dynamic-debug demo, it costs about what it did.
+ *
+ * Without process_madvise, pagemap or /proc, nothing is unmapped: the writes
+ * break copy-on-write page by page as before.
+ */
+#define COW_MIN_PAGES	3	/* below this the flushes saved do not pay the syscalls */
+#define PM_PRESENT	(1ull << 63)
+#define PM_SWAP		(1ull << 62)
+#define PM_FILE		(1ull << 61)
+#define PIDFD_SELF_THREAD_ (-10000)	/* Linux 6.14: the calling thread (its mm) */
+
+static long process_madvise_self(const struct iovec *iov, size_t n, int advice)
+{
+	long r = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, iov, n, advice, 0);
+	int fd;
+
+	if (r >= 0 || (errno != EBADF && errno != EINVAL))
+		return r;
+	fd = (int)syscall(SYS_pidfd_open, getpid(), 0);		/* before 6.14 */
+	if (fd < 0)
+		return -1;
+	r = syscall(SYS_process_madvise, fd, iov, n, advice, 0);
+	close(fd);
+	return r;
+}
+
+/* Append page @pg to the ranges in @iov, merging with the last one. */
+static void add_range(struct iovec *iov, size_t *n, uintptr_t pg)
+{
+	if (*n && (uintptr_t)iov[*n - 1].iov_base + iov[*n - 1].iov_len == pg) {
+		iov[*n - 1].iov_len += (size_t)page_size;
+		return;
+	}
+	iov[*n].iov_base = (void *)pg;
+	iov[*n].iov_len = (size_t)page_size;
+	(*n)++;
+}
+
+/*
+ * The distinct pages that the batch writes, in order (v is sorted).  A site
+ * that crosses a page boundary writes both pages.
+ */
+static uintptr_t *batch_pages(const struct kk_poke *v, size_t n, size_t *np)
+{
+	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
+	uintptr_t *pg = malloc(2 * n * sizeof(*pg));
+
+	*np = 0;
+	if (!pg)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = v[i].addr & mask, b = (v[i].addr + v[i].len - 1) & mask;
+
+		if (!*np || pg[*np - 1] != a)
+			pg[(*np)++] = a;
+		if (b != a)
+			pg[(*np)++] = b;
+	}
+	return pg;
+}
+
+/* Which of @pg[0..n) still hold the file's bytes, as ranges in @iov.  0 or -errno. */
+static int file_pages(const uintptr_t *pg, size_t n, struct iovec *iov, size_t *niov)
+{
+	struct kk_fd pm = KK_FD_INIT;
+	uint64_t ent[64];
+	int ret = 0;
+
+	*niov = 0;
+	if ((ret = kk_fd_adopt(&pm, open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC))) < 0)
+		return ret;
+	ret = 0;
+	for (size_t i = 0; i < n && !ret;) {
+		size_t run = 1;		/* consecutive pages: one read */
+		ssize_t got;
+
+		while (i + run < n && run < 64 && pg[i + run] == pg[i] + run * (size_t)page_size)
+			run++;
+		got = pread(pm.fd, ent, run * sizeof(ent[0]),
+			    (off_t)(pg[i] / (uintptr_t)page_size * sizeof(ent[0])));
+		if (got != (ssize_t)(run * sizeof(ent[0]))) {
+			ret = got < 0 ? -errno : -EIO;
+			break;
+		}
+		for (size_t k = 0; k < run; k++)
+			if ((ent[k] & (PM_PRESENT | PM_SWAP | PM_FILE)) == (PM_PRESENT | PM_FILE))
+				add_range(iov, niov, pg[i + k]);
+		i += run;
+	}
+	/* The reads count only if the number was ours all along. */
+	if (!ret && !kk_fd_ours(&pm))
+		ret = -EBADF;
+	kk_fd_release(&pm);
+	if (ret)
+		*niov = 0;
+	return ret;
+}
+
+/*
+ * Unmap the batch's pages that still hold the file's bytes (see above).
+ * Returns the dry run's bytes (or NULL: compute them as usual).
+ */
+static uint8_t *cow_prepare(const struct kk_poke *v, size_t n)
+{
+	size_t npg = 0, niov = 0;
+	uintptr_t *pg = batch_pages(v, n, &npg);
+	struct iovec *iov = NULL;
+	uint8_t *pre = NULL;
+
+	if (!pg || npg < COW_MIN_PAGES)
+		goto out;
+	if (!(iov = malloc(npg * sizeof(*iov))) || file_pages(pg, npg, iov, &niov) || !niov)
+		goto out;
+	if (!(pre = snapshot_step(v, n, KK_SPAN_DRY)))
+		goto out;
+	for (size_t i = 0; i < niov; i += 1024) {	/* UIO_MAXIOV per call */
+		size_t k = niov - i < 1024 ? niov - i : 1024;
+
+		if (process_madvise_self(iov + i, k, MADV_DONTNEED) < 0)
+			break;
+	}
+out:
+	free(pg);
+	free(iov);
+	return pre;
+}
+
+void kk_text_prepare(const uintptr_t *addrs, size_t n)
+{
+	const uintptr_t mask = ~(uintptr_t)(page_size - 1);
+	uintptr_t last = 0;
+	char err[200];
+
+	kk_text_arm();
+	if (!n || choose_method(addrs[0], *(volatile const uint8_t *)addrs[0], err, sizeof(err)) ||
+	    method != M_PROC_MEM)
+		return;		/* remap rebuilds pages on every write anyway */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b;
+
+		if ((addrs[i] & mask) == last)
+			continue;
+		last = addrs[i] & mask;
+		b = *(volatile const uint8_t *)addrs[i];
+		write_proc_mem(addrs[i], &b, 1);
+	}
+}
+
+/* ---- the batch -------------------------------------------------------------------- */
+
+int kk_text_poke_queue(struct kk_text_queue *q, uintptr_t addr, const void *old,
+		       const void *new, size_t len)
+{
+	struct kk_poke *p;
+
+	if (q->n >= q->cap)
+		return -ENOSPC;
+	if (len > KK_POKE_MAX)
+		return -EINVAL;
+	p = &q->v[q->n++];
+	memset(p, 0, sizeof(*p));
+	p->addr = addr;
+	p->len = (uint8_t)len;
+	memcpy(p->old, old, len);
+	memcpy(p->new, new, len);
+	return 0;
+}
+
+static int poke_cmp(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct kk_poke *)a)->addr, y = ((const struct kk_poke *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+void kk_text_site_problem(uintptr_t code, char *buf, size_t len)
+{
+	kk_arch_text_site_problem(code, buf, len);
+}
+
+static int batch_check(struct kk_poke *v, size_t n, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ret = kk_arch_text_check(&v[i], err, errlen);
+
+		if (ret)
+			return ret;
+		if (i && v[i - 1].addr + v[i - 1].len > v[i].addr) {
+			snprintf(err, errlen, "sites %#lx and %#lx overlap",
+				 (unsigned long)v[i - 1].addr, (unsigned long)v[i].addr);
+			return -EINVAL;
+		}
+		if (memcmp((const void *)v[i].addr, v[i].old, v[i].len)) {
+			char why[160];
+
+			kk_text_site_problem(v[i].addr, why, sizeof(why));
+			snprintf(err, errlen, "site %#lx %s", (unsigned long)v[i].addr, why);
+			return -EILSEQ;
+		}
+	}
+	return 0;
+}
+
+static void batch_free(struct kk_text_batch *b)
+{
+	if (b) {
+		free(b->v);
+		free(b->span);
+	}
+	free(b);
+}
+
+/* A batch of @n sites with its scratch span: a page plus the tail of a site
+ * that crosses it. */
+static struct kk_text_batch *batch_new(const struct kk_poke *v, size_t n)
+{
+	struct kk_text_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->v = malloc(n * sizeof(*v));
+	b->span = malloc((size_t)page_size + KK_POKE_MAX);
+	if (!b->v || !b->span) {
+		batch_free(b);
+		return NULL;
+	}
+	memcpy(b->v, v, n * sizeof(*v));
+	b->n = n;
+	b->owner = pthread_self();
+	return b;
+}
+
+/* Unpublish @b and free it once no trap handler can be reading it. */
+static void batch_retire(struct kk_text_batch *b)
+{
+	atomic_store(&kk_text_cur, NULL);
+	kk_arch_text_quiesce();
+	batch_free(b);
+}
+
+/* Bring @b to its final bytes: the arch's repair, counted. */
+static int batch_repair(struct kk_text_batch *b, char *err, size_t errlen)
+{
+	int ret = choose_method(b->v[0].addr, *(volatile const uint8_t *)b->v[0].addr, err, errlen);
+
+	if (!ret)
+		ret = kk_arch_text_repair(b);
+	if (!ret)
+		atomic_fetch_add_explicit(&n_repairs, 1, memory_order_relaxed);
+	return ret;
+}
+
+/* A stuck batch from an earlier call is repaired before anything else. */
+static int repair_stuck(char *err, size_t errlen)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur);
+	int ret;
+
+	if (!b || !b->stuck)
+		return 0;
+	if ((ret = batch_repair(b, err, errlen))) {
+		snprintf(err, errlen, "an earlier change could not finish writing its %zu sites (%s); "
+			 "they are emulated until the text can be written again", b->n, strerror(-ret));
+		return -EIO;
+	}
+	batch_retire(b);
+	return 0;
+}
+
+/*
+ * A write or sync of the live protocol failed.  Repair now if the text can
+ * be written (another descriptor, the other method); else leave the batch
+ * published as stuck.  The change took effect if and only if it had
+ * committed.
+ */
+static int batch_failed(struct kk_text_batch *b, int why, char *err, size_t errlen)
+{
+	bool took = atomic_load(&b->committed);
+	char rerr[160] = "";
+
+	if (!batch_repair(b, rerr, sizeof(rerr))) {
+		batch_retire(b);
+		if (took)
+			return 0;
+		snprintf(err, errlen, "writing text failed (%s); nothing changed", strerror(-why));
+		return -EIO;
+	}
+	b->stuck = 1;
+	if (took) {
+		kk_warn("writing text failed (%s) after a change took effect: its %zu sites are "
+			"emulated until the text can be written again", strerror(-why), b->n);
+		return 0;
+	}
+	snprintf(err, errlen, "writing text failed (%s); nothing changed, and %zu sites are "
+		 "emulated until the text can be written again", strerror(-why), b->n);
+	return -EIO;
+}
+
+/* The arch's live protocol, on the published batch. */
+static int patch_live(struct kk_text_batch *b, char *err, size_t errlen)
+{
+	int ret;
+
+	atomic_store(&kk_text_cur, b);
+	if ((ret = kk_arch_text_apply(b)))
+		return batch_failed(b, ret, err, errlen);
+	batch_retire(b);
+	return 0;
+}
+
+/* stop_machine: nobody else runs, so whole instructions go out at once. */
+struct stop_args {
+	struct kk_text_batch *b;
+	int undo_failed;
+};
+
+static int stop_write(void *arg)
+{
+	struct stop_args *a = arg;
+	int ret = write_step(a->b, KK_SPAN_ALL, false, NULL, KK_STEP_STOP);
+
+	if (ret && write_step(a->b, KK_SPAN_ALL, true, NULL, KK_STEP_REPAIR))
+		a->undo_failed = 1;
+	return ret;
+}
+
+static int patch_stopped(struct kk_text_batch *b, char *err, size_t errlen)
+{
+	struct stop_args a = { b, 0 };
+	int ret = kk_stop_machine(stop_write, &a, err, errlen);
+
+	if (ret > 0)
+		ret = -EIO;
+	if (ret && a.undo_failed)
+		snprintf(err, errlen, "writing text failed (%s) with other threads stopped, and so "
+			 "did undoing it: some of %zu sites changed", strerror(-ret), b->n);
+	else if (ret && !err[0])
+		snprintf(err, errlen, "writing text failed (%s); nothing changed", strerror(-ret));
+	if (!ret)
+		atomic_fetch_add_explicit(&n_stopped, 1, memory_order_relaxed);
+	batch_free(b);
+	return ret;
+}
+
+/* Step 1: every page of the batch, written with its own bytes. */
+static int dry_run(struct kk_text_batch *b, const uint8_t *pre, char *err, size_t errlen)
+{
+	int ret = write_step(b, KK_SPAN_DRY, false, pre, KK_STEP_DRY);
+
+	if (ret)
+		snprintf(err, errlen, "text cannot be written (%s); nothing changed", strerror(-ret));
+	return ret == -EACCES ? -EPERM : ret == -EPERM || ret == -ENOMEM ? ret : ret ? -EIO : 0;
+}
+
+static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
+{
+	struct kk_text_batch *b;
+	uint8_t *pre = NULL;
+	int how, ret;
+
+	kk_text_arm();
+	if ((ret = repair_stuck(err, errlen)))
+		return ret;
+	qsort(v, n, sizeof(*v), poke_cmp);
+	if ((ret = batch_check(v, n, err, errlen)))
+		return ret;
+	if ((how = kk_sync_plan(kk_arch_text_traps, err, errlen)) < 0)
+		return how;
+	if (!(b = batch_new(v, n))) {
+		snprintf(err, errlen, "out of memory for a batch of %zu sites", n);
+		return -ENOMEM;
+	}
+	if (how == KK_PATCH_LIVE && (ret = kk_arch_text_begin(b, err, errlen))) {
+		batch_free(b);
+		return ret;
+	}
+	/* From here this thread reads no text until the dry run wrote it. */
+	if ((method == M_PROC_MEM || method == M_UNKNOWN) && !kk_under_valgrind())
+		pre = cow_prepare(v, n);	/* valgrind knows no process_madvise */
+	ret = choose_method(v[0].addr, v[0].old[0], err, errlen);
+	if (!ret)
+		ret = dry_run(b, pre, err, errlen);
+	free(pre);
+	if (ret) {
+		batch_free(b);
+		return ret;
+	}
+	ret = how == KK_PATCH_STOP ? patch_stopped(b, err, errlen) : patch_live(b, err, errlen);
+	if (!ret) {
+		atomic_fetch_add_explicit(&n_batches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&n_pokes, n, memory_order_relaxed);
+	}
+	return ret;
+}
+
+int kk_text_poke_finish(struct kk_text_queue *q, char *err, size_t errlen)
+{
+	size_t n = q->n;
+
+	q->n = 0;
+	return n ? poke_finish(q->v, n, err, errlen) : 0;
+}
+
+/* ---- sites ------------------------------------------------------------------------ */
+
+void kk_text_site_bytes(uintptr_t code, uint8_t *out, size_t len)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur);
+	const struct kk_poke *p = NULL;
+
+	if (b && b->stuck) {
+		size_t lo = 0, hi = b->n;
+
+		while (lo < hi && !p) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (b->v[mid].addr == code)
+				p = &b->v[mid];
+			else if (b->v[mid].addr < code)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	if (p && len <= p->len)
+		memcpy(out, atomic_load(&b->committed) ? p->new : p->old, len);
+	else
+		memcpy(out, (const void *)code, len);
+}
+
+/* A stuck batch loses the sites in [lo, hi): that text is going away. */
+static void stuck_forget(uintptr_t lo, uintptr_t hi)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur), *nb;
+	size_t k = 0;
+
+	if (!b || !b->stuck)
+		return;
+	if (!(nb = batch_new(b->v, b->n)))
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].addr < lo || b->v[i].addr >= hi)
+			nb->v[k++] = b->v[i];
+	nb->n = k;
+	nb->stuck = 1;
+	nb->owner = b->owner;
+	atomic_store(&nb->committed, atomic_load(&b->committed));
+	if (k) {
+		atomic_store(&kk_text_cur, nb);
+		kk_arch_text_quiesce();
+		batch_free(b);
+	} else {
+		batch_free(nb);
+		batch_retire(b);
+	}
+}
+
+void kk_text_forget(uintptr_t lo, uintptr_t hi)
+{
+	stuck_forget(lo, hi);
+	kk_arch_text_forget(lo, hi);
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+void kk_text_arm(void)
+{
+	if (armed)
+		return;
+	armed = 1;
+	page_size = sysconf(_SC_PAGESIZE);	/* from the auxiliary vector */
+	kk_sync_arm();
+}
+
+void kk_text_atfork_child(void)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur);
+	char err[160];
+
+	/* The child has a new mm: membarrier registers again with its first
+	 * batch, and the parent's /proc/self/mem descriptor points at the
+	 * parent: closed now, if the number is still ours, so that no child
+	 * (an unprivileged one included) keeps a way to write its parent's
+	 * memory.  Threads in our handlers did not come along. */
+	armed = 0;
+	kk_sync_atfork_child();
+	kk_fd_release_inherited(&mem);
+	kk_arch_text_atfork_child();
+	/*
+	 * A batch in flight stays published: its changes are in the child's
+	 * text too.  If this thread is its patcher (fork() from a signal
+	 * handler that interrupted it), the batch goes on when the handler
+	 * returns; a stuck batch waits for the next change, as in the parent.
+	 * Else the patcher stayed behind: finish here, alone.
+	 */
+	if (b && !b->stuck && !pthread_equal(b->owner, pthread_self())) {
+		kk_text_arm();
+		if (batch_repair(b, err, sizeof(err)))
+			b->stuck = 1;
+		else
+			batch_retire(b);
+	}
+}
+
+void kk_text_get_stats(struct kk_text_stats *st)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur);
+
+	st->syncs = atomic_load(&n_syncs);
+	st->batches = atomic_load(&n_batches);
+	st->pokes = atomic_load(&n_pokes);
+	st->traps = kk_arch_text_traps_taken();
+	st->stopped = atomic_load(&n_stopped);
+	st->repairs = atomic_load(&n_repairs);
+	st->stuck = b && b->stuck ? b->n : 0;
+}
+
+const char *kk_text_method(void)
+{
+	switch (method) {
+	case M_PROC_MEM: return "proc-mem";
+	case M_REMAP: return "remap";
+	case M_NONE: return "none";
+	default: return "unused";
+	}
+}
