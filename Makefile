@@ -201,6 +201,7 @@ check: deps
 	$(MAKE) EXTRA_CFLAGS=-Werror tests
 	sh scripts/run-tests.sh $(B) default
 	$(MAKE) check-variants
+	-$(MAKE) check-aarch64
 	sh scripts/summary.sh $(B)
 
 check-variants:
