@@ -222,6 +222,9 @@ demo: deps all
 # What `make install` puts in place, computed from the tree: the same list
 # drives install and uninstall, so uninstall removes exactly what install put.
 INST_HDRS := $(wildcard include/kernelkit/*.h)
+# Every architecture's part goes in (a cross compiler uses the same tree).
+INST_ARCH_HDRS := $(wildcard include/kernelkit/arch/*/*.h)
+INST_ARCHES := $(notdir $(patsubst %/,%,$(dir $(INST_ARCH_HDRS))))
 # man/manN/*.N (and pages still at the top of man/), into $(MANDIR)/manN/.
 MAN_SECTIONS := 1 2 3 4 5 6 7 8
 MAN_PAGES := $(sort $(foreach n,$(MAN_SECTIONS),$(wildcard man/man$(n)/*.$(n) man/*.$(n))))
@@ -233,6 +236,7 @@ pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
 INST_FILES = \
 	$(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/,$(notdir $(INST_HDRS))) \
+	$(patsubst include/%,$(DESTDIR)$(INCLUDEDIR)/%,$(INST_ARCH_HDRS)) \
 	$(addprefix $(DESTDIR)$(LIBDIR)/,libkernelkit.a $(KK_LIB_REAL) $(KK_SONAME) libkernelkit.so) \
 	$(DESTDIR)$(PKGLIBDIR)/libkernelkit-odebug.so \
 	$(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc \
@@ -242,7 +246,9 @@ INST_FILES = \
 	$(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR)/$(KK_GDB_SCRIPT) \
 	$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INST_DOCS)))
 # Directories that only kernelkit uses: uninstall removes them when empty.
-INST_OWN_DIRS = $(DESTDIR)$(INCLUDEDIR)/kernelkit $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)
+INST_OWN_DIRS = $(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/arch/,$(sort $(INST_ARCHES))) \
+	$(DESTDIR)$(INCLUDEDIR)/kernelkit/arch $(DESTDIR)$(INCLUDEDIR)/kernelkit \
+	$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)
 
 # What install needs built: the library, the preload library and kkctl.  Not
 # `all`, which builds the benchmarks (liburcu, libck) and generated modules.
@@ -253,6 +259,9 @@ install: install-build
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(BASHCOMPDIR) \
 		$(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR) $(DESTDIR)$(DOCDIR)
 	install -m 644 $(INST_HDRS) $(DESTDIR)$(INCLUDEDIR)/kernelkit/
+	$(foreach a,$(sort $(INST_ARCHES)),install -d $(DESTDIR)$(INCLUDEDIR)/kernelkit/arch/$(a) && \
+		install -m 644 $(wildcard include/kernelkit/arch/$(a)/*.h) \
+		$(DESTDIR)$(INCLUDEDIR)/kernelkit/arch/$(a)/ &&) true
 	install -m 644 $(B)/libkernelkit.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(B)/$(KK_LIB_REAL) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(KK_LIB_REAL) $(DESTDIR)$(LIBDIR)/$(KK_SONAME)

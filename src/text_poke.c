@@ -752,12 +752,18 @@ struct stop_args {
 	int undo_failed;
 };
 
+/*
+ * Per page where the protocol has traps (x86: a site is never written in
+ * one store anyway); one aligned store per site where a site is one word,
+ * since a thread that blocks the park signal is not stopped.
+ */
 static int stop_write(void *arg)
 {
 	struct stop_args *a = arg;
-	int ret = write_step(a->b, KK_SPAN_ALL, false, NULL, KK_STEP_STOP);
+	enum kk_text_span s = kk_arch_text_traps ? KK_SPAN_ALL : KK_SPAN_EACH;
+	int ret = write_step(a->b, s, false, NULL, KK_STEP_STOP);
 
-	if (ret && write_step(a->b, KK_SPAN_ALL, true, NULL, KK_STEP_REPAIR))
+	if (ret && write_step(a->b, s, true, NULL, KK_STEP_REPAIR))
 		a->undo_failed = 1;
 	return ret;
 }

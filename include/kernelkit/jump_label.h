@@ -34,7 +34,7 @@
  *
  * Languages: C (C99 to C23, GNU or ISO) and C++ (C++11 to C++23) both work,
  * warning-free under -Wall -Wextra -pedantic, with the same code: a disabled
- * site is the same single 5-byte NOP and the same kk_jump_table entry in
+ * site is the same single NOP (5 bytes on x86_64, 4 on aarch64) and the same kk_jump_table entry in
  * both.  A wrong key type is a compile error in both.  Differences:
  *  - DEFINE_STATIC_KEY_ARRAY_* cannot have "static" or an attribute in front
  *    (C: it begins with __extension__; C++: it is an alias of a
@@ -61,7 +61,8 @@
 extern "C" {
 #endif
 
-#if !defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
+/* The architectures with a code patcher; elsewhere a site is load+test+branch. */
+#if !defined(__x86_64__) && !defined(__aarch64__) && !defined(KK_NO_JUMP_LABEL)
 #define KK_NO_JUMP_LABEL 1
 #endif
 
@@ -463,41 +464,12 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 
 #ifndef KK_NO_JUMP_LABEL
 
-#define JUMP_LABEL_NOP_SIZE 5
-
-/*
- * One site, the same asm statement in C and C++.  @jump, a constant, picks
- * the initial instruction: the 5-byte NOP, or a jmp rel32 to l_yes.  The
- * table entry goes to kk_jump_table in the section group of the code ("?"),
- * so that when the linker drops a duplicate of a C++ inline function or
- * template (a COMDAT group) it drops the duplicate's entries too.
- * Evaluates to true when the code took the jump.
- */
-#define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
-	__label__ l_yes, l_done;						\
-	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
-		__attribute__((__used__, __aligned__(8))) = (keyp);		\
-	bool __kk_ret;								\
-	__asm__ goto("1:\n\t"							\
-		 ".if %c[j]\n\t"						\
-		 ".byte 0xe9\n\t.long %l[l_yes] - (1b + 5)\n\t"		\
-		 ".else\n\t"							\
-		 ".byte 0x0f,0x1f,0x44,0x00,0x00\n\t"				\
-		 ".endif\n\t"							\
-		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
-		 ".balign 8\n\t"						\
-		 ".long 1b - ., %l[l_yes] - .\n\t"				\
-		 ".quad %c[k] - . + %c[b]\n\t"					\
-		 ".popsection\n\t"						\
-		 : : [k] "i"(&__kk_kref), [b] "i"(branch), [j] "i"(jump)	\
-		 : : l_yes);							\
-	__kk_ret = false;							\
-	goto l_done;								\
-l_yes:										\
-	__kk_ret = true;							\
-l_done:										\
-	__kk_ret;								\
-}))
+/* The site itself, __kk_static_branch(keyp, branch, jump), and JUMP_LABEL_NOP_SIZE. */
+#if defined(__x86_64__)
+#include <kernelkit/arch/x86_64/jump_label.h>
+#elif defined(__aarch64__)
+#include <kernelkit/arch/aarch64/jump_label.h>
+#endif
 
 /* The kernel's arch hooks: a site that starts as a NOP, or as a jump. */
 #define arch_static_branch(keyp, branch)	__kk_static_branch(keyp, branch, 0)
