@@ -688,6 +688,12 @@ static int batch_repair(struct kk_text_batch *b, char *err, size_t errlen)
 	return ret;
 }
 
+/* What the sites of a stuck batch do meanwhile, for messages. */
+static const char *stuck_how(void)
+{
+	return kk_arch_text_traps ? "are emulated" : "may run the old or the new instruction";
+}
+
 /* A stuck batch from an earlier call is repaired before anything else. */
 static int repair_stuck(char *err, size_t errlen)
 {
@@ -698,7 +704,8 @@ static int repair_stuck(char *err, size_t errlen)
 		return 0;
 	if ((ret = batch_repair(b, err, errlen))) {
 		snprintf(err, errlen, "an earlier change could not finish writing its %zu sites (%s); "
-			 "they are emulated until the text can be written again", b->n, strerror(-ret));
+			 "they %s until the text can be written again", b->n, strerror(-ret),
+			 stuck_how());
 		return -EIO;
 	}
 	batch_retire(b);
@@ -725,12 +732,12 @@ static int batch_failed(struct kk_text_batch *b, int why, char *err, size_t errl
 	}
 	b->stuck = 1;
 	if (took) {
-		kk_warn("writing text failed (%s) after a change took effect: its %zu sites are "
-			"emulated until the text can be written again", strerror(-why), b->n);
+		kk_warn("writing text failed (%s) after a change took effect: its %zu sites %s "
+			"until the text can be written again", strerror(-why), b->n, stuck_how());
 		return 0;
 	}
-	snprintf(err, errlen, "writing text failed (%s); nothing changed, and %zu sites are "
-		 "emulated until the text can be written again", strerror(-why), b->n);
+	snprintf(err, errlen, "writing text failed (%s); nothing changed, and %zu sites %s "
+		 "until the text can be written again", strerror(-why), b->n, stuck_how());
 	return -EIO;
 }
 

@@ -8,6 +8,62 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * This architecture's jump-label site instructions, for tests that build or
+ * inspect sites by hand: KKT_SITE_LEN bytes, a NOP or a jump to a target.
+ * KKT_SYNCS_PER_BATCH: the syncs one batch costs (x86: int3, tails, heads;
+ * aarch64: words, then the rewrite for binary translators).
+ */
+#include <stdint.h>
+#if defined(__x86_64__)
+#define KKT_SITE_LEN 5
+#define KKT_SYNCS_PER_BATCH 3
+static const uint8_t kkt_nop[KKT_SITE_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+/* @out: the jump from the site at @site to @target. */
+static inline void kkt_jump(uint8_t *out, uintptr_t site, uintptr_t target)
+{
+	int32_t rel = (int32_t)(target - (site + 5));
+
+	out[0] = 0xe9;
+	memcpy(out + 1, &rel, 4);
+}
+#elif defined(__aarch64__)
+#define KKT_SITE_LEN 4
+#define KKT_SYNCS_PER_BATCH 2
+static const uint8_t kkt_nop[KKT_SITE_LEN] = { 0x1f, 0x20, 0x03, 0xd5 };
+static inline void kkt_jump(uint8_t *out, uintptr_t site, uintptr_t target)
+{
+	uint32_t b = 0x14000000u | ((uint32_t)((intptr_t)(target - site) >> 2) & 0x03ffffffu);
+
+	for (int i = 0; i < 4; i++)
+		out[i] = (uint8_t)(b >> (8 * i));
+}
+#endif
+#ifdef KKT_SITE_LEN
+static inline void kkt_put_jump(uint8_t *site, const uint8_t *target)
+{
+	kkt_jump(site, (uintptr_t)site, (uintptr_t)target);
+}
+
+static inline void kkt_put_nop(uint8_t *site)
+{
+	memcpy(site, kkt_nop, KKT_SITE_LEN);
+}
+
+static inline int kkt_is_nop(const uint8_t *site)
+{
+	return !memcmp(site, kkt_nop, KKT_SITE_LEN);
+}
+
+static inline int kkt_is_jump_to(const uint8_t *site, const uint8_t *target)
+{
+	uint8_t j[KKT_SITE_LEN];
+
+	kkt_jump(j, (uintptr_t)site, (uintptr_t)target);
+	return !memcmp(site, j, KKT_SITE_LEN);
+}
+#endif
+
 /* Directory of the build being tested (set by scripts/run-tests.sh), or "build". */
 static inline const char *kkt_build_dir(void)
 {

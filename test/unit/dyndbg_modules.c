@@ -158,7 +158,7 @@ Test(dyndbg_modules, bitmask_param_is_one_batch)
 #ifndef KK_NO_JUMP_LABEL
 	cr_assert_eq(b.batches - a.batches, 1, "9 classes, %llu batches", b.batches - a.batches);
 	if (b.syncs != a.syncs)
-		cr_assert_eq(b.syncs - a.syncs, 3);
+		cr_assert_eq(b.syncs - a.syncs, KKT_SYNCS_PER_BATCH);
 #endif
 	cr_assert_eq(*bits, 0x1ff);
 	cr_assert_str_eq(dd_flags_of("ddm core"), "p");

@@ -21,8 +21,6 @@
 
 #ifndef KK_NO_JUMP_LABEL
 
-static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
 static struct static_key_false sk0 = __KK_KEY_INIT(0, "sort_k0");
 static struct static_key_false sk1 = __KK_KEY_INIT(0, "sort_k1");
 static struct static_key_false sk2 = __KK_KEY_INIT(0, "sort_k2");
@@ -48,14 +46,6 @@ static void set_entry(struct jump_entry *e, uint8_t *code, uint8_t *target,
 	e->code = (int32_t)((intptr_t)code - (intptr_t)&e->code);
 	e->target = (int32_t)((intptr_t)target - (intptr_t)&e->target);
 	e->key = (int64_t)((intptr_t)slot - (intptr_t)&e->key) + branch;
-}
-
-static int is_jump_to(const uint8_t *site, const uint8_t *target)
-{
-	int32_t rel;
-
-	memcpy(&rel, site + 1, 4);
-	return site[0] == 0xe9 && site + 5 + rel == target;
 }
 
 /*
@@ -85,14 +75,10 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
 	for (int i = 0; i < n; i++) {
 		uint8_t *site = code + in[i].off;
 
-		if (in[i].branch) {	/* a likely() site on a false key starts as a jump */
-			int32_t rel = (int32_t)(target - (site + 5));
-
-			site[0] = 0xe9;
-			memcpy(site + 1, &rel, 4);
-		} else {
-			memcpy(site, nop5, 5);
-		}
+		if (in[i].branch)	/* a likely() site on a false key starts as a jump */
+			kkt_put_jump(site, target);
+		else
+			kkt_put_nop(site);
 		set_entry(&tab[i], site, target, &slot[in[i].key], in[i].branch);
 	}
 	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
@@ -115,13 +101,13 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
 	}
 
 	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
-	cr_expect(is_jump_to(code + 80, target) && is_jump_to(code + 32, target));
-	cr_expect(!memcmp(code + 96, nop5, 5), "the likely() site of sk1 turns into a NOP");
-	cr_expect(!memcmp(code + 0, nop5, 5) && !memcmp(code + 16, nop5, 5) &&
-		  !memcmp(code + 48, nop5, 5) && !memcmp(code + 64, nop5, 5), "other keys' sites moved");
+	cr_expect(kkt_is_jump_to(code + 80, target) && kkt_is_jump_to(code + 32, target));
+	cr_expect(kkt_is_nop(code + 96), "the likely() site of sk1 turns into a NOP");
+	cr_expect(kkt_is_nop(code + 0) && kkt_is_nop(code + 16) &&
+		  kkt_is_nop(code + 48) && kkt_is_nop(code + 64), "other keys' sites moved");
 	cr_assert_eq(static_branch_enable(&sk0), 0);
-	cr_expect(is_jump_to(code + 16, target) && is_jump_to(code + 64, target));
-	cr_expect(!memcmp(code + 0, nop5, 5) && !memcmp(code + 48, nop5, 5));
+	cr_expect(kkt_is_jump_to(code + 16, target) && kkt_is_jump_to(code + 64, target));
+	cr_expect(kkt_is_nop(code + 0) && kkt_is_nop(code + 48));
 
 	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
 	cr_expect(strstr(txt, "\nsort_k0 1 1 2 "), "%s", txt);
@@ -158,15 +144,15 @@ Test(sorting, grouped_table_is_not_written)
 	slot[1] = &sk1.key;
 	slot[2] = &sk2.key;
 	for (int i = 0; i < 4; i++) {
-		memcpy(code + in[i].off, nop5, 5);
+		kkt_put_nop(code + in[i].off);
 		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0);
 	}
 	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
 	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
 	cr_assert_eq(kk_jump_label_add_object(tab, tab + 4), 0);
 	cr_assert_eq(static_branch_enable(&sk2), 0, "%s", kk_jump_label_strerror());
-	cr_expect(is_jump_to(code + 0, target) && is_jump_to(code + 48, target));
-	cr_expect(!memcmp(code + 16, nop5, 5) && !memcmp(code + 32, nop5, 5));
+	cr_expect(kkt_is_jump_to(code + 0, target) && kkt_is_jump_to(code + 48, target));
+	cr_expect(kkt_is_nop(code + 16) && kkt_is_nop(code + 32));
 	kk_jump_label_del_object(tab, tab + 4, NULL);
 }
 

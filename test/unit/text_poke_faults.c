@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <kernelkit/jump_label.h>
+#include "kktest.h"
 #include "text_poke.h"
 
 #ifdef KK_NO_JUMP_LABEL
@@ -27,6 +28,23 @@ Test(faults, no_text_is_written_in_the_fallback_build)
 	cr_skip_test("KK_NO_JUMP_LABEL: sites are load+test+branch, no text is written");
 }
 #else
+
+/*
+ * The steps of each arch's live protocol that the faults hit: the first
+ * write after the dry run, a write before the change takes effect (with
+ * some sites already written where the protocol allows it), and one after.
+ */
+#if defined(__x86_64__)
+#define FIRST_STEP		KK_STEP_INT3
+#define BEFORE_COMMIT_STEP	KK_STEP_TAIL
+#define BEFORE_COMMIT_FROM	1
+#define AFTER_COMMIT_STEP	KK_STEP_HEAD
+#else
+#define FIRST_STEP		KK_STEP_INSN
+#define BEFORE_COMMIT_STEP	KK_STEP_INSN
+#define BEFORE_COMMIT_FROM	2	/* one site's word already written */
+#define AFTER_COMMIT_STEP	KK_STEP_SETTLE
+#endif
 
 DEFINE_STATIC_KEY_FALSE(kf);
 DEFINE_STATIC_KEY_FALSE(kg);
@@ -83,11 +101,11 @@ Test(faults, dry_run_refusal_changes_nothing)
 	cr_expect_eq(f2(), 1);
 }
 
-Test(faults, int3_step_fails_then_undone)
+Test(faults, first_live_write_fails_then_undone)
 {
 	struct kk_text_stats st;
 
-	fail_steps(M(KK_STEP_INT3), 1);
+	fail_steps(M(FIRST_STEP), 1);
 	cr_expect_eq(static_branch_enable(&kf), -EIO);
 	cr_expect(!static_key_enabled(&kf));
 	cr_expect_eq(f1(), 0);
@@ -100,26 +118,32 @@ Test(faults, int3_step_fails_then_undone)
 }
 
 /* Every write after the first int3 fails, the repair too: the batch is stuck,
- * its sites are emulated as the old instruction, and the next change, once
- * writes work again, repairs and applies (the old code: -EILSEQ forever). */
-Test(faults, stuck_before_commit_emulates_old_then_repairs)
+ * its sites are emulated as the old instruction (x86; aarch64 has no trap to
+ * emulate with, and says so), and the next change, once writes work again,
+ * repairs and applies (the old code: -EILSEQ forever). */
+Test(faults, stuck_before_commit_then_repairs)
 {
 	struct kk_text_stats st;
 
-	fail_steps(M(KK_STEP_TAIL) | M(KK_STEP_REPAIR), 1);
+	fail_steps(M(BEFORE_COMMIT_STEP) | M(KK_STEP_REPAIR), BEFORE_COMMIT_FROM);
 	cr_expect_eq(static_branch_enable(&kf), -EIO);
 	cr_expect(!static_key_enabled(&kf));
+	cr_expect(strstr(kk_jump_label_strerror(), "until the text can be written again"), "%s",
+		  kk_jump_label_strerror());
 	stats(&st);
 	cr_expect_eq(st.stuck, 2, "two sites await repair");
+#ifdef __x86_64__
 	/* The sites hold int3 now: the trap handler runs the old instruction. */
 	for (int i = 0; i < 100; i++) {
 		cr_expect_eq(f1(), 0);
 		cr_expect_eq(f2(), 0);
 	}
+#endif
 	/* Other keys still report their state; a change while still broken
 	 * fails and says why. */
 	cr_expect_eq(static_branch_enable(&kg), -EIO);
-	cr_expect(strstr(kk_jump_label_strerror(), "emulated"), "%s", kk_jump_label_strerror());
+	cr_expect(strstr(kk_jump_label_strerror(), "until the text can be written again"), "%s",
+		  kk_jump_label_strerror());
 	cr_expect_eq(g1(), 0);
 	heal();
 	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
@@ -134,11 +158,11 @@ Test(faults, stuck_before_commit_emulates_old_then_repairs)
 
 /* A failure after the change took effect (step 3 began) finishes it: the
  * call succeeds, and the sites run the new instruction, emulated if need be. */
-Test(faults, stuck_after_commit_emulates_new)
+Test(faults, stuck_after_commit_runs_new)
 {
 	struct kk_text_stats st;
 
-	fail_steps(M(KK_STEP_HEAD) | M(KK_STEP_REPAIR), 1);
+	fail_steps(M(AFTER_COMMIT_STEP) | M(KK_STEP_REPAIR), 1);
 	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
 	cr_expect(static_key_enabled(&kf));
 	stats(&st);
@@ -160,7 +184,7 @@ Test(faults, failure_mid_batch_is_repaired_at_once)
 	struct kk_text_stats st;
 
 	fail_errno = EBADF;
-	fail_steps(M(KK_STEP_TAIL), 1);
+	fail_steps(M(BEFORE_COMMIT_STEP), BEFORE_COMMIT_FROM);
 	cr_expect_eq(static_branch_enable(&kf), -EIO);
 	stats(&st);
 	cr_expect_eq(st.stuck, 0);
@@ -174,31 +198,44 @@ Test(faults, failure_mid_batch_is_repaired_at_once)
 
 /* ---- a debugger's breakpoint on a site ----------------------------------------- */
 
-Test(breakpoint, foreign_int3_on_site_is_named)
+/* What gdb's "break *site" writes: int3 over the first byte; aarch64's BRK #0. */
+#if defined(__x86_64__)
+static const uint8_t brk[] = { 0xcc };
+#define BRK_NAME "int3"
+#else
+static const uint8_t brk[] = { 0x00, 0x00, 0x20, 0xd4 };
+#define BRK_NAME "brk"
+#endif
+
+Test(breakpoint, foreign_breakpoint_on_site_is_named)
 {
-	struct kk_jump_label_stats st0;
 	uintptr_t site = 0;
 	int fd;
-	uint8_t cc = 0xcc, orig;
+	uint8_t orig[sizeof(brk)];
 
-	/* f1's site: the NOP5 among its first bytes. */
-	static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	/* f1's site: the NOP among its first instructions. */
 	const uint8_t *p = (const uint8_t *)(uintptr_t)f1;
 
-	for (int i = 0; i < 64 && !site; i++)
-		if (!memcmp(p + i, nop5, 5))
+	for (int i = 0; i < 64 && !site; i += KKT_SITE_LEN == 4 ? 4 : 1)
+		if (kkt_is_nop(p + i))
 			site = (uintptr_t)(p + i);
-	cr_assert(site, "no NOP5 in f1");
-	kk_jump_label_get_stats(&st0);
-	orig = *(const uint8_t *)site;
+	cr_assert(site, "no site NOP in f1");
+	memcpy(orig, (const void *)site, sizeof(orig));
 	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(pwrite(fd, &cc, 1, (off_t)site), 1);	/* what gdb's "break *site" does */
+	cr_assert_eq(pwrite(fd, brk, sizeof(brk), (off_t)site), (ssize_t)sizeof(brk));
+#ifdef __aarch64__
+	__builtin___clear_cache((char *)site, (char *)site + sizeof(brk));
+#endif
 	cr_expect_eq(static_branch_enable(&kf), -EILSEQ);
 	cr_expect(strstr(kk_jump_label_strerror(), "debugger"), "%s", kk_jump_label_strerror());
-	cr_expect(strstr(kk_jump_label_strerror(), "int3"), "%s", kk_jump_label_strerror());
+	cr_expect(strstr(kk_jump_label_strerror(), BRK_NAME), "%s", kk_jump_label_strerror());
 	cr_expect(!static_key_enabled(&kf));
-	cr_assert_eq(pwrite(fd, &orig, 1, (off_t)site), 1);	/* the breakpoint is deleted */
+	/* the breakpoint is deleted */
+	cr_assert_eq(pwrite(fd, orig, sizeof(orig), (off_t)site), (ssize_t)sizeof(orig));
+#ifdef __aarch64__
+	__builtin___clear_cache((char *)site, (char *)site + sizeof(brk));
+#endif
 	close(fd);
 	cr_expect_eq(f2(), 0, "the other site did not change");
 	cr_expect_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
@@ -222,8 +259,8 @@ static void on_usr1(int sig)
 		 * behave as the old instruction (not committed) or the new
 		 * (committed), never trap to death. */
 		if (child_mode == 0)
-			_exit(f1() == (step_to_fork == KK_STEP_HEAD) &&
-			      f2() == (step_to_fork == KK_STEP_HEAD) ? 0 : 1);
+			_exit(f1() == (step_to_fork == AFTER_COMMIT_STEP) &&
+			      f2() == (step_to_fork == AFTER_COMMIT_STEP) ? 0 : 1);
 		return;		/* mode 1: the batch goes on in the child */
 	}
 	if (pid > 0) {
@@ -261,9 +298,9 @@ static void fork_mid_batch(int step, int mode)
 	cr_expect_eq(f2(), 1);
 }
 
-Test(fork, from_handler_before_commit_runs_sites) { fork_mid_batch(KK_STEP_TAIL, 0); }
-Test(fork, from_handler_after_commit_runs_sites) { fork_mid_batch(KK_STEP_HEAD, 0); }
-Test(fork, from_handler_child_finishes_batch) { fork_mid_batch(KK_STEP_TAIL, 1); }
+Test(fork, from_handler_before_commit_runs_sites) { fork_mid_batch(BEFORE_COMMIT_STEP, 0); }
+Test(fork, from_handler_after_commit_runs_sites) { fork_mid_batch(AFTER_COMMIT_STEP, 0); }
+Test(fork, from_handler_child_finishes_batch) { fork_mid_batch(BEFORE_COMMIT_STEP, 1); }
 
 /* ---- stop_machine (KK_TEXT_SYNC=stop-machine) ----------------------------------- */
 
