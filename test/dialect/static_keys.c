@@ -93,16 +93,21 @@ static int __attribute__((__noinline__)) site_maybe(void)
 
 #ifndef KK_NO_JUMP_LABEL
 /* Every site of this program that belongs to a disabled-by-default,
- * unlikely site starts as the 5-byte NOP, in C and in C++ alike. */
+ * unlikely site starts as the arch's NOP (x86_64: the 5-byte NOP; aarch64:
+ * NOP), in C and in C++ alike. */
 static int nop_sites(void)
 {
-	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+#if defined(__aarch64__)
+	static const unsigned char nop[4] = { 0x1f, 0x20, 0x03, 0xd5 };
+#else
+	static const unsigned char nop[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+#endif
 	const struct jump_entry *e;
 	int nops = 0;
 
 	for (e = __start_kk_jump_table; e && e < __stop_kk_jump_table; e++) {
 		const unsigned char *code = (const unsigned char *)&e->code + e->code;
-		if (memcmp(code, nop5, sizeof(nop5)) == 0)
+		if (memcmp(code, nop, sizeof(nop)) == 0)
 			nops++;
 	}
 	return nops;
