@@ -202,7 +202,10 @@ Test(dyndbg_control, one_write_is_one_batch)
 	cr_assert_eq(b.batches - a.batches, 1, "batches %llu", b.batches - a.batches);
 	if (b.syncs != a.syncs)
 		cr_assert_eq(b.syncs - a.syncs, KKT_SYNCS_PER_BATCH);
-	cr_assert_eq(b.sites_patched - a.sites_patched, 4);
+	/* At least one site per callsite: a compiler may duplicate an asm goto
+	 * with the code around it (aarch64 gcc does in lst_one), and every
+	 * copy has its own jump-table entry. */
+	cr_assert_geq(b.sites_patched - a.sites_patched, 4);
 #endif
 	free(r);
 	/* unbatched: one batch per site */
