@@ -242,6 +242,15 @@ KK_WHITEBOX int kk_park_signal(void);
  * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.
  */
 int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+/*
+ * Join library thread @t, whose kernel id is @tid (the thread records its own
+ * gettid()), and return once it has left the thread group too: pthread_join()
+ * returns when the kernel clears the thread's tid, a little before the thread
+ * leaves /proc/self/task.  A program that stops our threads to be
+ * single-threaded (unshare(), a seccomp filter without TSYNC) needs it gone.
+ * Waits at most a second for that; @tid 0 skips it.
+ */
+void kk_thread_join(pthread_t t, pid_t tid);
 /* Is @tid a running library thread?  Lock-free (a panic asks). */
 bool kk_is_library_thread(pid_t tid);
 

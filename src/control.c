@@ -856,27 +856,12 @@ static void wake_locked(void)
 	close(s);
 }
 
-/*
- * pthread_join() returns when the kernel clears the thread's tid, a little
- * before the thread leaves the thread group (and /proc/self/task).  A program
- * that stops our threads to be single-threaded (unshare(), a seccomp filter
- * without TSYNC) needs it gone: wait for that too, a few microseconds.
- */
-static void wait_thread_gone(pid_t tid)
-{
-	uint64_t deadline = kk_now_ns() + 1000000000ull;
-
-	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
-		sched_yield();
-}
-
 /* Join a thread that exited or was told to; release the socket if still ours. */
 static void reap_locked(void)
 {
 	if (!srv_running)
 		return;
-	pthread_join(srv_thread, NULL);
-	wait_thread_gone(srv_tid);
+	kk_thread_join(srv_thread, srv_tid);
 	srv_tid = 0;
 	srv_running = false;
 	pthread_mutex_lock(&lfd_lock);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,16 @@ static void *thread_main(void *p)
 	if (slot >= 0)
 		__atomic_store_n(&lib_tids[slot], 0, __ATOMIC_RELEASE);
 	return ret;
+}
+
+void kk_thread_join(pthread_t t, pid_t tid)
+{
+	uint64_t deadline;
+
+	pthread_join(t, NULL);
+	deadline = kk_now_ns() + 1000000000ull;
+	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
+		sched_yield();
 }
 
 /*

@@ -28,6 +28,8 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -54,6 +56,7 @@ static struct {
 	int self_stop;			/* ... and detach: stopped from a work item (lock) */
 	int used;			/* atomic: something was queued once (never cleared) */
 	pthread_t tid;
+	pid_t ktid;			/* the worker's kernel id, set by itself */
 } wq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread int on_worker __attribute__((tls_model("initial-exec")));
@@ -178,6 +181,7 @@ static void *worker_main(void *arg)
 {
 	(void)arg;
 	on_worker = 1;
+	__atomic_store_n(&wq.ktid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	/* The shazptr scan backs off for microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	pthread_mutex_lock(&wq.lock);
@@ -425,7 +429,7 @@ static void wq_stop(void)
 	kick();
 	if (on_worker)
 		return;		/* called from a work item: the worker exits after it */
-	pthread_join(wq.tid, NULL);
+	kk_thread_join(wq.tid, __atomic_load_n(&wq.ktid, __ATOMIC_RELAXED));
 	pthread_mutex_lock(&wq.lock);
 	wq.stop = 0;
 	__atomic_store_n(&wq.thread, T_NONE, __ATOMIC_RELEASE);
