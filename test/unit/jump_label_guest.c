@@ -215,16 +215,25 @@ Test(descriptors, fallback_build_has_no_descriptor)
 #define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 		 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
 
+#if defined(__x86_64__)
+#define AUDIT_ARCH_SELF AUDIT_ARCH_X86_64
+/* The calls arm64 never had (it has only the *at forms). */
+#define DENY_LEGACY DENY(__NR_readlink), DENY(__NR_open), DENY(__NR_stat), DENY(__NR_lstat),
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_SELF AUDIT_ARCH_AARCH64
+#define DENY_LEGACY
+#endif
+
 /* Kill the process on any syscall that opens, stats or reads a link. */
 static int sandbox(void)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_SELF, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		DENY(__NR_readlink), DENY(__NR_readlinkat), DENY(__NR_open), DENY(__NR_openat),
-		DENY(__NR_stat), DENY(__NR_lstat), DENY(__NR_newfstatat), DENY(__NR_statx),
+		DENY_LEGACY
+		DENY(__NR_readlinkat), DENY(__NR_openat), DENY(__NR_newfstatat), DENY(__NR_statx),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };

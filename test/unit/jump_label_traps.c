@@ -211,6 +211,18 @@ Test(jump_label_traps, foreign_int3_without_handler_kills, .signal = SIGTRAP)
 
 #endif /* __x86_64__ */
 
+/* The program's own breakpoint instruction, for its own SIGTRAP handler. */
+static void program_trap(void)
+{
+#if defined(__x86_64__)
+	int3_cc();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("brk #0" ::: "memory");	/* pc stays on it: leave by longjmp */
+#else
+	raise(SIGTRAP);
+#endif
+}
+
 /* ---- crash reporters --------------------------------------------------------------- */
 
 /* In shared memory: what the child's reporter did. */
@@ -340,7 +352,7 @@ Test(jump_label_traps, program_handler_may_longjmp_out)
 	flip();		/* the library's handler goes in front, chaining to ours */
 	for (int i = 1; i <= 5; i++) {
 		if (!sigsetjmp(trap_env, 1))
-			int3_cc();
+			program_trap();
 		cr_assert_eq(atomic_load(&jumped), i, "trap %d reached the program %d times", i,
 			     atomic_load(&jumped));
 		flip();

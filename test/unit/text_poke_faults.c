@@ -200,10 +200,10 @@ Test(faults, failure_mid_batch_is_repaired_at_once)
 
 /* What gdb's "break *site" writes: int3 over the first byte; aarch64's BRK #0. */
 #if defined(__x86_64__)
-static const uint8_t brk[] = { 0xcc };
+static const uint8_t bp_insn[] = { 0xcc };
 #define BRK_NAME "int3"
 #else
-static const uint8_t brk[] = { 0x00, 0x00, 0x20, 0xd4 };
+static const uint8_t bp_insn[] = { 0x00, 0x00, 0x20, 0xd4 };
 #define BRK_NAME "brk"
 #endif
 
@@ -211,7 +211,7 @@ Test(breakpoint, foreign_breakpoint_on_site_is_named)
 {
 	uintptr_t site = 0;
 	int fd;
-	uint8_t orig[sizeof(brk)];
+	uint8_t orig[sizeof(bp_insn)];
 
 	/* f1's site: the NOP among its first instructions. */
 	const uint8_t *p = (const uint8_t *)(uintptr_t)f1;
@@ -223,9 +223,9 @@ Test(breakpoint, foreign_breakpoint_on_site_is_named)
 	memcpy(orig, (const void *)site, sizeof(orig));
 	fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(pwrite(fd, brk, sizeof(brk), (off_t)site), (ssize_t)sizeof(brk));
+	cr_assert_eq(pwrite(fd, bp_insn, sizeof(bp_insn), (off_t)site), (ssize_t)sizeof(bp_insn));
 #ifdef __aarch64__
-	__builtin___clear_cache((char *)site, (char *)site + sizeof(brk));
+	__builtin___clear_cache((char *)site, (char *)site + sizeof(bp_insn));
 #endif
 	cr_expect_eq(static_branch_enable(&kf), -EILSEQ);
 	cr_expect(strstr(kk_jump_label_strerror(), "debugger"), "%s", kk_jump_label_strerror());
@@ -234,7 +234,7 @@ Test(breakpoint, foreign_breakpoint_on_site_is_named)
 	/* the breakpoint is deleted */
 	cr_assert_eq(pwrite(fd, orig, sizeof(orig), (off_t)site), (ssize_t)sizeof(orig));
 #ifdef __aarch64__
-	__builtin___clear_cache((char *)site, (char *)site + sizeof(brk));
+	__builtin___clear_cache((char *)site, (char *)site + sizeof(bp_insn));
 #endif
 	close(fd);
 	cr_expect_eq(f2(), 0, "the other site did not change");
