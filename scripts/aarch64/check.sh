@@ -48,15 +48,21 @@ set -- B="$B" CC=aarch64-linux-gnu-gcc ARCH=aarch64 \
 	EXTRA_CFLAGS="-Werror -isystem $S/usr/include -isystem $S/usr/include/aarch64-linux-gnu" \
 	LDFLAGS="-L$S/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$ml"
 if ! $MAKE --no-print-directory -k $jobs "$@" aarch64-guest-build > "$D/build.log" 2>&1; then
-	grep -a ': error:' "$D/build.log" | head -n 30
+	grep -a ': error:\|: Error:' "$D/build.log" | head -n 30
 	echo "[aarch64] cross build failed (log: $D/build.log)"
 fi
 for f in libkernelkit.so test/aarch64/membarrier_probe test/aarch64/procmem_probe; do
 	[ -e "$B/$f" ] || fail "cross build: no $B/$f (log: $D/build.log)"
 done
+# Not built: missing, or still out of date (a failed rebuild leaves the
+# previous binary in place; make -n still has its command to run).
+pending=$($MAKE -n --no-print-directory "$@" aarch64-guest-build 2>/dev/null)
 unbuilt=""
 for t in $($MAKE -s --no-print-directory "$@" aarch64-guest-programs); do
-	[ -x "$B/test/$t" ] || unbuilt="$unbuilt $t"
+	if [ ! -x "$B/test/$t" ] || printf '%s\n' "$pending" | grep -q -- "-o $B/test/$t "; then
+		unbuilt="$unbuilt $t"
+		rm -f "$B/test/$t"	# so that the guest does not run a stale one
+	fi
 done
 [ -z "$unbuilt" ] || echo "[aarch64] not built, counted as failed:$unbuilt"
 echo "[aarch64] cross build: $B (log: $D/build.log)"
