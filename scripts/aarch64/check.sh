@@ -19,7 +19,8 @@
 # Settings (environment): AARCH64_GROUPS (unit stress conformance),
 # AARCH64_TEST_TIMEOUT (seconds per test program in the guest, 300; the
 # longest takes about 90 s under TCG), AARCH64_TIMEOUT (seconds for the
-# whole boot, 1500), MAKE.
+# whole boot, 1500), AARCH64_ENV (NAME=VALUE words the tests get in the
+# guest, e.g. KK_STRESS_TOGGLES=20000 KK_FAILED_ENABLE_ATTEMPTS=300), MAKE.
 set -u
 D=$1
 MAKE=${MAKE:-make}
@@ -94,6 +95,7 @@ KK_REPO='$repo'
 KK_B='$absb'
 KK_TEST_GROUPS='$groups'
 KK_TEST_TIMEOUT='${AARCH64_TEST_TIMEOUT:-300}'
+KK_GUEST_ENV='${AARCH64_ENV:-}'
 CONF
 (cd "$R" && find . | cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$D/initramfs.cpio.gz" ||
 	fail "packing the initramfs failed"
