@@ -177,6 +177,12 @@ static void saw_enabled(unsigned s1, unsigned s2, int i)
 			return;
 		unknown |= o == UNKNOWN;
 	}
+	/* Without traps, a stuck batch's sites keep their words until the
+	 * next change: also through the stable seq after its attempt. */
+	for (long j = s1 >= 1 ? (long)(s1 - 1) / 4 : 0; !HIDES_FAILED_BATCH && j <= jhi &&
+	     j < nattempts; j++)
+		if (atomic_load(&outcome[j]) == STUCK)
+			return;
 	if (unknown) {
 		/* Attempts still in flight: blame them if they end failed. */
 		for (long j = jlo; j <= jhi && j < nattempts; j++)
@@ -294,7 +300,8 @@ static void attempt(long i, enum inj_mode mode, int at, struct phase_stats *ps)
 			fail("disable failed", i);
 	}
 	atomic_store(&seq, (unsigned)(4 * i + 4));		/* stable: disabled */
-	run_all_sites(0, i);
+	if (atomic_load(&outcome[i]) != STUCK)
+		run_all_sites(0, i);
 }
 
 static long phase_violations(long from, long to)
