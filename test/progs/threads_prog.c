@@ -19,6 +19,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,14 +163,31 @@ static int wait_count(struct static_key *k, int want)
 
 static int obj_a;
 
+/*
+ * pthread_join() returns when the kernel clears the thread's tid, a little
+ * before the thread leaves /proc/self/task: the counts below need it gone.
+ * @tid is the thread's own gettid(), which it stored before it could exit.
+ */
+static void join_gone(pthread_t t, const pid_t *tid)
+{
+	uint64_t end = now_ms() + DEADLINE_MS;
+
+	pthread_join(t, NULL);
+	while (syscall(SYS_tgkill, getpid(), *tid, 0) == 0 && now_ms() < end)
+		sched_yield();
+}
+
 struct holder {
 	int held, release;
+	pid_t tid;
 };
 
 static void *holder_fn(void *arg)
 {
 	struct holder *h = arg;
 	struct shazptr_guard g = shazptr_acquire(&obj_a);
+
+	h->tid = (pid_t)syscall(SYS_gettid);
 
 	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&h->release, __ATOMIC_ACQUIRE))
@@ -180,12 +198,14 @@ static void *holder_fn(void *arg)
 
 struct syncer {
 	int done;
+	pid_t tid;
 };
 
 static void *syncer_fn(void *arg)
 {
 	struct syncer *s = arg;
 
+	s->tid = (pid_t)syscall(SYS_gettid);
 	synchronize_shazptr(&obj_a);
 	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -194,7 +214,7 @@ static void *syncer_fn(void *arg)
 /* A reader holds &obj_a; a synchronize_shazptr(&obj_a) waits until it lets go. */
 static void shazptr_wait_once(void)
 {
-	struct holder h = { 0, 0 };
+	struct holder h = { 0, 0, 0 };
 	struct syncer s = { 0 };
 	pthread_t th, ts;
 	uint64_t end = now_ms() + DEADLINE_MS;
@@ -206,8 +226,8 @@ static void shazptr_wait_once(void)
 	CHECK(pthread_create(&ts, NULL, syncer_fn, &s) == 0, "syncer");
 	CHECK(kk_shazptr_scan(&obj_a) == -EBUSY, "the holder is seen");
 	__atomic_store_n(&h.release, 1, __ATOMIC_RELEASE);
-	pthread_join(ts, NULL);
-	pthread_join(th, NULL);
+	join_gone(ts, &s.tid);
+	join_gone(th, &h.tid);
 	CHECK(s.done, "synchronize_shazptr returned");
 }
 

@@ -456,7 +456,11 @@ Test(patching, chains_foreign_sigtrap)
 	sigemptyset(&sa.sa_mask);
 	cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
 	cr_assert_eq(static_branch_enable(&kf), 0);	/* puts our handler in front */
+#if defined(__x86_64__)
 	__asm__ volatile("int3");			/* not one of our sites */
+#else
+	raise(SIGTRAP);		/* aarch64 installs no SIGTRAP handler: chaining is moot */
+#endif
 	raise(SIGTRAP);
 	cr_expect_eq(user_traps, 2);
 	cr_expect_eq(u_f(), 1);
