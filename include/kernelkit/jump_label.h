@@ -464,12 +464,49 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 
 #ifndef KK_NO_JUMP_LABEL
 
-/* The site itself, __kk_static_branch(keyp, branch, jump), and JUMP_LABEL_NOP_SIZE. */
+/* The arch's part of a site: JUMP_LABEL_NOP_SIZE, its two instructions
+ * (__KK_JUMP_INSN, __KK_NOP_INSN) and how the asm takes the slot's address
+ * (__KK_SLOT_OPERAND). */
 #if defined(__x86_64__)
 #include <kernelkit/arch/x86_64/jump_label.h>
 #elif defined(__aarch64__)
 #include <kernelkit/arch/aarch64/jump_label.h>
 #endif
+
+/*
+ * One site, the same asm statement in C and C++.  @jump, a constant, picks
+ * the initial instruction: the arch's NOP, or its jump to l_yes.  The table
+ * entry goes to kk_jump_table in the section group of the code ("?"), so
+ * that when the linker drops a duplicate of a C++ inline function or
+ * template (a COMDAT group) it drops the duplicate's entries too.
+ * Evaluates to true when the code took the jump.
+ */
+#define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
+	__label__ l_yes, l_done;						\
+	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
+		__attribute__((__used__, __aligned__(8))) = (keyp);		\
+	bool __kk_ret;								\
+	__asm__ goto("1:\n\t"							\
+		 ".if %c[j]\n\t"						\
+		 __KK_JUMP_INSN							\
+		 ".else\n\t"							\
+		 __KK_NOP_INSN							\
+		 ".endif\n\t"							\
+		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
+		 ".balign 8\n\t"						\
+		 ".long 1b - ., %l[l_yes] - .\n\t"				\
+		 ".quad %c[k] - . + %c[b]\n\t"					\
+		 ".popsection\n\t"						\
+		 : : [k] __KK_SLOT_OPERAND(&__kk_kref), [b] "i"(branch),	\
+		     [j] "i"(jump)						\
+		 : : l_yes);							\
+	__kk_ret = false;							\
+	goto l_done;								\
+l_yes:										\
+	__kk_ret = true;							\
+l_done:										\
+	__kk_ret;								\
+}))
 
 /* The kernel's arch hooks: a site that starts as a NOP, or as a jump. */
 #define arch_static_branch(keyp, branch)	__kk_static_branch(keyp, branch, 0)

@@ -8,39 +8,12 @@
 
 #define JUMP_LABEL_NOP_SIZE 4
 
-/*
- * One site, the same asm statement in C and C++: one aligned 4-byte word,
- * NOP or "B l_yes" (@jump, a constant, picks which), the two instructions
- * the Arm ARM allows to be swapped while other CPUs execute them.  The table
- * entry is the x86 one (see there).  The slot's address is an "S" operand,
- * as in the kernel: a symbolic address, which gcc does not accept as "i"
- * when compiling position-independent code.
- * Evaluates to true when the code took the jump.
- */
-#define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
-	__label__ l_yes, l_done;						\
-	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
-		__attribute__((__used__, __aligned__(8))) = (keyp);		\
-	bool __kk_ret;								\
-	__asm__ goto("1:\n\t"							\
-		 ".if %c[j]\n\t"						\
-		 "b %l[l_yes]\n\t"						\
-		 ".else\n\t"							\
-		 "nop\n\t"							\
-		 ".endif\n\t"							\
-		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
-		 ".balign 8\n\t"						\
-		 ".long 1b - ., %l[l_yes] - .\n\t"				\
-		 ".quad %c[k] - . + %c[b]\n\t"					\
-		 ".popsection\n\t"						\
-		 : : [k] "S"(&__kk_kref), [b] "i"(branch), [j] "i"(jump)	\
-		 : : l_yes);							\
-	__kk_ret = false;							\
-	goto l_done;								\
-l_yes:										\
-	__kk_ret = true;							\
-l_done:										\
-	__kk_ret;								\
-}))
+/* One aligned word, NOP or "B l_yes": the two instructions the Arm ARM
+ * allows to be swapped while other CPUs execute them. */
+#define __KK_JUMP_INSN	"b %l[l_yes]\n\t"
+#define __KK_NOP_INSN	"nop\n\t"
+/* The slot's address as an "S" operand, as in the kernel: a symbolic
+ * address, which gcc does not accept as "i" in position-independent code. */
+#define __KK_SLOT_OPERAND	"S"
 
 #endif /* KERNELKIT_ARCH_AARCH64_JUMP_LABEL_H */
