@@ -236,21 +236,29 @@ KK_WHITEBOX void kk_futex_wake(int *addr, int n);
  */
 KK_WHITEBOX int kk_park_signal(void);
 
+/* A library thread: its pthread and its kernel id. */
+struct kk_thread {
+	pthread_t pt;
+	pid_t tid;		/* atomic: written by the thread before its function runs */
+};
+
 /*
  * Start a library thread.  It runs @fn with every signal blocked except the
  * synchronous faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) and the park
- * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.
+ * signal, named @name (at most 15 bytes).  Joinable.  0 or -errno.  @t must
+ * outlive the thread (it writes its id there).
  */
-int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg);
 /*
- * Join library thread @t, whose kernel id is @tid (the thread records its own
- * gettid()), and return once it has left the thread group too: pthread_join()
- * returns when the kernel clears the thread's tid, a little before the thread
- * leaves /proc/self/task.  A program that stops our threads to be
- * single-threaded (unshare(), a seccomp filter without TSYNC) needs it gone.
- * Waits at most a second for that; @tid 0 skips it.
+ * Join library thread @t and return once it has left the thread group too:
+ * pthread_join() returns when the kernel clears the thread's tid, a little
+ * before the thread leaves /proc/self/task.  A program that stops our
+ * threads to be single-threaded (unshare(), a seccomp filter without TSYNC)
+ * needs it gone.  The id is read after the join, when the thread has surely
+ * written it (a thread stopped before its function ran has one too).  Waits
+ * at most a second for the exit (a tracer may hold a zombie thread).
  */
-void kk_thread_join(pthread_t t, pid_t tid);
+void kk_thread_join(struct kk_thread *t);
 /* Is @tid a running library thread?  Lock-free (a panic asks). */
 bool kk_is_library_thread(pid_t tid);
 

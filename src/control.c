@@ -396,13 +396,12 @@ enum { CTL_LAZY, CTL_NEVER, CTL_ALWAYS };
 static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lfd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kk_fd lfd = KK_FD_INIT;	/* the listening socket (lfd_lock) */
-static pthread_t srv_thread;
+static struct kk_thread srv_thread;
 static bool srv_running;		/* srv_thread exists and is not joined yet */
 static int srv_serving;			/* atomic: the thread has not exited */
 static int srv_stop;			/* atomic: the thread must exit */
 static int srv_wanted;			/* atomic: should run (restarted by kk_threads_start) */
 static int srv_off;			/* atomic: kk_control_stop() was called: no autostart */
-static pid_t srv_tid;			/* the thread's kernel id, set by itself */
 static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kernelkit/<pid>" */
 static __thread bool on_srv_thread;
 
@@ -725,7 +724,6 @@ static void *serve(void *arg)
 
 	(void)arg;
 	on_srv_thread = true;
-	srv_tid = gettid();
 	pthread_mutex_lock(&lfd_lock);
 	for (;;) {
 		int n = 0, timeout = -1, num, fd, err, used = 0;
@@ -861,8 +859,7 @@ static void reap_locked(void)
 {
 	if (!srv_running)
 		return;
-	kk_thread_join(srv_thread, srv_tid);
-	srv_tid = 0;
+	kk_thread_join(&srv_thread);
 	srv_running = false;
 	pthread_mutex_lock(&lfd_lock);
 	kk_fd_release(&lfd);
@@ -1014,7 +1011,7 @@ static void atfork_child(void)
 		if (clients[i].used)
 			client_close(&clients[i]);
 	srv_running = false;
-	srv_tid = 0;
+	srv_thread.tid = 0;
 	on_srv_thread = false;
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);

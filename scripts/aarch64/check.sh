@@ -20,7 +20,9 @@
 # AARCH64_TEST_TIMEOUT (seconds per test program in the guest, 300; the
 # longest takes about 90 s under TCG), AARCH64_TIMEOUT (seconds for the
 # whole boot, 1500), AARCH64_ENV (NAME=VALUE words the tests get in the
-# guest, e.g. KK_STRESS_TOGGLES=20000 KK_FAILED_ENABLE_ATTEMPTS=300), MAKE.
+# guest, e.g. KK_STRESS_TOGGLES=20000 KK_FAILED_ENABLE_ATTEMPTS=300, or
+# KK_REPEAT=PROG KK_REPEAT_ARGS=ARG KK_REPEAT_N=N: run test/PROG N times
+# instead of the groups, to hunt a flake), MAKE.
 set -u
 D=$1
 MAKE=${MAKE:-make}

@@ -79,6 +79,7 @@ int kk_park_signal(void)
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	pid_t *tidp;		/* the creator's struct kk_thread, written first */
 	char name[16];
 	int started;		/* futex: the thread is named and recorded */
 	int pooled;		/* in start_pool: the thread releases it */
@@ -127,11 +128,14 @@ static void *thread_main(void *p)
 	struct start *st = p;
 	void *(*fn)(void *) = st->fn;
 	void *arg = st->arg;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
 	int slot;
 	void *ret;
 
+	/* First: a creator that stops us before fn runs joins by this id. */
+	__atomic_store_n(st->tidp, tid, __ATOMIC_RELEASE);
 	pthread_setname_np(pthread_self(), st->name);
-	slot = lib_tid_add((pid_t)syscall(SYS_gettid));
+	slot = lib_tid_add(tid);
 	if (st->pooled) {	/* nobody waits: give the record back */
 		__atomic_store_n(&start_busy[st - start_pool], 0, __ATOMIC_RELEASE);
 	} else {
@@ -146,11 +150,14 @@ static void *thread_main(void *p)
 	return ret;
 }
 
-void kk_thread_join(pthread_t t, pid_t tid)
+void kk_thread_join(struct kk_thread *t)
 {
 	uint64_t deadline;
+	pid_t tid;
 
-	pthread_join(t, NULL);
+	pthread_join(t->pt, NULL);
+	tid = __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
 	deadline = kk_now_ns() + 1000000000ull;
 	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
 		sched_yield();
@@ -161,10 +168,10 @@ void kk_thread_join(pthread_t t, pid_t tid)
  * that /proc and a panic see it as ours from the start) -- except from a fork
  * child's handlers, where it returns at once (see start_pool).
  */
-int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
+int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
-	struct start st = { fn, arg, "", 0, 0 };
+	struct start st = { fn, arg, &t->tid, "", 0, 0 };
 	struct start *s = &st;
 	sigset_t all, old;
 	int ret;
@@ -186,7 +193,8 @@ int kk_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *
 		sigdelset(&all, faults[i]);
 	sigdelset(&all, kk_park_signal());
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(t, NULL, thread_main, s);
+	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
+	ret = pthread_create(&t->pt, NULL, thread_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		if (s->pooled)

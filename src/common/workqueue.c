@@ -28,7 +28,6 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -55,8 +54,7 @@ static struct {
 	int stop;			/* the worker must exit (lock) */
 	int self_stop;			/* ... and detach: stopped from a work item (lock) */
 	int used;			/* atomic: something was queued once (never cleared) */
-	pthread_t tid;
-	pid_t ktid;			/* the worker's kernel id, set by itself */
+	struct kk_thread thread_id;	/* the worker (kk_thread_create) */
 } wq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread int on_worker __attribute__((tls_model("initial-exec")));
@@ -181,7 +179,6 @@ static void *worker_main(void *arg)
 {
 	(void)arg;
 	on_worker = 1;
-	__atomic_store_n(&wq.ktid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 	/* The shazptr scan backs off for microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	pthread_mutex_lock(&wq.lock);
@@ -239,7 +236,7 @@ static int worker_start(void)
 	if (kk_threads_stopped()) {
 		ret = 0;
 	} else {
-		ret = kk_thread_create(&wq.tid, "kk-worker", worker_main, NULL);
+		ret = kk_thread_create(&wq.thread_id, "kk-worker", worker_main, NULL);
 		if (ret == 0) {
 			__atomic_store_n(&wq.thread, T_RUNNING, __ATOMIC_RELEASE);
 			kk_futex_wake(&wq.thread, INT_MAX);
@@ -429,7 +426,7 @@ static void wq_stop(void)
 	kick();
 	if (on_worker)
 		return;		/* called from a work item: the worker exits after it */
-	kk_thread_join(wq.tid, __atomic_load_n(&wq.ktid, __ATOMIC_RELAXED));
+	kk_thread_join(&wq.thread_id);
 	pthread_mutex_lock(&wq.lock);
 	wq.stop = 0;
 	__atomic_store_n(&wq.thread, T_NONE, __ATOMIC_RELEASE);
@@ -477,6 +474,7 @@ static void wq_fork_child(void)
 	wq.done_waiters = 0;
 	wq.stop = 0;
 	on_worker = 0;
+	wq.thread_id.tid = 0;
 	__atomic_store_n(&wq.thread, T_NONE, __ATOMIC_RELAXED);
 }
 

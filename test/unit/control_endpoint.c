@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -362,6 +363,38 @@ Test(threads, stop_and_start, .timeout = 30)
 		/* stopped by hand: kk_threads_start() leaves it stopped */
 		if (kk_threads_stop() || kk_threads_start() || kkt_nr_tasks() != 1)
 			_exit(18);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+/*
+ * kk_threads_stop() right after the endpoint started: its thread is gone
+ * before the call returns, even when it has not run a line of its own yet.
+ * One CPU, so the creator usually runs on as soon as the new thread says it
+ * started (the join once read the thread's id before the thread had written
+ * it, and did not wait for it to leave the thread group: child status 11).
+ */
+Test(threads, stop_right_after_start, .timeout = 60)
+{
+	int st;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			_exit(9);
+		if (kk_control_start() || kk_threads_stop() || kkt_nr_tasks() != 1)
+			_exit(10);
+		for (int i = 0; i < 200; i++)
+			if (kk_threads_start() || kkt_nr_tasks() != 2 || kk_threads_stop() ||
+			    kkt_nr_tasks() != 1)
+				_exit(11);
 		_exit(0);
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);

@@ -9,7 +9,9 @@
  * Waits are bounded (10 s) and ordered by flags, never by sleeping.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -333,4 +335,53 @@ Test(worker, stopped_items_wait_and_flush_runs_them_in_the_caller)
 	cr_assert_eq(a.runs, 0);
 	cr_assert_eq(kk_threads_start(), 0);
 	cr_assert(wait_flag(&a.runs, 1), "the pending item ran after kk_threads_start()");
+}
+
+/*
+ * kk_threads_stop() right after the worker started: the worker is gone from
+ * /proc/self/task before the call returns, even when it has not run a line
+ * of its own yet (the join once read its id before the worker had written
+ * it).  One CPU, in a fork child (one thread to count).
+ */
+static int nr_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+Test(worker, stop_right_after_start, .timeout = 60)
+{
+	int st;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			_exit(9);
+		kk_threads_stop();
+		for (int i = 0; i < 200; i++) {
+			struct item a = { KK_WORK_INIT(record), 'A', 0 };
+
+			/* queued while stopped; kk_threads_start() starts the worker */
+			if (kk_queue_work(&a.work, LONG_NS) != 1 || kk_threads_start() ||
+			    kk_threads_stop() || nr_tasks() != 1)
+				_exit(10);
+			kk_cancel_work_sync(&a.work);
+		}
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 }
