@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Run every test program of one build directory and record the tally.
 #   scripts/run-tests.sh BUILD_DIR LABEL
-# Criterion programs count one result per test case; stress programs and shell
-# tests count one each (exit 0 pass, 77 skip, anything else fail).
+# Criterion programs count one result per test case (run with --verbose: a
+# cr_skip_test() shows only as a "[SKIP]" line, never in the synthesis);
+# stress programs and shell tests count one each (exit 0 pass, 77 skip,
+# anything else fail).
 # The tally goes to BUILD_DIR/results.txt as "LABEL PASSED FAILED SKIPPED".
 # KK_TEST_GROUPS picks the groups (default: all of unit stress conformance
 # dialect script); KK_TEST_TIMEOUT the seconds one program may take (600).
@@ -31,7 +33,8 @@ run_one() {	# name command...
 		t=$(echo "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
 		f=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*Crashing: \([0-9]*\).*/\1 \2/p')
 		nf=$(( $(echo "$f" | cut -d' ' -f1) + $(echo "$f" | cut -d' ' -f2) ))
-		pass=$((pass + t)); fail=$((fail + nf))
+		ns=$(grep -ac '^\[SKIP\]' "$out")
+		pass=$((pass + t)); fail=$((fail + nf)); skip=$((skip + ns))
 		[ "$rc" -ne 0 ] && [ "$nf" -eq 0 ] && fail=$((fail + 1))
 		if [ "$rc" -ne 0 ] || [ "$nf" -ne 0 ]; then failed="$failed $name"; fi
 	elif [ "$rc" -eq 0 ]; then pass=$((pass + 1))
@@ -40,6 +43,7 @@ run_one() {	# name command...
 	fi
 	printf '%-12s %-40s rc=%s %4ss %s\n' "[$label]" "$name" "$rc" "$secs" "$syn"
 	[ "$rc" -ne 77 ] || echo "    skipped: $(tail -n 1 "$out")"
+	[ -z "$syn" ] || grep -a '^\[SKIP\]' "$out" | sed 's/^\[SKIP\] /    skipped: /'
 	# A stress program's closing lines are its figures (syncs, checks).
 	case "$name" in stress/*) [ "$rc" -ne 0 ] || tail -n 2 "$out" | sed 's/^/    /' ;; esac
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
@@ -50,7 +54,7 @@ run_one() {	# name command...
 if want unit; then
 	for t in "$B"/test/unit/*; do
 		[ -x "$t" ] || continue
-		run_one "unit/$(basename "$t")" "$t" --jobs 2
+		run_one "unit/$(basename "$t")" "$t" --jobs 2 --verbose
 	done
 fi
 if want stress; then
