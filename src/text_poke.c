@@ -75,6 +75,35 @@ int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
 static atomic_ullong n_syncs, n_batches, n_pokes, n_stopped, n_repairs;
 
+/*
+ * The trap handler's hooks, for a protocol that has none (aarch64, and the
+ * generic stubs): weak, as the kernel's __weak arch hooks, so that only an
+ * arch with traps (x86_64) defines them.
+ */
+__attribute__((__weak__)) int kk_arch_text_begin(struct kk_text_batch *b, char *err,
+						 size_t errlen)
+{
+	(void)b;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+__attribute__((__weak__)) void kk_arch_text_quiesce(void) {}
+
+__attribute__((__weak__)) void kk_arch_text_forget(uintptr_t lo, uintptr_t hi)
+{
+	(void)lo;
+	(void)hi;
+}
+
+__attribute__((__weak__)) void kk_arch_text_atfork_child(void) {}
+
+__attribute__((__weak__)) unsigned long long kk_arch_text_traps_taken(void)
+{
+	return 0;
+}
+
 /* ---- writing text --------------------------------------------------------------- */
 
 /*

@@ -177,7 +177,9 @@ extern const uint8_t kk_arch_trap_byte;
 /* @p holds site instructions (old and new) this arch can swap: 0, or
  * -EINVAL with @err filled.  Fills p->resume and p->resume_old. */
 int kk_arch_text_check(struct kk_poke *p, char *err, size_t errlen);
-/* Before a live batch: install the trap handler, record the sites. */
+/* Before a live batch: install the trap handler, record the sites.
+ * Optional, as are quiesce, forget, atfork_child and traps_taken: an arch
+ * without traps leaves them to the weak defaults in text_poke.c. */
 int kk_arch_text_begin(struct kk_text_batch *b, char *err, size_t errlen);
 /* The live protocol: every site of the published batch @b to its new bytes,
  * syncs included.  Sets b->committed at the point the change takes effect.

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -383,11 +382,7 @@ Test(threads, stop_right_after_start, .timeout = 60)
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		cpu_set_t one;
-
-		CPU_ZERO(&one);
-		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-		if (sched_setaffinity(0, sizeof(one), &one))
+		if (kkt_pin_to_one_cpu())
 			_exit(9);
 		if (kk_control_start() || kk_threads_stop() || kkt_nr_tasks() != 1)
 			_exit(10);

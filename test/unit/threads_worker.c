@@ -9,9 +9,7 @@
  * Waits are bounded (10 s) and ordered by flags, never by sleeping.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -20,6 +18,7 @@
 
 #include <kernelkit/kernelkit.h>
 #include "common.h"
+#include "kktest.h"
 
 #define BOUND_NS	(10 * 1000000000ull)
 #define LONG_NS		(60 * 1000000000ull)
@@ -343,20 +342,6 @@ Test(worker, stopped_items_wait_and_flush_runs_them_in_the_caller)
  * of its own yet (the join once read its id before the worker had written
  * it).  One CPU, in a fork child (one thread to count).
  */
-static int nr_tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 Test(worker, stop_right_after_start, .timeout = 60)
 {
 	int st;
@@ -364,11 +349,7 @@ Test(worker, stop_right_after_start, .timeout = 60)
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		cpu_set_t one;
-
-		CPU_ZERO(&one);
-		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-		if (sched_setaffinity(0, sizeof(one), &one))
+		if (kkt_pin_to_one_cpu())
 			_exit(9);
 		kk_threads_stop();
 		for (int i = 0; i < 200; i++) {
@@ -376,7 +357,7 @@ Test(worker, stop_right_after_start, .timeout = 60)
 
 			/* queued while stopped; kk_threads_start() starts the worker */
 			if (kk_queue_work(&a.work, LONG_NS) != 1 || kk_threads_start() ||
-			    kk_threads_stop() || nr_tasks() != 1)
+			    kk_threads_stop() || kkt_nr_tasks() != 1)
 				_exit(10);
 			kk_cancel_work_sync(&a.work);
 		}

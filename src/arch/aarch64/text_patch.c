@@ -74,14 +74,6 @@ int kk_arch_text_check(struct kk_poke *p, char *err, size_t errlen)
 	return 0;
 }
 
-int kk_arch_text_begin(struct kk_text_batch *b, char *err, size_t errlen)
-{
-	(void)b;
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
 /* Steps 1's sync and step 2 (see the top of the file). */
 static int publish(struct kk_text_batch *b)
 {
@@ -124,8 +116,6 @@ void kk_arch_text_flush(uintptr_t addr, size_t len)
 	__builtin___clear_cache((char *)addr, (char *)(addr + len));
 }
 
-void kk_arch_text_quiesce(void) {}
-
 void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 {
 	uint32_t insn = kk_a64_read((const volatile uint8_t *)code);
@@ -145,17 +135,4 @@ void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 		snprintf(buf, len, "does not hold a jump-label instruction: it holds brk (%08x), "
 			 "which kernelkit did not write: a debugger breakpoint? (no tracer is "
 			 "attached now)", insn);
-}
-
-void kk_arch_text_forget(uintptr_t lo, uintptr_t hi)
-{
-	(void)lo;
-	(void)hi;
-}
-
-void kk_arch_text_atfork_child(void) {}
-
-unsigned long long kk_arch_text_traps_taken(void)
-{
-	return 0;
 }

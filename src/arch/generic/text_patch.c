@@ -21,14 +21,6 @@ int kk_arch_text_check(struct kk_poke *p, char *err, size_t errlen)
 	return -ENOTSUP;
 }
 
-int kk_arch_text_begin(struct kk_text_batch *b, char *err, size_t errlen)
-{
-	(void)b;
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
 int kk_arch_text_apply(struct kk_text_batch *b)
 {
 	(void)b;
@@ -47,23 +39,8 @@ void kk_arch_text_flush(uintptr_t addr, size_t len)
 	(void)len;
 }
 
-void kk_arch_text_quiesce(void) {}
-
 void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 {
 	(void)code;
 	snprintf(buf, len, "cannot be read on this architecture");
-}
-
-void kk_arch_text_forget(uintptr_t lo, uintptr_t hi)
-{
-	(void)lo;
-	(void)hi;
-}
-
-void kk_arch_text_atfork_child(void) {}
-
-unsigned long long kk_arch_text_traps_taken(void)
-{
-	return 0;
 }
