@@ -85,8 +85,10 @@ cp -a "$S/lib" "$R/"	# ld-linux-aarch64.so.1, lib/aarch64-linux-gnu/
 	cpio -pdm --quiet "$R/usr/lib")
 cp scripts/aarch64/init "$R/init"
 chmod 755 "$R/init"
-echo 'root:x:0:0:root:/tmp:/bin/sh' > "$R/etc/passwd"
-echo 'root:x:0:' > "$R/etc/group"
+# nobody: the endpoint's foreign-uid test connects as another user.
+printf '%s\n' 'root:x:0:0:root:/tmp:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' \
+	> "$R/etc/passwd"
+printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' > "$R/etc/group"
 # What the runner and the tests read from the source tree.
 cp -a scripts test src include "$R$repo/"
 # The build tree minus the objects.
