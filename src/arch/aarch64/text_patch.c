@@ -35,8 +35,9 @@
  * written.  A block that another vCPU was translating while step 1 wrote a
  * site of it can be linked after the write with the old word in it, and
  * nothing invalidates it again: the site keeps its old branch for good
- * (an earlier version without step 2 left about one site in 2000 on its old
- * branch in the 16154-site stress under multi-threaded TCG).  The sync after
+ * (without step 2, stress/jump_label_16154 under multi-threaded TCG failed
+ * 3 runs of 3, with 1 to 3 of its 16154 sites still on the old branch after
+ * a flip had returned; with it, 0 wrong).  The sync after
  * step 1 ends every such translation (a vCPU takes the IPI between blocks);
  * the rewrite in step 2, of identical bytes, then invalidates whatever was
  * translated meanwhile.  On hardware it is a store of the same values:
