@@ -1011,7 +1011,6 @@ static void atfork_child(void)
 		if (clients[i].used)
 			client_close(&clients[i]);
 	srv_running = false;
-	srv_thread.tid = 0;
 	on_srv_thread = false;
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);

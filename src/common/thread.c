@@ -157,7 +157,6 @@ void kk_thread_join(struct kk_thread *t)
 
 	pthread_join(t->pt, NULL);
 	tid = __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
 	deadline = kk_now_ns() + 1000000000ull;
 	while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && kk_now_ns() < deadline)
 		sched_yield();

@@ -474,7 +474,6 @@ static void wq_fork_child(void)
 	wq.done_waiters = 0;
 	wq.stop = 0;
 	on_worker = 0;
-	wq.thread_id.tid = 0;
 	__atomic_store_n(&wq.thread, T_NONE, __ATOMIC_RELAXED);
 }
 
