@@ -9,13 +9,20 @@
  *   kkctl TARGETS write FILE [TEXT]       write TEXT (or stdin) to each target
  *   TARGETS: -p PID (repeatable), -n NAME (repeatable), --all
  *
+ * Every target gets one deadline for its whole exchange and a cap on the size
+ * of its reply: a process that passes our checks is still not trusted to
+ * finish, and one that never does must not hang --all or exhaust our memory.
+ *
  * Exit status: 0 success, 1 the operation failed (for any target), 2 usage.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +31,7 @@
 #include <unistd.h>
 
 #include <kernelkit/control.h>
+#include "common.h"
 #include "control_path.h"
 
 #ifndef KK_VERSION
@@ -32,6 +40,12 @@
 
 static const char *prog = "kkctl";
 static bool json;
+
+/* What one target may cost us (kkctl(1): --timeout, --max-reply). */
+static struct {
+	double timeout_s;	/* connection to the reply's last byte */
+	size_t max_reply;	/* bytes, status line included */
+} bounds = { 10, 64 << 20 };
 
 static void usage(FILE *f)
 {
@@ -55,6 +69,10 @@ static void usage(FILE *f)
 		"  -a, --all         every process you may control\n"
 		"options:\n"
 		"  -j, --json        one JSON object per line (per process for files/read/write)\n"
+		"  -t, --timeout SECONDS  give up on a target whose whole reply takes longer\n"
+		"                    (default 10, or $KKCTL_TIMEOUT)\n"
+		"      --max-reply SIZE   give up on a target whose reply is larger (bytes,\n"
+		"                    suffix K, M or G; default 64M, or $KKCTL_MAX_REPLY)\n"
 		"  -V, --version     print the version\n"
 		"  -h, --help        show this help\n"
 		"\n"
@@ -327,14 +345,14 @@ static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
 	return -1;
 }
 
-/* Read until EOF into a malloc'ed, NUL-terminated buffer. */
-static char *slurp(int fd, FILE *f, size_t *len)
+/* Read a file until EOF into a malloc'ed, NUL-terminated buffer. */
+static char *slurp(FILE *f, size_t *len)
 {
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
 
 	while (buf) {
-		ssize_t r;
+		size_t r;
 
 		if (n + 1 >= cap) {
 			char *nb = realloc(buf, cap *= 2);
@@ -345,22 +363,14 @@ static char *slurp(int fd, FILE *f, size_t *len)
 			}
 			buf = nb;
 		}
-		if (f) {
-			r = (ssize_t)fread(buf + n, 1, cap - n - 1, f);
-			if (r == 0 && ferror(f))
-				r = -1;
-		} else {
-			r = recv(fd, buf + n, cap - n - 1, 0);
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
+		r = fread(buf + n, 1, cap - n - 1, f);
+		if (r == 0 && ferror(f)) {
 			free(buf);
 			return NULL;
 		}
 		if (r == 0)
 			break;
-		n += (size_t)r;
+		n += r;
 	}
 	if (buf)
 		buf[n] = '\0';
@@ -368,21 +378,152 @@ static char *slurp(int fd, FILE *f, size_t *len)
 	return buf;
 }
 
-/* ---- one request to one process --------------------------------------------- */
+/* ---- one request to one process, within its bounds --------------------------- */
+
+/* Wait for @events on @fd until @deadline (kk_now_ns()): 1 ready, 0 too late,
+ * -1 with errno. */
+static int wait_fd(int fd, short events, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { fd, events, 0 };
+		uint64_t now = kk_now_ns(), ms;
+		int r;
+
+		if (now >= deadline)
+			return 0;
+		ms = (deadline - now + 999999) / 1000000;
+		r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Send all of @p by @deadline: 0, -ETIMEDOUT or -errno.  A peer that takes
+ * one byte at a time does not stretch it. */
+static int send_by(int fd, const char *p, size_t n, uint64_t deadline)
+{
+	while (n) {
+		int w = wait_fd(fd, POLLOUT, deadline);
+		ssize_t s;
+
+		if (w <= 0)
+			return w ? -errno : -ETIMEDOUT;
+		s = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (s < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (s < 0)
+			return -errno;
+		p += s;
+		n -= (size_t)s;
+	}
+	return 0;
+}
+
+/*
+ * Receive until EOF, by @deadline and at most @max bytes, into a malloc'ed,
+ * NUL-terminated *@out (on error too: what came, to be freed).  0,
+ * -ETIMEDOUT, -EFBIG (more than @max), -ENOMEM or -errno.  The buffer never
+ * grows past @max + 2 bytes: the cap bounds our memory, not only the reply.
+ */
+static int recv_by(int fd, uint64_t deadline, size_t max, char **out, size_t *len)
+{
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
+	int err = 0;
+
+	for (;;) {
+		ssize_t r;
+		int w;
+
+		if (n + 1 >= cap) {	/* room for one more byte and the NUL */
+			size_t nc = cap ? 2 * cap : 4096;
+			char *nb;
+
+			nc = nc < max + 2 ? nc : max + 2;
+			nb = realloc(buf, nc);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = nc;
+		}
+		w = wait_fd(fd, POLLIN, deadline);
+		if (w <= 0) {
+			err = w ? -errno : -ETIMEDOUT;
+			break;
+		}
+		r = recv(fd, buf + n, cap - n - 1, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			err = r ? -errno : 0;
+			break;
+		}
+		n += (size_t)r;
+		if (n > max) {
+			err = -EFBIG;
+			break;
+		}
+	}
+	if (buf)
+		buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return err;
+}
+
+/* "64 MiB", "1536 KiB", "100 bytes": the largest unit that divides @n. */
+static const char *fmt_size(size_t n, char *buf, size_t bl)
+{
+	static const char *const units[] = { "GiB", "MiB", "KiB" };
+
+	for (int i = 0; i < 3; i++) {
+		size_t u = (size_t)1 << (30 - 10 * i);
+
+		if (n >= u && n % u == 0) {
+			snprintf(buf, bl, "%zu %s", n / u, units[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, bl, "%zu byte%s", n, n == 1 ? "" : "s");
+	return buf;
+}
 
 struct result {
 	int ok;
+	bool named;		/* err is about the target: "process PID (NAME): err" */
 	char *body;		/* the reply body (ok) or the process's message */
 	size_t len;
 	char err[512];		/* our own one-line error */
 };
 
+/* Did the exchange run out of its bounds?  Then say which in @res. */
+static bool out_of_bounds(int err, struct result *res)
+{
+	char sz[32];
+
+	if (err == -ETIMEDOUT)
+		snprintf(res->err, sizeof(res->err), "no complete reply within %g s",
+			 bounds.timeout_s);
+	else if (err == -EFBIG)
+		snprintf(res->err, sizeof(res->err), "reply larger than %s",
+			 fmt_size(bounds.max_reply, sz, sizeof(sz)));
+	else
+		return false;
+	res->named = true;
+	return true;
+}
+
 static void request(pid_t pid, const char *verb, const char *file, const char *body,
 		    size_t blen, struct result *res)
 {
-	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
-	size_t rlen;
-	int fd, status, n;
+	uint64_t deadline = kk_now_ns() + (uint64_t)(bounds.timeout_s * 1e9);
+	char head[KK_CONTROL_NAME_MAX + 16], *resp = NULL, *nl;
+	size_t rlen = 0;
+	int fd, status, n, err;
 
 	memset(res, 0, sizeof(*res));
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
@@ -391,15 +532,17 @@ static void request(pid_t pid, const char *verb, const char *file, const char *b
 		return;
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
 	 * its reply (if any) says why. */
-	if (kk_send_all(fd, head, (size_t)n) == 0 && blen)
-		kk_send_all(fd, body, blen);
+	err = send_by(fd, head, (size_t)n, deadline);
+	if (!err && blen)
+		err = send_by(fd, body, blen, deadline);
 	shutdown(fd, SHUT_WR);
-	errno = 0;
-	resp = slurp(fd, NULL, &rlen);
+	if (err != -ETIMEDOUT)
+		err = recv_by(fd, deadline, bounds.max_reply, &resp, &rlen);
 	close(fd);
-	if (!resp || !(nl = memchr(resp, '\n', rlen))) {
-		snprintf(res->err, sizeof(res->err), "process %d: no reply%s%s", (int)pid,
-			 errno ? ": " : "", errno ? strerror(errno) : "");
+	if (out_of_bounds(err, res) || err || !(nl = memchr(resp, '\n', rlen))) {
+		if (!res->named)
+			snprintf(res->err, sizeof(res->err), "process %d: no reply%s%s",
+				 (int)pid, err ? ": " : "", err ? strerror(-err) : "");
 		free(resp);
 		return;
 	}
@@ -539,7 +682,11 @@ static void report(const struct target *t, const struct result *r, bool many)
 		return;
 	}
 	fflush(stdout);
-	if (many)
+	if (r->named) {
+		fprintf(stderr, "%s: process %d (", prog, (int)t->pid);
+		put_escaped(stderr, t->name, strlen(t->name), "");
+		fputs("): ", stderr);
+	} else if (many)
 		fprintf(stderr, "%s: process %d: ", prog, (int)t->pid);
 	else
 		fprintf(stderr, "%s: ", prog);
@@ -559,6 +706,88 @@ static bool name_matches(const struct target *t, char **names, int nn)
 	return false;
 }
 
+/* ---- the bounds, from options or the environment ------------------------------ */
+
+enum { OPT_MAX_REPLY = 256 };	/* long options without a short one */
+
+static int parse_timeout(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno || !(v > 0 && v <= 86400))	/* NaN too */
+		return -1;
+	bounds.timeout_s = v;
+	return 0;
+}
+
+static const struct {
+	const char *suffix;
+	unsigned shift;
+} size_units[] = {
+	{ "", 0 }, { "K", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 }, { "G", 30 }, { "GiB", 30 },
+};
+
+/* At most 1 GiB: a larger reply is not one anybody reads from a terminal. */
+static int parse_size(const char *s)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	for (size_t i = 0; !errno && i < sizeof(size_units) / sizeof(size_units[0]); i++)
+		if (!strcmp(end, size_units[i].suffix)) {
+			if (v == 0 || v > (1ull << 30) >> size_units[i].shift)
+				return -1;
+			bounds.max_reply = (size_t)(v << size_units[i].shift);
+			return 0;
+		}
+	return -1;
+}
+
+static const struct bound {
+	int opt;			/* what getopt_long() returns for it */
+	const char *option, *env, *what;
+	int (*parse)(const char *s);	/* sets it: 0, or -1 if invalid */
+} bound_opts[] = {
+	{ 't', "--timeout", "KKCTL_TIMEOUT",
+	  "a number of seconds, more than 0 and at most 86400", parse_timeout },
+	{ OPT_MAX_REPLY, "--max-reply", "KKCTL_MAX_REPLY",
+	  "a size in bytes (suffix K, M or G), from 1 byte to 1 GiB", parse_size },
+};
+#define NR_BOUNDS (sizeof(bound_opts) / sizeof(bound_opts[0]))
+
+/* Set bound @i from @value, an option's or (@env) the environment's.  0, or 2
+ * (usage) after saying why in one line. */
+static int set_bound(size_t i, const char *value, bool env)
+{
+	const struct bound *b = &bound_opts[i];
+
+	if (!b->parse(value))
+		return 0;
+	fprintf(stderr, "%s: bad %s%s", prog, env ? b->env : b->option, env ? "=" : " ");
+	put_escaped(stderr, value, strlen(value), "");
+	fprintf(stderr, ": %s\n", b->what);
+	return 2;
+}
+
+/* The bounds no option gave, from the environment (an empty value is unset). */
+static int bounds_from_env(const bool *given)
+{
+	for (size_t i = 0; i < NR_BOUNDS; i++) {
+		const char *v = getenv(bound_opts[i].env);
+
+		if (!given[i] && v && *v && set_bound(i, v, true))
+			return 2;
+	}
+	return 0;
+}
+
 static const char *const commands[] = { "ls", "files", "read", "write" };
 
 static int unknown_command(const char *cmd)
@@ -576,6 +805,8 @@ int main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -584,14 +815,14 @@ int main(int argc, char **argv)
 	static struct tlist targets, all;
 	static char **names, *stdin_text;
 	const char *verb, *file = NULL, *text = NULL;
-	bool want_all = false, known = false;
+	bool want_all = false, known = false, given[NR_BOUNDS] = { false };
 	size_t tlen = 0;
 	int c, nn = 0, failed = 0, args;
 
 	names = calloc((size_t)argc + 1, sizeof(char *));
 	if (!names)
 		return 1;
-	while ((c = getopt_long(argc, argv, "+p:n:ajVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:n:ajt:Vh", opts, NULL)) != -1) {
 		struct target t = { 0 };
 		char *end;
 		long pid;
@@ -616,6 +847,15 @@ int main(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 't':
+		case OPT_MAX_REPLY:
+			for (size_t i = 0; i < NR_BOUNDS; i++)
+				if (bound_opts[i].opt == c) {
+					if (set_bound(i, optarg, false))
+						return 2;
+					given[i] = true;
+				}
+			break;
 		case 'V':
 			printf("kkctl (kernelkit) %s\n", KK_VERSION);
 			return 0;
@@ -627,6 +867,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (bounds_from_env(given))
+		return 2;
 	argc -= optind;
 	argv += optind;
 	if (argc < 1) {
@@ -667,7 +909,7 @@ int main(int argc, char **argv)
 			text = argv[2];
 			tlen = strlen(text);
 		} else {
-			stdin_text = slurp(-1, stdin, &tlen);
+			stdin_text = slurp(stdin, &tlen);
 			if (!stdin_text) {
 				fprintf(stderr, "%s: reading standard input: %s\n", prog,
 					strerror(errno));
