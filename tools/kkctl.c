@@ -198,7 +198,11 @@ static void proc_names(struct target *t)
 
 static int connect_addr(const struct sockaddr_un *sa, socklen_t sl)
 {
-	struct timeval tv = { KK_CONTROL_TIMEOUT_MS / 1000 + 3, 0 };
+	/* connect() waits this long when the listen backlog is full: not more
+	 * than a target's whole deadline. */
+	double s = bounds.timeout_s < KK_CONTROL_TIMEOUT_MS / 1000 + 3 ?
+		   bounds.timeout_s : KK_CONTROL_TIMEOUT_MS / 1000 + 3;
+	struct timeval tv = { (time_t)s, (suseconds_t)((s - (time_t)s) * 1e6) };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
 
 	if (fd < 0)

@@ -26,6 +26,9 @@ EOS
 complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
 [ "$(complete kkctl re | tr '\n' ' ')" = "read " ] || fail "commands: $(complete kkctl re)"
 complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
+complete kkctl --max | grep -qx -- --max-reply || fail "options: $(complete kkctl --max)"
+# A bound's value is not the command.
+[ "$(complete kkctl -t 1 re | tr '\n' ' ')" = "read " ] || fail "after -t 1: $(complete kkctl -t 1 re)"
 complete kkctl -p "" | grep -qx "$pid" || fail "pids: $(complete kkctl -p '')"
 complete kkctl -n jl_ | grep -qx jl_target || fail "names: $(complete kkctl -n jl_)"
 complete kkctl -p "$pid" read st | grep -qx static_keys || fail "files: $(complete kkctl -p "$pid" read st)"
