@@ -459,14 +459,66 @@ struct ctl_client {
 
 static struct ctl_client clients[CTL_CLIENTS];	/* lfd_lock */
 
-static int peer_allowed(int fd)
+/*
+ * Who may use the endpoint.  The peer's uid as the kernel reports it in the
+ * endpoint's own user namespace (SO_PEERCRED maps it there): our effective uid,
+ * or 0, the root of our namespace (host root where the namespace maps host
+ * root, e.g. `unshare -U -r` run by root; a namespace's root controls only the
+ * processes of that namespace, where its uid 0 is mapped).  A uid our namespace
+ * does not map shows as the overflow uid: that is anyone at all, so it is never
+ * trusted, not even by a process that itself runs as that uid (a container's
+ * nobody).  Groups grant nothing.
+ */
+struct peer_rules {
+	uid_t overflow;			/* /proc/sys/kernel/overflowuid */
+};
+
+static struct peer_rules rules = { .overflow = 65534 };	/* the endpoint's thread */
+
+/* Read at each start: the sysctl can change; the kernel's default if unreadable. */
+static void rules_load(void)
+{
+	char b[32], *end;
+	unsigned long v;
+
+	rules.overflow = 65534;
+	if (kk_read_proc("/proc/sys/kernel/overflowuid", b, sizeof(b)) <= 0)
+		return;
+	v = strtoul(b, &end, 10);
+	if (end != b && (*end == '\n' || !*end))
+		rules.overflow = (uid_t)v;
+}
+
+static bool peer_allowed(int fd)
 {
 	struct ucred cr;
 	socklen_t sl = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
-		return 0;
+		return false;
+	if (cr.uid == rules.overflow)
+		return false;		/* unmapped in our namespace: a stranger */
 	return cr.uid == 0 || cr.uid == geteuid();
+}
+
+/*
+ * A stranger is refused at accept(), before it holds a slot: one line if the
+ * fresh socket takes it at once (it always has room for it), then close.  So
+ * any number of strangers' connections costs the owner and root nothing but
+ * an accept(), a send() and a recv() each: they never wait behind a stranger's
+ * deadline.  The one recv() takes a request already queued: closing a Unix
+ * socket with unread data resets it, and the client could lose the line.
+ */
+static void refuse_stranger(int fd)
+{
+	char msg[4096];
+	int n = snprintf(msg, sizeof(msg), "%d\npeer is neither uid %u nor root\n", -EACCES,
+			 (unsigned)geteuid());
+
+	send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(fd, SHUT_WR);
+	(void)!recv(fd, msg, sizeof(msg), MSG_DONTWAIT);
+	close(fd);		/* accept4 just made it: ours */
 }
 
 /* Forget a client: close its socket if still ours (lfd_lock held). */
@@ -579,7 +631,7 @@ static bool client_send(struct ctl_client *c)
 	if (!c->shut) {
 		/* Then read until the client closes: closing a Unix socket with
 		 * unread data resets the connection, and an early answer
-		 * (E2BIG, a foreign uid) would be lost. */
+		 * (E2BIG) could be lost. */
 		shutdown(c->fd.fd, SHUT_WR);
 		c->shut = true;
 	}
@@ -606,7 +658,7 @@ static void client_io(struct ctl_client *c)
 		client_close(c);
 }
 
-/* A new connection (lfd_lock held): a free slot gets it, with its deadline. */
+/* A new, trusted connection (lfd_lock held): a free slot gets it, with its deadline. */
 static void client_new(int fd)
 {
 	struct ctl_client *c = NULL;
@@ -622,13 +674,6 @@ static void client_new(int fd)
 		return;
 	c->used = true;
 	c->deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
-	if (!peer_allowed(c->fd.fd)) {
-		struct kk_buf body = { 0 };
-
-		kk_buf_printf(&body, "peer is neither uid %u nor root\n", (unsigned)geteuid());
-		client_answer(c, -EACCES, &body);
-		client_io(c);
-	}
 }
 
 static void clients_close_all(void)
@@ -724,6 +769,7 @@ static void *serve(void *arg)
 
 	(void)arg;
 	on_srv_thread = true;
+	rules_load();
 	pthread_mutex_lock(&lfd_lock);
 	for (;;) {
 		int n = 0, timeout = -1, num, fd, err, used = 0;
@@ -817,6 +863,10 @@ accepted:
 		}
 		if (!on_our_name(fd) || __atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
 			close(fd);	/* accept4 just made it: ours */
+			continue;
+		}
+		if (!peer_allowed(fd)) {
+			refuse_stranger(fd);
 			continue;
 		}
 		client_new(fd);
