@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -687,14 +688,63 @@ static void clients_close_all(void)
  * A new listening socket (lfd_lock held, or no thread yet) on our name,
  * "\0kernelkit/<pid>".  Abstract names have no owner: any process in the
  * network namespace may squat it, and a process of another pid namespace may
- * hold the same number.  Then we take "\0kernelkit/<pid>/<n>", n = 1.., which
- * kkctl finds in /proc/net/unix and verifies by peer credentials like any
- * other; and we say once, in one line, which names we could not take.
+ * hold the same number.  Then we take "\0kernelkit/<pid>/<n>", n = 1..15; and
+ * as anyone can squat all of those for future pids, then a name with a random
+ * suffix, "\0kernelkit/<pid>.<16 hex digits>", which nobody can take first.
+ * kkctl finds them in /proc/net/unix and verifies them by peer credentials
+ * like any other; and we say once, in one line, every name we could not take.
  */
 static struct sockaddr_un srv_addr;	/* the name bound (lfd_lock) */
 static socklen_t srv_addrlen;
 
-#define CTL_NAME_TRIES 16
+#define CTL_RANDOM_TRIES 4	/* a random name taken: a collision, or a guess */
+
+/* 64 bits no squatter sees before we bind: getrandom() without blocking, or
+ * early in boot (no entropy yet) the clock mixed with a stack address. */
+static uint64_t random_suffix(void)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) == (ssize_t)sizeof(r))
+		return r;
+	return (kk_now_ns() ^ (uintptr_t)&r) * 0x9e3779b97f4a7c15ull;
+}
+
+/* Bind @fd to name number @n: below KK_CONTROL_ALT_NAMES the names anyone can
+ * predict ("<pid>", "<pid>/<n>"), from there a random one.  0 or -errno. */
+static int bind_name(int fd, int n, struct sockaddr_un *sa, socklen_t *sl)
+{
+	char name[64];
+
+	if (n < KK_CONTROL_ALT_NAMES) {
+		*sl = kk_control_addr_n(sa, getpid(), n);
+	} else {
+		snprintf(name, sizeof(name), KK_CONTROL_ABSTRACT_PREFIX "%d%c%016llx",
+			 (int)getpid(), KK_CONTROL_RANDOM_SEP, (unsigned long long)random_suffix());
+		*sl = kk_control_addr_str(sa, name);
+	}
+	return bind(fd, (struct sockaddr *)sa, *sl) ? -errno : 0;
+}
+
+/* Once, one line: the @n predictable names refused, and what we serve
+ * (@serving, or NULL: nothing). */
+static void say_refused(int n, const char *serving)
+{
+	char list[400];
+	size_t len = 0;
+
+	for (int i = 0; i < n && len < sizeof(list); i++) {
+		struct sockaddr_un sa;
+
+		kk_control_addr_n(&sa, getpid(), i);
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s@%s",
+					!i ? "" : i == n - 1 ? " and " : ", ", sa.sun_path + 1);
+	}
+	kk_warn_once(warned_taken, "control endpoint: %s %s (refused); %s%s%s", list,
+		     n == 1 ? "is taken by another socket" : "are taken by other sockets",
+		     serving ? "serving @" : "this process serves none",
+		     serving ? serving : "", serving ? " instead" : "");
+}
 
 static int listen_new(void)
 {
@@ -705,9 +755,8 @@ static int listen_new(void)
 	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return fd == -EBADF ? -errno : fd;
-	for (n = 0; n < CTL_NAME_TRIES; n++) {
-		sl = kk_control_addr_n(&sa, getpid(), n);
-		ret = bind(fd, (struct sockaddr *)&sa, sl) ? -errno : 0;
+	for (n = 0; n < KK_CONTROL_ALT_NAMES + CTL_RANDOM_TRIES; n++) {
+		ret = bind_name(fd, n, &sa, &sl);
 		if (ret != -EADDRINUSE)
 			break;
 	}
@@ -716,17 +765,11 @@ static int listen_new(void)
 	if (ret) {
 		kk_fd_release(&lfd);
 		if (ret == -EADDRINUSE)
-			kk_warn_once(warned_inuse, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX
-				     "%d and @" KK_CONTROL_ABSTRACT_PREFIX "%d/1..%d are taken by "
-				     "other sockets (refused); this process serves none",
-				     (int)getpid(), (int)getpid(), CTL_NAME_TRIES - 1);
+			say_refused(KK_CONTROL_ALT_NAMES, NULL);
 		return ret;
 	}
 	if (n)
-		kk_warn_once(warned_taken, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX "%d%s is "
-			     "taken by another socket (refused); serving @%s instead",
-			     (int)getpid(), n > 1 ? " and the names before this one" : "",
-			     sa.sun_path + 1);
+		say_refused(n < KK_CONTROL_ALT_NAMES ? n : KK_CONTROL_ALT_NAMES, sa.sun_path + 1);
 	srv_addr = sa;
 	srv_addrlen = sl;
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
