@@ -7,7 +7,8 @@
  * deadline for its whole request (2 s from accept() to the reply sent) and a
  * size limit, so a slow, dripping, huge or malformed client costs one slot for
  * at most 2 s, never delays another client, and never touches the rest of the
- * process.  Handlers run under a read lock of the file registry; the
+ * process.  Only the process's own uid and root get a slot: anyone else is
+ * refused right after accept() (see peer_allowed()).  Handlers run under a read lock of the file registry; the
  * socket I/O does not, so fork() and file removal wait only for a handler.
  *
  * A guest in the process: the endpoint starts only when there is something to

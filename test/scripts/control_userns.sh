@@ -11,7 +11,8 @@
 #     controls it, S does not;
 #  3. `unshare -U -r` run by S (namespace root = S): S controls it; host root,
 #     unmapped there, is refused directly and controls it after entering the
-#     namespace (nsenter -U: it becomes the namespace's root); S2 is refused;
+#     namespace (nsenter -U: it becomes the namespace's root; kkctl works
+#     there too); S2 is refused;
 #  4. a namespace's root controls only processes of its namespace: S's
 #     namespace root is refused by a host process of root's.
 set -u
@@ -82,6 +83,9 @@ start setpriv --reuid="$S" --regid="$S" --clear-groups unshare -U -r
 expect 0 "uid $S on its own namespace" as "$S"
 expect -13 "host root, unmapped in S's namespace" env
 expect 0 "host root inside S's namespace" nsenter -t "$tpid" -U
+nsenter -t "$tpid" -U "$B/kkctl" -p "$tpid" read static_keys > "$tmp/out" 2> "$tmp/err" ||
+	fail "host root's kkctl inside S's namespace: $(cat "$tmp/err")"
+grep -q '^# name enabled' "$tmp/out" || fail "kkctl inside S's namespace: $(cat "$tmp/out")"
 expect -13 "uid $S2 on S's namespace" as "$S2"
 
 # ---- 4. S's namespace root on root's processes
