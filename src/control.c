@@ -7,7 +7,8 @@
  * deadline for its whole request (2 s from accept() to the reply sent) and a
  * size limit, so a slow, dripping, huge or malformed client costs one slot for
  * at most 2 s, never delays another client, and never touches the rest of the
- * process.  Handlers run under a read lock of the file registry; the
+ * process.  Only the process's own uid and root get a slot: anyone else is
+ * refused right after accept() (see peer_allowed()).  Handlers run under a read lock of the file registry; the
  * socket I/O does not, so fork() and file removal wait only for a handler.
  *
  * A guest in the process: the endpoint starts only when there is something to
@@ -25,6 +26,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -459,14 +461,66 @@ struct ctl_client {
 
 static struct ctl_client clients[CTL_CLIENTS];	/* lfd_lock */
 
-static int peer_allowed(int fd)
+/*
+ * Who may use the endpoint.  The peer's uid as the kernel reports it in the
+ * endpoint's own user namespace (SO_PEERCRED maps it there): our effective uid,
+ * or 0, the root of our namespace (host root where the namespace maps host
+ * root, e.g. `unshare -U -r` run by root; a namespace's root controls only the
+ * processes of that namespace, where its uid 0 is mapped).  A uid our namespace
+ * does not map shows as the overflow uid: that is anyone at all, so it is never
+ * trusted, not even by a process that itself runs as that uid (a container's
+ * nobody).  Groups grant nothing.
+ */
+struct peer_rules {
+	uid_t overflow;			/* /proc/sys/kernel/overflowuid */
+};
+
+static struct peer_rules rules = { .overflow = 65534 };	/* the endpoint's thread */
+
+/* Read at each start: the sysctl can change; the kernel's default if unreadable. */
+static void rules_load(void)
+{
+	char b[32], *end;
+	unsigned long v;
+
+	rules.overflow = 65534;
+	if (kk_read_proc("/proc/sys/kernel/overflowuid", b, sizeof(b)) <= 0)
+		return;
+	v = strtoul(b, &end, 10);
+	if (end != b && (*end == '\n' || !*end))
+		rules.overflow = (uid_t)v;
+}
+
+static bool peer_allowed(int fd)
 {
 	struct ucred cr;
 	socklen_t sl = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
-		return 0;
+		return false;
+	if (cr.uid == rules.overflow)
+		return false;		/* unmapped in our namespace: a stranger */
 	return cr.uid == 0 || cr.uid == geteuid();
+}
+
+/*
+ * A stranger is refused at accept(), before it holds a slot: one line if the
+ * fresh socket takes it at once (it always has room for it), then close.  So
+ * any number of strangers' connections costs the owner and root nothing but
+ * an accept(), a send() and a recv() each: they never wait behind a stranger's
+ * deadline.  The one recv() takes a request already queued: closing a Unix
+ * socket with unread data resets it, and the client could lose the line.
+ */
+static void refuse_stranger(int fd)
+{
+	char msg[4096];
+	int n = snprintf(msg, sizeof(msg), "%d\npeer is neither uid %u nor root\n", -EACCES,
+			 (unsigned)geteuid());
+
+	send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(fd, SHUT_WR);
+	(void)!recv(fd, msg, sizeof(msg), MSG_DONTWAIT);
+	close(fd);		/* accept4 just made it: ours */
 }
 
 /* Forget a client: close its socket if still ours (lfd_lock held). */
@@ -579,7 +633,7 @@ static bool client_send(struct ctl_client *c)
 	if (!c->shut) {
 		/* Then read until the client closes: closing a Unix socket with
 		 * unread data resets the connection, and an early answer
-		 * (E2BIG, a foreign uid) would be lost. */
+		 * (E2BIG) could be lost. */
 		shutdown(c->fd.fd, SHUT_WR);
 		c->shut = true;
 	}
@@ -606,7 +660,7 @@ static void client_io(struct ctl_client *c)
 		client_close(c);
 }
 
-/* A new connection (lfd_lock held): a free slot gets it, with its deadline. */
+/* A new, trusted connection (lfd_lock held): a free slot gets it, with its deadline. */
 static void client_new(int fd)
 {
 	struct ctl_client *c = NULL;
@@ -622,13 +676,6 @@ static void client_new(int fd)
 		return;
 	c->used = true;
 	c->deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
-	if (!peer_allowed(c->fd.fd)) {
-		struct kk_buf body = { 0 };
-
-		kk_buf_printf(&body, "peer is neither uid %u nor root\n", (unsigned)geteuid());
-		client_answer(c, -EACCES, &body);
-		client_io(c);
-	}
 }
 
 static void clients_close_all(void)
@@ -642,14 +689,63 @@ static void clients_close_all(void)
  * A new listening socket (lfd_lock held, or no thread yet) on our name,
  * "\0kernelkit/<pid>".  Abstract names have no owner: any process in the
  * network namespace may squat it, and a process of another pid namespace may
- * hold the same number.  Then we take "\0kernelkit/<pid>/<n>", n = 1.., which
- * kkctl finds in /proc/net/unix and verifies by peer credentials like any
- * other; and we say once, in one line, which names we could not take.
+ * hold the same number.  Then we take "\0kernelkit/<pid>/<n>", n = 1..15; and
+ * as anyone can squat all of those for future pids, then a name with a random
+ * suffix, "\0kernelkit/<pid>.<16 hex digits>", which nobody can take first.
+ * kkctl finds them in /proc/net/unix and verifies them by peer credentials
+ * like any other; and we say once, in one line, every name we could not take.
  */
 static struct sockaddr_un srv_addr;	/* the name bound (lfd_lock) */
 static socklen_t srv_addrlen;
 
-#define CTL_NAME_TRIES 16
+#define CTL_RANDOM_TRIES 4	/* a random name taken: a collision, or a guess */
+
+/* 64 bits no squatter sees before we bind: getrandom() without blocking, or
+ * early in boot (no entropy yet) the clock mixed with a stack address. */
+static uint64_t random_suffix(void)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) == (ssize_t)sizeof(r))
+		return r;
+	return (kk_now_ns() ^ (uintptr_t)&r) * 0x9e3779b97f4a7c15ull;
+}
+
+/* Bind @fd to name number @n: below KK_CONTROL_ALT_NAMES the names anyone can
+ * predict ("<pid>", "<pid>/<n>"), from there a random one.  0 or -errno. */
+static int bind_name(int fd, int n, struct sockaddr_un *sa, socklen_t *sl)
+{
+	char name[64];
+
+	if (n < KK_CONTROL_ALT_NAMES) {
+		*sl = kk_control_addr_n(sa, getpid(), n);
+	} else {
+		snprintf(name, sizeof(name), KK_CONTROL_ABSTRACT_PREFIX "%d%c%016llx",
+			 (int)getpid(), KK_CONTROL_RANDOM_SEP, (unsigned long long)random_suffix());
+		*sl = kk_control_addr_str(sa, name);
+	}
+	return bind(fd, (struct sockaddr *)sa, *sl) ? -errno : 0;
+}
+
+/* Once, one line: the @n predictable names refused, and what we serve
+ * (@serving, or NULL: nothing). */
+static void say_refused(int n, const char *serving)
+{
+	char list[400];
+	size_t len = 0;
+
+	for (int i = 0; i < n && len < sizeof(list); i++) {
+		struct sockaddr_un sa;
+
+		kk_control_addr_n(&sa, getpid(), i);
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s@%s",
+					!i ? "" : i == n - 1 ? " and " : ", ", sa.sun_path + 1);
+	}
+	kk_warn_once(warned_taken, "control endpoint: %s %s (refused); %s%s%s", list,
+		     n == 1 ? "is taken by another socket" : "are taken by other sockets",
+		     serving ? "serving @" : "this process serves none",
+		     serving ? serving : "", serving ? " instead" : "");
+}
 
 static int listen_new(void)
 {
@@ -660,9 +756,8 @@ static int listen_new(void)
 	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return fd == -EBADF ? -errno : fd;
-	for (n = 0; n < CTL_NAME_TRIES; n++) {
-		sl = kk_control_addr_n(&sa, getpid(), n);
-		ret = bind(fd, (struct sockaddr *)&sa, sl) ? -errno : 0;
+	for (n = 0; n < KK_CONTROL_ALT_NAMES + CTL_RANDOM_TRIES; n++) {
+		ret = bind_name(fd, n, &sa, &sl);
 		if (ret != -EADDRINUSE)
 			break;
 	}
@@ -671,17 +766,11 @@ static int listen_new(void)
 	if (ret) {
 		kk_fd_release(&lfd);
 		if (ret == -EADDRINUSE)
-			kk_warn_once(warned_inuse, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX
-				     "%d and @" KK_CONTROL_ABSTRACT_PREFIX "%d/1..%d are taken by "
-				     "other sockets (refused); this process serves none",
-				     (int)getpid(), (int)getpid(), CTL_NAME_TRIES - 1);
+			say_refused(KK_CONTROL_ALT_NAMES, NULL);
 		return ret;
 	}
 	if (n)
-		kk_warn_once(warned_taken, "control endpoint: @" KK_CONTROL_ABSTRACT_PREFIX "%d%s is "
-			     "taken by another socket (refused); serving @%s instead",
-			     (int)getpid(), n > 1 ? " and the names before this one" : "",
-			     sa.sun_path + 1);
+		say_refused(n < KK_CONTROL_ALT_NAMES ? n : KK_CONTROL_ALT_NAMES, sa.sun_path + 1);
 	srv_addr = sa;
 	srv_addrlen = sl;
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
@@ -724,6 +813,7 @@ static void *serve(void *arg)
 
 	(void)arg;
 	on_srv_thread = true;
+	rules_load();
 	pthread_mutex_lock(&lfd_lock);
 	for (;;) {
 		int n = 0, timeout = -1, num, fd, err, used = 0;
@@ -817,6 +907,10 @@ accepted:
 		}
 		if (!on_our_name(fd) || __atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
 			close(fd);	/* accept4 just made it: ours */
+			continue;
+		}
+		if (!peer_allowed(fd)) {
+			refuse_stranger(fd);
 			continue;
 		}
 		client_new(fd);

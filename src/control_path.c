@@ -29,6 +29,16 @@ socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
+socklen_t kk_control_addr_str(struct sockaddr_un *sa, const char *name)
+{
+	size_t n = strnlen(name, sizeof(sa->sun_path) - 1);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path + 1, name, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
 int kk_send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;

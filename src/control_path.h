@@ -26,6 +26,18 @@ socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid);
  * a process with the same pid in another pid namespace).  alt 0: the name. */
 socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt);
 
+/*
+ * When all of those are taken (someone squats the names of future pids), the
+ * process binds "\0kernelkit/<pid>.<16 hex digits>" with a random suffix no
+ * squatter can guess; kkctl finds it in /proc/net/unix by its prefix
+ * "@kernelkit/<pid>." and verifies the owner by SO_PEERCRED like any other.
+ */
+#define KK_CONTROL_ALT_NAMES	16	/* the name and /1 ../15 */
+#define KK_CONTROL_RANDOM_SEP	'.'
+
+/* The address of the abstract name @name ("kernelkit/...", no '@' or NUL). */
+socklen_t kk_control_addr_str(struct sockaddr_un *sa, const char *name);
+
 /* send() all of @n bytes without raising SIGPIPE.  0, or -1 with errno set. */
 int kk_send_all(int fd, const void *p, size_t n);
 

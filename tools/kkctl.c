@@ -261,9 +261,10 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 }
 
 /* The endpoint names in /proc/net/unix: listening stream sockets (flag
- * __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>" or "@kernelkit/<pid>/<n>".
- * @each gets the pid and the alternative number (0 for the name itself). */
-static int scan_endpoints(void (*each)(pid_t pid, int alt, void *arg), void *arg)
+ * __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>", "@kernelkit/<pid>/<n>"
+ * or "@kernelkit/<pid>.<random>" (a process whose other names were squatted).
+ * @each gets the pid and the name without its '@' ("kernelkit/..."). */
+static int scan_endpoints(void (*each)(pid_t pid, const char *name, void *arg), void *arg)
 {
 	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
 	char line[512];
@@ -286,26 +287,59 @@ static int scan_endpoints(void (*each)(pid_t pid, int alt, void *arg), void *arg
 		pid = strtol(name + sizeof(prefix) - 1, &end, 10);
 		if (*end == '/')
 			alt = strtol(end + 1, &end, 10);
+		else if (*end == KK_CONTROL_RANDOM_SEP && end[1])
+			end += strspn(end + 1, "0123456789abcdef") + 1;
 		if (pid <= 0 || alt < 0 || *end)
 			continue;
-		each((pid_t)pid, (int)alt, arg);
+		each((pid_t)pid, name + 1, arg);
 	}
 	fclose(f);
 	return 0;
 }
 
-struct alts {
+/* Reaching one pid's endpoint: the names tried so far, and the result. */
+struct reach {
 	pid_t pid;
-	int n;
-	int alt[16];
+	char *why;
+	size_t wl;
+	bool any, refused;
+	int fd;			/* the verified connection, or -1 */
+	char addr[128];		/* its name, with '@' */
 };
 
-static void collect_alts(pid_t pid, int alt, void *arg)
+/* Connect to @sa and verify its owner; a refused one is reported in r->why. */
+static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl)
 {
-	struct alts *a = arg;
+	int fd = connect_addr(sa, sl);
 
-	if (pid == a->pid && alt > 0 && a->n < 16)
-		a->alt[a->n++] = alt;
+	if (fd < 0) {
+		if (!r->any && errno != ECONNREFUSED && errno != ENOENT)
+			snprintf(r->why, r->wl, "cannot connect to process %d: %s", (int)r->pid,
+				 strerror(errno));
+		return;
+	}
+	snprintf(r->addr, sizeof(r->addr), "@%s", sa->sun_path + 1);
+	r->any = true;
+	if (!check_peer(fd, r->pid, r->addr, r->why, r->wl)) {
+		r->fd = fd;
+		return;
+	}
+	r->refused = true;
+	close(fd);
+}
+
+/* Every other name of the pid ("/<n>", ".<random>") until one will do: no
+ * limit on how many, so fake names cannot crowd out the real one. */
+static void try_alt(pid_t pid, const char *name, void *arg)
+{
+	struct reach *r = arg;
+	struct sockaddr_un sa;
+	char own[64];
+
+	snprintf(own, sizeof(own), KK_CONTROL_ABSTRACT_PREFIX "%d", (int)pid);
+	if (pid != r->pid || r->fd >= 0 || !strcmp(name, own))
+		return;
+	try_name(r, &sa, kk_control_addr_str(&sa, name));
 }
 
 /*
@@ -315,38 +349,17 @@ static void collect_alts(pid_t pid, int alt, void *arg)
  */
 static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
 {
-	struct alts a = { .pid = pid };
+	struct reach r = { .pid = pid, .why = why, .wl = wl, .fd = -1 };
 	struct sockaddr_un sa;
-	char addr[128];
-	bool any = false, refused = false;
-	int fd;
 
 	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
-	for (int i = -1; i < a.n; i++) {
-		socklen_t sl = kk_control_addr_n(&sa, pid, i < 0 ? 0 : a.alt[i]);
-
-		fd = connect_addr(&sa, sl);
-		if (fd < 0) {
-			if (!any && errno != ECONNREFUSED && errno != ENOENT)
-				snprintf(why, wl, "cannot connect to process %d: %s", (int)pid,
-					 strerror(errno));
-		} else {
-			snprintf(addr, sizeof(addr), "@%s", sa.sun_path + 1);
-			any = true;
-			if (!check_peer(fd, pid, addr, why, wl)) {
-				if (refused && warn)	/* the squatter we passed by */
-					fprintf(stderr, "%s: warning: skipped a foreign socket on "
-						"process %d's name; using %s\n", prog, (int)pid, addr);
-				return fd;
-			}
-			refused = true;
-			close(fd);
-		}
-		/* The name itself would not do: look for the alternatives. */
-		if (i < 0)
-			scan_endpoints(collect_alts, &a);
-	}
-	return -1;
+	try_name(&r, &sa, kk_control_addr(&sa, pid));
+	if (r.fd < 0)		/* the name itself would not do */
+		scan_endpoints(try_alt, &r);
+	if (r.fd >= 0 && r.refused && warn)	/* the squatter we passed by */
+		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
+			"using %s\n", prog, (int)pid, r.addr);
+	return r.fd;
 }
 
 /* Read a file until EOF into a malloc'ed, NUL-terminated buffer. */
@@ -592,7 +605,7 @@ static int tlist_add(struct tlist *l, const struct target *t)
 
 /* Every live process that serves an endpoint we may use (verified by
  * connecting: a dead process has no socket, a squatted name is refused). */
-static void collect_usable(pid_t pid, int alt, void *arg)
+static void collect_usable(pid_t pid, const char *name, void *arg)
 {
 	struct tlist *l = arg;
 	struct target t = { .pid = pid };
@@ -602,7 +615,7 @@ static void collect_usable(pid_t pid, int alt, void *arg)
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].pid == pid)
 			return;
-	(void)alt;
+	(void)name;
 	fd = connect_pid(pid, why, sizeof(why), false);
 	if (fd < 0)
 		return;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stddef.h>
@@ -274,6 +275,85 @@ Test(socket, foreign_uid_is_refused, .init = setup)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0, "still serving its owner");
+}
+
+/*
+ * Strangers cannot starve the owner: up to 256 connections from nobody, held
+ * open without a byte sent, and the owner's request is still answered while
+ * D, an owner's client that connected before them and sends nothing, is still
+ * inside its deadline.  The endpoint cuts D off at its deadline, so "D still
+ * open" says that no deadline had to pass for the answer: the strangers never
+ * held the slots the owner needed.  (Before, each held a slot for 2 s.)
+ */
+static int stranger_flood(const char *path, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = addr_of(&sa, path);
+	int held = 0, tries = 0;
+
+	if (setgid(gid) || setuid(uid))
+		return -1;
+	while (held < 256 && tries < 2000) {
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+		if (s < 0)
+			break;
+		if (!connect(s, (struct sockaddr *)&sa, sl)) {
+			held++;		/* kept open until the parent is done */
+			continue;
+		}
+		close(s);
+		if (errno != EAGAIN)
+			break;
+		tries++;		/* the backlog is full: bounded polling */
+		poll(NULL, 0, 1);
+	}
+	return held;
+}
+
+Test(socket, strangers_do_not_starve_the_owner, .init = setup, .timeout = 60)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct sockaddr_un sa;
+	char path[512], body[256];
+	int rp[2], gp[2], d, held = 0, st;
+	ssize_t r;
+	pid_t pid;
+
+	if (geteuid() != 0 || !pw)
+		cr_skip_test("needs root and a 'nobody' user");
+	snprintf(path, sizeof(path), "%s", kk_control_socket_path());
+	d = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(d, (struct sockaddr *)&sa, addr_of(&sa, path)), 0);
+	cr_assert_eq(pipe(rp), 0);
+	cr_assert_eq(pipe(gp), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+
+		close(d);
+		held = stranger_flood(path, pw->pw_uid, pw->pw_gid);
+		if (write(rp[1], &held, sizeof(held)) != sizeof(held))
+			_exit(10);
+		close(gp[1]);
+		_exit(read(gp[0], &c, 1) == 0 ? 0 : 11);	/* until the parent closes it */
+	}
+	close(gp[0]);
+	cr_assert_eq(read(rp[0], &held, sizeof(held)), (ssize_t)sizeof(held));
+	cr_log_info("%d stranger connections held open", held);
+	cr_expect_geq(held, 17, "only %d stranger connections", held);
+	cr_expect_eq(raw("read test/echo\n", 15, body, sizeof(body)), 0, "owner not answered");
+	cr_expect_str_eq(body, "hello world\n");
+	r = recv(d, body, sizeof(body), MSG_DONTWAIT);
+	cr_expect(r < 0 && errno == EAGAIN, "the first client was cut off (its deadline "
+		  "passed) before the owner was answered: recv %zd", r);
+	close(gp[1]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	close(d);
+	close(rp[0]);
+	close(rp[1]);
 }
 
 /* Someone else holds our name: the endpoint takes @kernelkit/<pid>/1 and
