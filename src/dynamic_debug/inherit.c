@@ -72,6 +72,111 @@ static int inh_env_off;			/* started with KK_DYNDBG_INHERIT=0: pass it on */
 
 static const char inh_off_entry[] = INH_EQ "0";
 
+/* ---- the memory of one exec (async-signal-safe) ------------------------------------ */
+
+/*
+ * The copy of an envp of more than ENV_ON_STACK entries, or of an entry of
+ * ENTRY_ON_STACK bytes or more, is in an area mmap'ed for that one exec (the
+ * stack of a thread may be small).  A failed exec unmaps it; a successful
+ * one replaces the memory it is in.  Except in a vfork child: it runs in its
+ * parent's memory, its exec replaces the child's memory, not the parent's,
+ * and none of its code runs after a successful exec.  So a vfork child hands
+ * the area to the kernel: @owner becomes the child's clear_child_tid
+ * (set_tid_address(), the word glibc's pthread_join() waits on), which the
+ * kernel zeroes when the child leaves our memory, by exec or exit, after it
+ * copied the strings.  Until then the area is on left_behind; the next exec
+ * or spawn of any thread unmaps the areas whose owner is 0.  A loop of vfork
+ * and execve keeps one area mapped, whatever the number of spawns.
+ */
+struct exec_area {
+	_Atomic int owner;		/* 32 bits, as the kernel writes it; 0: free to unmap */
+	size_t len;			/* of the mapping */
+	struct exec_area *next;		/* on left_behind */
+	char *env[];			/* the envp copy, then the entry copy */
+};
+
+static struct exec_area *_Atomic left_behind;
+static _Atomic pid_t inh_pid;		/* this process (a vfork child has another pid) */
+
+static struct exec_area *area_map(size_t nenv, size_t elen)
+{
+	size_t len = sizeof(struct exec_area) + nenv * sizeof(char *) + elen + 1;
+	struct exec_area *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (a == MAP_FAILED)
+		return NULL;
+	a->len = len;
+	return a;
+}
+
+static void area_unmap(struct exec_area *a)
+{
+	int e = errno;
+
+	munmap(a, a->len);
+	errno = e;
+}
+
+static void push_left_behind(struct exec_area *a)
+{
+	a->next = atomic_load(&left_behind);
+	while (!atomic_compare_exchange_weak(&left_behind, &a->next, a))
+		;
+}
+
+/* Unmap the areas of vfork children that left our memory. */
+static void reap_left_behind(void)
+{
+	struct exec_area *a, *next;
+
+	if (!atomic_load(&left_behind))
+		return;
+	for (a = atomic_exchange(&left_behind, NULL); a; a = next) {
+		next = a->next;
+		if (atomic_load(&a->owner))
+			push_left_behind(a);	/* its child is still in exec */
+		else
+			area_unmap(a);
+	}
+}
+
+/*
+ * A fork child's own pid is recorded by inherit_fork_child(); a process made
+ * without the atfork handlers (syscall(SYS_fork), _Fork()) is taken for a
+ * vfork child, which is harmless: its clear_child_tid is handed back (NULL)
+ * if the exec fails, and only a thread that joins the main thread reads it.
+ */
+static bool in_vfork_child(void)
+{
+	pid_t p = atomic_load(&inh_pid);
+
+	return p && getpid() != p;
+}
+
+/* In a vfork child, before the exec: the kernel frees @a when we leave. */
+static bool area_leave(struct exec_area *a)
+{
+	atomic_store(&a->owner, 1);
+	if (syscall(SYS_set_tid_address, (int *)&a->owner) < 0) {
+		atomic_store(&a->owner, 0);
+		return false;
+	}
+	push_left_behind(a);
+	return true;
+}
+
+/* In a vfork child whose exec failed: take @a back, then it may go. */
+static void area_return(struct exec_area *a)
+{
+	int e = errno;
+
+	syscall(SYS_set_tid_address, NULL);	/* a vfork child has none */
+	atomic_store(&a->owner, 0);		/* the last touch: any thread may unmap it now */
+	reap_left_behind();
+	errno = e;
+}
+
 /* ---- the state -------------------------------------------------------------------- */
 
 static void free_retired_locked(void)
@@ -240,10 +345,21 @@ static const struct kk_control_file_ops inherit_fops = {
 };
 KK_CONTROL_LIB_FILE(inherit_file, "dynamic_debug/inherit", &inherit_fops);
 
-/* A thread of the parent may have been inside an exec: none is in the child. */
+/*
+ * A thread of the parent may have been inside an exec: none is in the child.
+ * The areas left behind wait for vfork children of the parent, which share
+ * the parent's memory, not the child's: the child's copies are free.
+ */
 static void inherit_fork_child(void)
 {
+	struct exec_area *a, *next;
+
 	atomic_store(&inh_inflight, 0);
+	atomic_store(&inh_pid, getpid());
+	for (a = atomic_exchange(&left_behind, NULL); a; a = next) {
+		next = a->next;
+		area_unmap(a);
+	}
 }
 
 static const struct kk_fork_ops inherit_fork_ops = {
@@ -252,6 +368,7 @@ static const struct kk_fork_ops inherit_fork_ops = {
 
 void kk_dd_inherit_init(void)
 {
+	atomic_store(&inh_pid, getpid());
 	kk_fork_register(&inherit_fork_ops);
 	kk_control_add_lib_file(&inherit_file);
 }
@@ -296,6 +413,7 @@ size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep)
 {
 	size_t n = 0;
 
+	reap_left_behind();
 	atomic_fetch_add(&inh_inflight, 1);
 	*entry = entry_for(envp, &n, keep);
 	return n;
@@ -321,54 +439,72 @@ void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
 
 /* ---- the exec family --------------------------------------------------------------- */
 
-/* The system call, with @envp carrying the state: -1 and errno, as execve(). */
+static long sys_exec(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	return dirfd == AT_FDCWD ? syscall(SYS_execve, path, argv, envp) :
+		syscall(SYS_execveat, dirfd, path, argv, envp, flags);
+}
+
+/* The system call with the copy @env, in @a (NULL: on the caller's stack). */
+static int exec_copy(struct exec_area *a, int dirfd, const char *path, char *const argv[],
+		     char *const envp[], char **env, int flags)
+{
+	bool left = a && in_vfork_child();
+	long r;
+
+	if (left && !area_leave(a)) {
+		kk_warn_once(warned_tid, "set_tid_address() refused: images exec'd from a vfork "
+			     "child with a large environment go without the dynamic-debug state");
+		area_unmap(a);
+		return (int)sys_exec(dirfd, path, argv, envp, flags);
+	}
+	r = sys_exec(dirfd, path, argv, env, flags);
+	if (left)
+		area_return(a);
+	else if (a)
+		area_unmap(a);
+	return (int)r;
+}
+
+/*
+ * The system call, with @envp carrying the state: -1 and errno, as execve().
+ * The entry is copied (to the stack or the area) and the published string
+ * released before the system call, so nothing of the state is in use during
+ * it: a vfork child that execs leaves no exec "in flight" in its parent.
+ */
 static int exec_with_state(int dirfd, const char *path, char *const argv[], char *const envp[],
 			   int flags)
 {
-	char **env = (char **)envp, **map = NULL;
-	size_t n, elen, maplen = 0;
+	struct exec_area *a = NULL;
 	const char *entry;
-	bool keep, pinned = true;
-	long r;
+	size_t n, elen;
+	bool keep, small;
 
 	n = kk_dd_inherit_begin(envp, &entry, &keep);
-	elen = entry ? strlen(entry) : 0;
-	{
-		/* A small entry (the usual case) is copied, and the string released
-		 * before the system call: a vfork child that execs then leaves no
-		 * exec "in flight" in its parent's memory. */
-		char ebuf[elen < ENTRY_ON_STACK ? elen + 1 : 1];
-		char *stack_env[!keep && n + 2 <= ENV_ON_STACK ? n + 2 : 1];
-
-		if (entry && elen < ENTRY_ON_STACK) {
-			memcpy(ebuf, entry, elen + 1);
-			entry = ebuf;
-			kk_dd_inherit_end();
-			pinned = false;
-		}
-		if (!keep && n + 2 <= ENV_ON_STACK) {
-			env = stack_env;
-		} else if (!keep) {
-			maplen = (n + 2) * sizeof(char *);
-			map = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			/* no memory: this exec goes without the state */
-			env = map == MAP_FAILED ? (char **)envp : map;
-		}
-		if (env != envp)
-			kk_dd_inherit_fill(env, envp, entry);
-		r = dirfd == AT_FDCWD ? syscall(SYS_execve, path, argv, env) :
-			syscall(SYS_execveat, dirfd, path, argv, env, flags);
-	}
-	if (pinned)
+	if (keep) {
 		kk_dd_inherit_end();
-	if (map && map != MAP_FAILED) {
-		int e = errno;
-
-		munmap(map, maplen);
-		errno = e;
+		return (int)sys_exec(dirfd, path, argv, envp, flags);
 	}
-	return (int)r;
+	elen = entry ? strlen(entry) : 0;
+	small = n + 2 <= ENV_ON_STACK && elen < ENTRY_ON_STACK;
+	if (!small && !(a = area_map(n + 2, elen))) {
+		kk_dd_inherit_end();
+		kk_warn_once(warned_map, "out of memory: an image was exec'd without the "
+			     "dynamic-debug state");
+		return (int)sys_exec(dirfd, path, argv, envp, flags);
+	}
+	{
+		char ebuf[small ? elen + 1 : 1];
+		char *stack_env[small ? n + 2 : 1];
+		char **env = small ? stack_env : a->env;
+		char *e = small ? ebuf : (char *)(a->env + n + 2);
+
+		if (entry)
+			entry = memcpy(e, entry, elen + 1);
+		kk_dd_inherit_end();
+		kk_dd_inherit_fill(env, envp, entry);
+		return exec_copy(a, dirfd, path, argv, envp, env, flags);
+	}
 }
 
 KK_INTERPOSE(execve)

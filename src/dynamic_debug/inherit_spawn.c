@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * posix_spawn() and posix_spawnp() carry the dynamic-debug state too (see
- * inherit.c): the real functions are called with a copy of the environment
- * that has the KK_DYNDBG_INHERIT entry.  The real ones are found with
+ * inherit.c): the real functions are called with a copy of the envp given
+ * that has the KK_DYNDBG_INHERIT entry.  A NULL envp keeps libc's meaning:
+ * glibc and musl pass it to execve(), and Linux takes it for an empty list,
+ * so the child gets the entry alone (never our environ: its secrets were not
+ * the caller's to give).  They run in the parent (the child is libc's), so
+ * the copy can be malloc'ed.  The real ones are found with
  * dlsym(RTLD_NEXT), so this file is in the shared library only: a static
  * program has no "next" object to find them in (its spawned images start
  * from their own defaults, plus whatever KK_DYNDBG_INHERIT its environment
@@ -16,8 +20,6 @@
 
 #include "common.h"
 #include "dynamic_debug/dd.h"
-
-extern char **environ;
 
 typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 		     const posix_spawnattr_t *, char *const[], char *const[]);
@@ -45,8 +47,6 @@ static int spawn_with_state(spawn_fn *real, pid_t *pid, const char *path,
 
 	if (!real)
 		return ENOSYS;
-	if (!envp)
-		envp = environ;
 	n = kk_dd_inherit_begin(envp, &entry, &keep);
 	if (!keep && (env = malloc((n + 2) * sizeof(*env))))
 		kk_dd_inherit_fill(env, envp, entry);
