@@ -15,13 +15,11 @@
  * does not depend on the flags, so A,B,A has the effect of B,A).  Recorded
  * under dd_lock by core.c, rendered into a new string when it changes and
  * published with one atomic store.  A string an exec may still read (a
- * thread between loading the pointer and copying it to its stack, or, for a
- * state of 2 KiB or more, the end of its execve system call) is freed only
- * when no exec is in flight (the store/load pairs are seq_cst: a writer that
- * sees no exec in flight knows any later exec loads the new string).  A
- * vfork child that execs a state of 2 KiB or more leaves its count in the
- * parent's memory: the parent then keeps its old strings (a leak, never a
- * use after free).
+ * thread between loading the pointer and copying it, before its system
+ * call) is freed only when no exec is in flight (the store/load pairs are
+ * seq_cst: a writer that sees no exec in flight knows any later exec loads
+ * the new string).  No exec is in flight during its system call, so a vfork
+ * child whose exec succeeds leaves no count in its parent's memory.
  *
  * The exec family is interposed: execve, execv, execvp, execvpe, execl,
  * execle, execlp and fexecve are defined here and end in the execve/execveat
@@ -29,7 +27,8 @@
  * posix_spawn pair is in inherit_spawn.c (shared library only).  execve,
  * execl, execle, execv and fexecve are async-signal-safe, as POSIX requires:
  * no malloc, no lock (the envp copy is on the stack, or mmap'ed when the
- * environment is very large).
+ * environment or the state is large: see struct exec_area for how a vfork
+ * child's area is unmapped).
  */
 #include <errno.h>
 #include <fcntl.h>
