@@ -382,7 +382,7 @@ static bool is_inh(const char *e)
 /*
  * What this exec's image gets: NULL (no entry) or the entry to put in place
  * of any KK_DYNDBG_INHERIT entry of @envp.  *@keep: pass @envp as it is.
- * Call between kk_dd_inherit_begin() and kk_dd_inherit_end().
+ * Call with an exec in flight (inh_inflight).
  */
 static const char *entry_for(char *const envp[], size_t *n, bool *keep)
 {
@@ -408,23 +408,8 @@ static const char *entry_for(char *const envp[], size_t *n, bool *keep)
 	return entry;
 }
 
-size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep)
-{
-	size_t n = 0;
-
-	reap_left_behind();
-	atomic_fetch_add(&inh_inflight, 1);
-	*entry = entry_for(envp, &n, keep);
-	return n;
-}
-
-void kk_dd_inherit_end(void)
-{
-	atomic_fetch_sub(&inh_inflight, 1);
-}
-
 /* @envp without its KK_DYNDBG_INHERIT entries, plus @entry; @out has room for n + 2. */
-void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
+static void fill(char **out, char *const envp[], const char *entry)
 {
 	size_t k = 0;
 
@@ -436,61 +421,38 @@ void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
 	out[k] = NULL;
 }
 
-/* ---- the exec family --------------------------------------------------------------- */
-
-static long sys_exec(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
-{
-	return dirfd == AT_FDCWD ? syscall(SYS_execve, path, argv, envp) :
-		syscall(SYS_execveat, dirfd, path, argv, envp, flags);
-}
-
-/* The system call with the copy @env, in @a (NULL: on the caller's stack). */
-static int exec_copy(struct exec_area *a, int dirfd, const char *path, char *const argv[],
-		     char *const envp[], char **env, int flags)
-{
-	bool left = a && in_vfork_child();
-	long r;
-
-	if (left && !area_leave(a)) {
-		kk_warn_once(warned_tid, "set_tid_address() refused: images exec'd from a vfork "
-			     "child with a large environment go without the dynamic-debug state");
-		area_unmap(a);
-		return (int)sys_exec(dirfd, path, argv, envp, flags);
-	}
-	r = sys_exec(dirfd, path, argv, env, flags);
-	if (left)
-		area_return(a);
-	else if (a)
-		area_unmap(a);
-	return (int)r;
-}
+/*
+ * What an exec or a spawn does with its envp: @env is the copy with the
+ * state, in @a (NULL: on the stack), or NULL: pass @envp as it is.  The
+ * function owns @a.
+ */
+typedef int with_env_fn(struct exec_area *a, char *const envp[], char **env, void *arg);
 
 /*
- * The system call, with @envp carrying the state: -1 and errno, as execve().
- * The entry is copied (to the stack or the area) and the published string
- * released before the system call, so nothing of the state is in use during
- * it: a vfork child that execs leaves no exec "in flight" in its parent.
+ * Call @fn with @envp carrying the state.  The entry is copied (to the stack
+ * or the area) and the published string released before @fn runs, so
+ * nothing of the state is in use during the exec: a vfork child that execs
+ * leaves no exec "in flight" in its parent.  The areas of vfork children
+ * that have left are unmapped first.
  */
-static int exec_with_state(int dirfd, const char *path, char *const argv[], char *const envp[],
-			   int flags)
+static int with_state(char *const envp[], with_env_fn *fn, void *arg)
 {
 	struct exec_area *a = NULL;
 	const char *entry;
-	size_t n, elen;
+	size_t n = 0, elen;
 	bool keep, small;
 
-	n = kk_dd_inherit_begin(envp, &entry, &keep);
-	if (keep) {
-		kk_dd_inherit_end();
-		return (int)sys_exec(dirfd, path, argv, envp, flags);
-	}
+	reap_left_behind();
+	atomic_fetch_add(&inh_inflight, 1);
+	entry = entry_for(envp, &n, &keep);
 	elen = entry ? strlen(entry) : 0;
 	small = n + 2 <= ENV_ON_STACK && elen < ENTRY_ON_STACK;
-	if (!small && !(a = area_map(n + 2, elen))) {
-		kk_dd_inherit_end();
-		kk_warn_once(warned_map, "out of memory: an image was exec'd without the "
-			     "dynamic-debug state");
-		return (int)sys_exec(dirfd, path, argv, envp, flags);
+	if (keep || (!small && !(a = area_map(n + 2, elen)))) {
+		atomic_fetch_sub(&inh_inflight, 1);
+		if (!keep)
+			kk_warn_once(warned_map, "out of memory: an image was exec'd without "
+				     "the dynamic-debug state");
+		return fn(NULL, envp, NULL, arg);
 	}
 	{
 		char ebuf[small ? elen + 1 : 1];
@@ -500,10 +462,81 @@ static int exec_with_state(int dirfd, const char *path, char *const argv[], char
 
 		if (entry)
 			entry = memcpy(e, entry, elen + 1);
-		kk_dd_inherit_end();
-		kk_dd_inherit_fill(env, envp, entry);
-		return exec_copy(a, dirfd, path, argv, envp, env, flags);
+		atomic_fetch_sub(&inh_inflight, 1);
+		fill(env, envp, entry);
+		return fn(a, envp, env, arg);
 	}
+}
+
+/* ---- posix_spawn (inherit_spawn.c) ------------------------------------------------- */
+
+struct spawn_call {
+	int (*call)(char *const env[], void *arg);
+	void *arg;
+};
+
+/* In the parent (libc's child runs libc's own execve): the area is ours to unmap. */
+static int spawn_copy(struct exec_area *a, char *const envp[], char **env, void *arg)
+{
+	const struct spawn_call *c = arg;
+	int r = c->call(env ? env : envp, c->arg);
+
+	if (a)
+		area_unmap(a);
+	return r;
+}
+
+int kk_dd_inherit_spawn(char *const envp[], int (*call)(char *const env[], void *arg), void *arg)
+{
+	struct spawn_call c = { call, arg };
+
+	return with_state(envp, spawn_copy, &c);
+}
+
+/* ---- the exec family --------------------------------------------------------------- */
+
+struct exec_call {
+	int dirfd;			/* AT_FDCWD: execve(), else execveat() */
+	const char *path;
+	char *const *argv;
+	int flags;
+};
+
+static int sys_exec(const struct exec_call *x, char *const envp[])
+{
+	return (int)(x->dirfd == AT_FDCWD ? syscall(SYS_execve, x->path, x->argv, envp) :
+		     syscall(SYS_execveat, x->dirfd, x->path, x->argv, envp, x->flags));
+}
+
+/* The system call with the copy: -1 and errno, as execve(). */
+static int exec_copy(struct exec_area *a, char *const envp[], char **env, void *arg)
+{
+	const struct exec_call *x = arg;
+	bool left = a && in_vfork_child();
+	int r;
+
+	if (!env)
+		return sys_exec(x, envp);
+	if (left && !area_leave(a)) {
+		kk_warn_once(warned_tid, "set_tid_address() refused: images exec'd from a vfork "
+			     "child with a large environment go without the dynamic-debug state");
+		area_unmap(a);
+		return sys_exec(x, envp);
+	}
+	r = sys_exec(x, env);
+	if (left)
+		area_return(a);
+	else if (a)
+		area_unmap(a);
+	return r;
+}
+
+static int exec_with_state(int dirfd, const char *path, char *const argv[], char *const envp[],
+			   int flags)
+{
+	struct exec_call x = { dirfd, path, argv, flags };
+
+	return with_state(envp, exec_copy, &x);
 }
 
 KK_INTERPOSE(execve)
