@@ -143,8 +143,8 @@ static void reap_left_behind(void)
 /*
  * A fork child's own pid is recorded by inherit_fork_child(); a process made
  * without the atfork handlers (syscall(SYS_fork), _Fork()) is taken for a
- * vfork child, which is harmless: its clear_child_tid is handed back (NULL)
- * if the exec fails, and only a thread that joins the main thread reads it.
+ * vfork child, which is harmless: if the exec fails its clear_child_tid is
+ * set to NULL, and only a pthread_join() of that one thread would read it.
  */
 static bool in_vfork_child(void)
 {
@@ -153,7 +153,7 @@ static bool in_vfork_child(void)
 	return p && getpid() != p;
 }
 
-/* In a vfork child, before the exec: the kernel frees @a when we leave. */
+/* In a vfork child, before the exec: the kernel zeroes @a->owner when we leave. */
 static bool area_leave(struct exec_area *a)
 {
 	atomic_store(&a->owner, 1);

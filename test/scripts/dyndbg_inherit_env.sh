@@ -54,7 +54,8 @@ for how in posix_spawn posix_spawnp execve execle execvpe fexecve; do
 	case $how in posix_spawn*) libc=$libc_spawn ;; *) libc=$libc_exec ;; esac
 	want=$(printf '%s\n%s' "$libc" "$ENTRY" | sed '/^$/d')
 	out=$(FOO=secret "$P" nullenv $how /usr/bin/env 2>&1) || fail "nullenv $how: exit $?: $out"
-	[ "$out" = "$want" ] || fail "$how, NULL envp: the child got [$out], libc gives [$libc] + the entry"
+	[ "$out" = "$want" ] ||
+		fail "$how, NULL envp: the child got [$out], libc gives [$libc] + the entry"
 	out=$(FOO=secret "$P" nullenv-off $how /usr/bin/env 2>&1) || fail "nullenv-off $how: $out"
 	[ "$out" = "$libc" ] || fail "$how, NULL envp, inheritance off: [$out], libc gives [$libc]"
 	out=$("$P" nullenv $how 2>&1) || fail "nullenv $how report: exit $?: $out"
