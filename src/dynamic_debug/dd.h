@@ -24,13 +24,10 @@ const char *kk_dd_inherit_env(void);
 /* Adds the control file dynamic_debug/inherit (from dd_init). */
 void kk_dd_inherit_init(void);
 /*
- * For an exec (or spawn) with @envp: begin() returns the number of entries
- * of @envp and sets *@entry (what replaces its KK_DYNDBG_INHERIT entries)
- * and *@keep (pass @envp unchanged); fill() writes the copy (n + 2 slots);
- * end() after the call returned.  Async-signal-safe.
+ * For posix_spawn: @call with @envp carrying the state (a copy on the stack
+ * or mmap'ed, freed when @call returns; @envp itself when there is nothing
+ * to add).  Returns what @call returned.  Takes no lock, does not malloc.
  */
-size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep);
-void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry);
-void kk_dd_inherit_end(void);
+int kk_dd_inherit_spawn(char *const envp[], int (*call)(char *const env[], void *arg), void *arg);
 
 #endif

@@ -15,13 +15,11 @@
  * does not depend on the flags, so A,B,A has the effect of B,A).  Recorded
  * under dd_lock by core.c, rendered into a new string when it changes and
  * published with one atomic store.  A string an exec may still read (a
- * thread between loading the pointer and copying it to its stack, or, for a
- * state of 2 KiB or more, the end of its execve system call) is freed only
- * when no exec is in flight (the store/load pairs are seq_cst: a writer that
- * sees no exec in flight knows any later exec loads the new string).  A
- * vfork child that execs a state of 2 KiB or more leaves its count in the
- * parent's memory: the parent then keeps its old strings (a leak, never a
- * use after free).
+ * thread between loading the pointer and copying it, before its system
+ * call) is freed only when no exec is in flight (the store/load pairs are
+ * seq_cst: a writer that sees no exec in flight knows any later exec loads
+ * the new string).  No exec is in flight during its system call, so a vfork
+ * child whose exec succeeds leaves no count in its parent's memory.
  *
  * The exec family is interposed: execve, execv, execvp, execvpe, execl,
  * execle, execlp and fexecve are defined here and end in the execve/execveat
@@ -29,7 +27,8 @@
  * posix_spawn pair is in inherit_spawn.c (shared library only).  execve,
  * execl, execle, execv and fexecve are async-signal-safe, as POSIX requires:
  * no malloc, no lock (the envp copy is on the stack, or mmap'ed when the
- * environment is very large).
+ * environment or the state is large: see struct exec_area for how a vfork
+ * child's area is unmapped).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +70,111 @@ static atomic_int inh_on = 1;
 static int inh_env_off;			/* started with KK_DYNDBG_INHERIT=0: pass it on */
 
 static const char inh_off_entry[] = INH_EQ "0";
+
+/* ---- the memory of one exec (async-signal-safe) ------------------------------------ */
+
+/*
+ * The copy of an envp of more than ENV_ON_STACK entries, or of an entry of
+ * ENTRY_ON_STACK bytes or more, is in an area mmap'ed for that one exec (the
+ * stack of a thread may be small).  A failed exec unmaps it; a successful
+ * one replaces the memory it is in.  Except in a vfork child: it runs in its
+ * parent's memory, its exec replaces the child's memory, not the parent's,
+ * and none of its code runs after a successful exec.  So a vfork child hands
+ * the area to the kernel: @owner becomes the child's clear_child_tid
+ * (set_tid_address(), the word glibc's pthread_join() waits on), which the
+ * kernel zeroes when the child leaves our memory, by exec or exit, after it
+ * copied the strings.  Until then the area is on left_behind; the next exec
+ * or spawn of any thread unmaps the areas whose owner is 0.  A loop of vfork
+ * and execve keeps one area mapped, whatever the number of spawns.
+ */
+struct exec_area {
+	_Atomic int owner;		/* 32 bits, as the kernel writes it; 0: free to unmap */
+	size_t len;			/* of the mapping */
+	struct exec_area *next;		/* on left_behind */
+	char *env[];			/* the envp copy, then the entry copy */
+};
+
+static struct exec_area *_Atomic left_behind;
+static _Atomic pid_t inh_pid;		/* this process (a vfork child has another pid) */
+
+static struct exec_area *area_map(size_t nenv, size_t elen)
+{
+	size_t len = sizeof(struct exec_area) + nenv * sizeof(char *) + elen + 1;
+	struct exec_area *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (a == MAP_FAILED)
+		return NULL;
+	a->len = len;
+	return a;
+}
+
+static void area_unmap(struct exec_area *a)
+{
+	int e = errno;
+
+	munmap(a, a->len);
+	errno = e;
+}
+
+static void push_left_behind(struct exec_area *a)
+{
+	a->next = atomic_load(&left_behind);
+	while (!atomic_compare_exchange_weak(&left_behind, &a->next, a))
+		;
+}
+
+/* Unmap the areas of vfork children that left our memory. */
+static void reap_left_behind(void)
+{
+	struct exec_area *a, *next;
+
+	if (!atomic_load(&left_behind))
+		return;
+	for (a = atomic_exchange(&left_behind, NULL); a; a = next) {
+		next = a->next;
+		if (atomic_load(&a->owner))
+			push_left_behind(a);	/* its child is still in exec */
+		else
+			area_unmap(a);
+	}
+}
+
+/*
+ * A fork child's own pid is recorded by inherit_fork_child(); a process made
+ * without the atfork handlers (syscall(SYS_fork), _Fork()) is taken for a
+ * vfork child, which is harmless: if the exec fails its clear_child_tid is
+ * set to NULL, and only a pthread_join() of that one thread would read it.
+ */
+static bool in_vfork_child(void)
+{
+	pid_t p = atomic_load(&inh_pid);
+
+	return p && getpid() != p;
+}
+
+/* In a vfork child, before the exec: the kernel zeroes @a->owner when we leave. */
+static bool area_leave(struct exec_area *a)
+{
+	atomic_store(&a->owner, 1);
+	if (syscall(SYS_set_tid_address, (int *)&a->owner) < 0) {
+		atomic_store(&a->owner, 0);
+		return false;
+	}
+	push_left_behind(a);
+	return true;
+}
+
+/* In a vfork child whose exec failed: take @a back, then it may go. */
+static void area_return(struct exec_area *a)
+{
+	int e = errno;
+
+	syscall(SYS_set_tid_address, NULL);	/* a vfork child has none */
+	atomic_store(&a->owner, 0);		/* the last touch: any thread may unmap it now */
+	reap_left_behind();
+	errno = e;
+}
 
 /* ---- the state -------------------------------------------------------------------- */
 
@@ -240,10 +344,21 @@ static const struct kk_control_file_ops inherit_fops = {
 };
 KK_CONTROL_LIB_FILE(inherit_file, "dynamic_debug/inherit", &inherit_fops);
 
-/* A thread of the parent may have been inside an exec: none is in the child. */
+/*
+ * A thread of the parent may have been inside an exec: none is in the child.
+ * The areas left behind wait for vfork children of the parent, which share
+ * the parent's memory, not the child's: the child's copies are free.
+ */
 static void inherit_fork_child(void)
 {
+	struct exec_area *a, *next;
+
 	atomic_store(&inh_inflight, 0);
+	atomic_store(&inh_pid, getpid());
+	for (a = atomic_exchange(&left_behind, NULL); a; a = next) {
+		next = a->next;
+		area_unmap(a);
+	}
 }
 
 static const struct kk_fork_ops inherit_fork_ops = {
@@ -252,6 +367,7 @@ static const struct kk_fork_ops inherit_fork_ops = {
 
 void kk_dd_inherit_init(void)
 {
+	atomic_store(&inh_pid, getpid());
 	kk_fork_register(&inherit_fork_ops);
 	kk_control_add_lib_file(&inherit_file);
 }
@@ -266,7 +382,7 @@ static bool is_inh(const char *e)
 /*
  * What this exec's image gets: NULL (no entry) or the entry to put in place
  * of any KK_DYNDBG_INHERIT entry of @envp.  *@keep: pass @envp as it is.
- * Call between kk_dd_inherit_begin() and kk_dd_inherit_end().
+ * Call with an exec in flight (inh_inflight).
  */
 static const char *entry_for(char *const envp[], size_t *n, bool *keep)
 {
@@ -292,22 +408,8 @@ static const char *entry_for(char *const envp[], size_t *n, bool *keep)
 	return entry;
 }
 
-size_t kk_dd_inherit_begin(char *const envp[], const char **entry, bool *keep)
-{
-	size_t n = 0;
-
-	atomic_fetch_add(&inh_inflight, 1);
-	*entry = entry_for(envp, &n, keep);
-	return n;
-}
-
-void kk_dd_inherit_end(void)
-{
-	atomic_fetch_sub(&inh_inflight, 1);
-}
-
 /* @envp without its KK_DYNDBG_INHERIT entries, plus @entry; @out has room for n + 2. */
-void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
+static void fill(char **out, char *const envp[], const char *entry)
 {
 	size_t k = 0;
 
@@ -319,56 +421,122 @@ void kk_dd_inherit_fill(char **out, char *const envp[], const char *entry)
 	out[k] = NULL;
 }
 
+/*
+ * What an exec or a spawn does with its envp: @env is the copy with the
+ * state, in @a (NULL: on the stack), or NULL: pass @envp as it is.  The
+ * function owns @a.
+ */
+typedef int with_env_fn(struct exec_area *a, char *const envp[], char **env, void *arg);
+
+/*
+ * Call @fn with @envp carrying the state.  The entry is copied (to the stack
+ * or the area) and the published string released before @fn runs, so
+ * nothing of the state is in use during the exec: a vfork child that execs
+ * leaves no exec "in flight" in its parent.  The areas of vfork children
+ * that have left are unmapped first.
+ */
+static int with_state(char *const envp[], with_env_fn *fn, void *arg)
+{
+	struct exec_area *a = NULL;
+	const char *entry;
+	size_t n = 0, elen;
+	bool keep, small;
+
+	reap_left_behind();
+	atomic_fetch_add(&inh_inflight, 1);
+	entry = entry_for(envp, &n, &keep);
+	elen = entry ? strlen(entry) : 0;
+	small = n + 2 <= ENV_ON_STACK && elen < ENTRY_ON_STACK;
+	if (keep || (!small && !(a = area_map(n + 2, elen)))) {
+		atomic_fetch_sub(&inh_inflight, 1);
+		if (!keep)
+			kk_warn_once(warned_map, "out of memory: an image was exec'd without "
+				     "the dynamic-debug state");
+		return fn(NULL, envp, NULL, arg);
+	}
+	{
+		char ebuf[small ? elen + 1 : 1];
+		char *stack_env[small ? n + 2 : 1];
+		char **env = small ? stack_env : a->env;
+		char *e = small ? ebuf : (char *)(a->env + n + 2);
+
+		if (entry)
+			entry = memcpy(e, entry, elen + 1);
+		atomic_fetch_sub(&inh_inflight, 1);
+		fill(env, envp, entry);
+		return fn(a, envp, env, arg);
+	}
+}
+
+/* ---- posix_spawn (inherit_spawn.c) ------------------------------------------------- */
+
+struct spawn_call {
+	int (*call)(char *const env[], void *arg);
+	void *arg;
+};
+
+/* In the parent (libc's child runs libc's own execve): the area is ours to unmap. */
+static int spawn_copy(struct exec_area *a, char *const envp[], char **env, void *arg)
+{
+	const struct spawn_call *c = arg;
+	int r = c->call(env ? env : envp, c->arg);
+
+	if (a)
+		area_unmap(a);
+	return r;
+}
+
+int kk_dd_inherit_spawn(char *const envp[], int (*call)(char *const env[], void *arg), void *arg)
+{
+	struct spawn_call c = { call, arg };
+
+	return with_state(envp, spawn_copy, &c);
+}
+
 /* ---- the exec family --------------------------------------------------------------- */
 
-/* The system call, with @envp carrying the state: -1 and errno, as execve(). */
+struct exec_call {
+	int dirfd;			/* AT_FDCWD: execve(), else execveat() */
+	const char *path;
+	char *const *argv;
+	int flags;
+};
+
+static int sys_exec(const struct exec_call *x, char *const envp[])
+{
+	return (int)(x->dirfd == AT_FDCWD ? syscall(SYS_execve, x->path, x->argv, envp) :
+		     syscall(SYS_execveat, x->dirfd, x->path, x->argv, envp, x->flags));
+}
+
+/* The system call with the copy: -1 and errno, as execve(). */
+static int exec_copy(struct exec_area *a, char *const envp[], char **env, void *arg)
+{
+	const struct exec_call *x = arg;
+	bool left = a && in_vfork_child();
+	int r;
+
+	if (!env)
+		return sys_exec(x, envp);
+	if (left && !area_leave(a)) {
+		kk_warn_once(warned_tid, "set_tid_address() refused: images exec'd from a vfork "
+			     "child with a large environment go without the dynamic-debug state");
+		area_unmap(a);
+		return sys_exec(x, envp);
+	}
+	r = sys_exec(x, env);
+	if (left)
+		area_return(a);
+	else if (a)
+		area_unmap(a);
+	return r;
+}
+
 static int exec_with_state(int dirfd, const char *path, char *const argv[], char *const envp[],
 			   int flags)
 {
-	char **env = (char **)envp, **map = NULL;
-	size_t n, elen, maplen = 0;
-	const char *entry;
-	bool keep, pinned = true;
-	long r;
+	struct exec_call x = { dirfd, path, argv, flags };
 
-	n = kk_dd_inherit_begin(envp, &entry, &keep);
-	elen = entry ? strlen(entry) : 0;
-	{
-		/* A small entry (the usual case) is copied, and the string released
-		 * before the system call: a vfork child that execs then leaves no
-		 * exec "in flight" in its parent's memory. */
-		char ebuf[elen < ENTRY_ON_STACK ? elen + 1 : 1];
-		char *stack_env[!keep && n + 2 <= ENV_ON_STACK ? n + 2 : 1];
-
-		if (entry && elen < ENTRY_ON_STACK) {
-			memcpy(ebuf, entry, elen + 1);
-			entry = ebuf;
-			kk_dd_inherit_end();
-			pinned = false;
-		}
-		if (!keep && n + 2 <= ENV_ON_STACK) {
-			env = stack_env;
-		} else if (!keep) {
-			maplen = (n + 2) * sizeof(char *);
-			map = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			/* no memory: this exec goes without the state */
-			env = map == MAP_FAILED ? (char **)envp : map;
-		}
-		if (env != envp)
-			kk_dd_inherit_fill(env, envp, entry);
-		r = dirfd == AT_FDCWD ? syscall(SYS_execve, path, argv, env) :
-			syscall(SYS_execveat, dirfd, path, argv, env, flags);
-	}
-	if (pinned)
-		kk_dd_inherit_end();
-	if (map && map != MAP_FAILED) {
-		int e = errno;
-
-		munmap(map, maplen);
-		errno = e;
-	}
-	return (int)r;
+	return with_state(envp, exec_copy, &x);
 }
 
 KK_INTERPOSE(execve)

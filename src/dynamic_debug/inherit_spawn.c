@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * posix_spawn() and posix_spawnp() carry the dynamic-debug state too (see
- * inherit.c): the real functions are called with a copy of the environment
- * that has the KK_DYNDBG_INHERIT entry.  The real ones are found with
+ * inherit.c): the real functions are called with a copy of the envp given
+ * that has the KK_DYNDBG_INHERIT entry.  A NULL envp keeps libc's meaning:
+ * glibc and musl pass it to execve(), and Linux takes it for an empty list,
+ * so the child gets the entry alone (never our environ: its secrets were not
+ * the caller's to give).  The copy is made as for an exec, not malloc'ed
+ * (memory stays flat whatever the allocator).  The real ones are found with
  * dlsym(RTLD_NEXT), so this file is in the shared library only: a static
  * program has no "next" object to find them in (its spawned images start
  * from their own defaults, plus whatever KK_DYNDBG_INHERIT its environment
@@ -11,13 +15,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
-#include <stdbool.h>
-#include <stdlib.h>
 
 #include "common.h"
 #include "dynamic_debug/dd.h"
-
-extern char **environ;
 
 typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 		     const posix_spawnattr_t *, char *const[], char *const[]);
@@ -33,27 +33,31 @@ static spawn_fn *next_fn(const char *name, spawn_fn **cache)
 	return f;
 }
 
+struct spawn_args {
+	spawn_fn *real;
+	pid_t *pid;
+	const char *path;
+	const posix_spawn_file_actions_t *fa;
+	const posix_spawnattr_t *attr;
+	char *const *argv;
+};
+
+static int call_real(char *const env[], void *arg)
+{
+	const struct spawn_args *s = arg;
+
+	return s->real(s->pid, s->path, s->fa, s->attr, s->argv, env);
+}
+
 static int spawn_with_state(spawn_fn *real, pid_t *pid, const char *path,
 			    const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
 			    char *const argv[], char *const envp[])
 {
-	char **env = NULL;
-	const char *entry;
-	bool keep;
-	size_t n;
-	int ret;
+	struct spawn_args s = { real, pid, path, fa, attr, argv };
 
 	if (!real)
 		return ENOSYS;
-	if (!envp)
-		envp = environ;
-	n = kk_dd_inherit_begin(envp, &entry, &keep);
-	if (!keep && (env = malloc((n + 2) * sizeof(*env))))
-		kk_dd_inherit_fill(env, envp, entry);
-	ret = real(pid, path, fa, attr, argv, env ? env : envp);
-	kk_dd_inherit_end();
-	free(env);
-	return ret;
+	return kk_dd_inherit_spawn(envp, call_real, &s);
 }
 
 KK_INTERPOSE(posix_spawn)

@@ -19,6 +19,24 @@
  *   dd_inherit many N HOW [PROG [ARGS]]
  *                              N other queries first (a large state), then
  *                              as "api", twice
+ *   dd_inherit big N HOW [PROG [ARGS]]
+ *                              N more environment entries (KK_BIG_i=i), then
+ *                              as "api"
+ *   dd_inherit nullenv HOW [PROG [ARGS]]
+ *   dd_inherit nullenv-off HOW [PROG [ARGS]]
+ *                              as "api" / "api-off", with a NULL envp (HOW:
+ *                              execve execle execvpe fexecve posix_spawn
+ *                              posix_spawnp)
+ *   dd_inherit spawnloop N ENTRIES HOW [QUERIES]
+ *                              ENTRIES environment entries and, with QUERIES,
+ *                              that many other queries (a state over 2 KiB,
+ *                              one re-applied before each spawn), then N
+ *                              spawns of /bin/true with HOW; prints the
+ *                              growth of the resident set (/proc/self/statm)
+ *                              and fails if it is 2 MiB or more ($DD_TRUE:
+ *                              another program than /bin/true)
+ *
+ * HOW may be vfork:F: vfork, then exec function F in the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +52,12 @@
 extern char **environ;
 
 static int hits;
+static int null_env;		/* pass a NULL envp */
+
+static char **child_env(void)
+{
+	return null_env ? NULL : environ;
+}
 
 static void sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
 {
@@ -74,25 +98,26 @@ static int do_exec(const char *how, char **argv)
 	if (!strcmp(how, "execv"))
 		execv(path, argv);
 	else if (!strcmp(how, "execve"))
-		execve(path, argv, environ);
+		execve(path, argv, child_env());
 	else if (!strcmp(how, "execvp"))
 		execvp(path, argv);
 	else if (!strcmp(how, "execvpe"))
-		execvpe(path, argv, environ);
+		execvpe(path, argv, child_env());
 	else if (!strcmp(how, "execl"))
 		execl(path, argv[0], argv[1], (char *)NULL);
 	else if (!strcmp(how, "execle"))
-		execle(path, argv[0], argv[1], (char *)NULL, environ);
+		argv[1] ? execle(path, argv[0], argv[1], (char *)NULL, child_env()) :
+			  execle(path, argv[0], (char *)NULL, child_env());
 	else if (!strcmp(how, "execlp"))
 		execlp(path, argv[0], argv[1], (char *)NULL);
 	else if (!strcmp(how, "fexecve")) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 		if (fd >= 0)
-			fexecve(fd, argv, environ);
+			fexecve(fd, argv, child_env());
 	} else if (!strcmp(how, "posix_spawn") || !strcmp(how, "posix_spawnp")) {
-		int e = how[11] ? posix_spawnp(&pid, path, NULL, NULL, argv, environ) :
-				  posix_spawn(&pid, path, NULL, NULL, argv, environ);
+		int e = how[11] ? posix_spawnp(&pid, path, NULL, NULL, argv, child_env()) :
+				  posix_spawn(&pid, path, NULL, NULL, argv, child_env());
 
 		if (e) {
 			fprintf(stderr, "%s: %s\n", how, strerror(e));
@@ -124,6 +149,10 @@ static int fork_exec(const char *how, char **argv)
 			execv(argv[0], argv);
 			_exit(127);
 		}
+	} else if (!strncmp(how, "vfork:", 6)) {
+		pid = vfork();
+		if (pid == 0)
+			_exit(do_exec(how + 6, argv));
 	} else {
 		pid = fork();
 		if (pid == 0)
@@ -132,6 +161,71 @@ static int fork_exec(const char *how, char **argv)
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
 		return 126;
 	return WEXITSTATUS(st);
+}
+
+/* @n environment entries KK_BIG_<i>=<i>. */
+static int big_env(long n)
+{
+	char name[32], val[24];
+
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "KK_BIG_%05ld", i);
+		snprintf(val, sizeof(val), "%ld", i);
+		if (setenv(name, val, 1))
+			return -1;
+	}
+	return 0;
+}
+
+static long rss_kib(void)
+{
+	long size, res = -1;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* spawnloop N ENTRIES HOW [QUERIES]: the parent's resident set stays flat. */
+static int spawnloop(long n, long entries, const char *how, long nq)
+{
+	static char *tru[] = { (char *)"/bin/true", NULL };
+	char q[64];
+	long before = 0, after;
+
+	if (getenv("DD_TRUE"))		/* e.g. a name to look up in $PATH */
+		tru[0] = getenv("DD_TRUE");
+	if (big_env(entries))
+		return 3;
+	for (long i = 0; i < nq; i++) {
+		snprintf(q, sizeof(q), "func kk_no_such_function_%06ld +p", i);
+		if (dynamic_debug_exec_queries(q, NULL) < 0)
+			return 3;
+	}
+	if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+		return 3;
+	for (long i = -200; i < n; i++) {	/* 200 first: malloc's arenas settle */
+		if (!i)
+			before = rss_kib();
+		/* a state change: the old string must be freed (none in flight) */
+		if (nq && dynamic_debug_exec_queries("func kk_no_such_function_000000 +p",
+						     NULL) < 0)
+			return 3;
+		if (fork_exec(how, tru)) {
+			fprintf(stderr, "spawn %ld with %s failed\n", i, how);
+			return 1;
+		}
+	}
+	after = rss_kib();
+	if (before < 0 || after < 0)
+		return 4;
+	printf("%s: %ld spawns, %ld entries: resident set grew by %ld KiB\n", how, n, entries,
+	       after - before);
+	return after - before >= 2048;
 }
 
 int main(int argc, char **argv)
@@ -180,6 +274,28 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3)
 		return 2;
+	if (!strcmp(argv[1], "nullenv") || !strcmp(argv[1], "nullenv-off")) {
+		null_env = 1;
+		if (argv[1][7])
+			kk_dyndbg_set_inherit(0);
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		return fork_exec(argv[2], target);
+	}
+	if (!strcmp(argv[1], "spawnloop")) {
+		if (argc < 5)
+			return 2;
+		return spawnloop(strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10), argv[4],
+				 argc > 5 ? strtol(argv[5], NULL, 10) : 0);
+	}
+	if (!strcmp(argv[1], "big")) {	/* big N HOW [PROG]: a large environment */
+		if (argc < 4)
+			return 2;
+		if (big_env(strtol(argv[2], NULL, 10)) ||
+		    dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
+			return 3;
+		return fork_exec(argv[3], argc > 4 ? argv + 4 : dflt);
+	}
 	if (!strcmp(argv[1], "api") || !strcmp(argv[1], "api-off")) {
 		if (argv[1][3])
 			kk_dyndbg_set_inherit(0);

@@ -56,7 +56,7 @@ for how in execvp execlp; do
 	[ "$out" = "sh: func report_site +p" ] || fail "$how script: $out"
 done
 
-# a state of 2 KiB to 32 KiB (not copied to the stack: pinned over the exec)
+# a state of 2 KiB to 32 KiB (copied to an mmap'ed area, not the stack)
 out=$("$P" many 200 execv 2>&1) || fail "many 200: exit $?: $out"
 [ "$out" = "$ON
 $ON" ] || fail "a 8 KiB state: $out"
