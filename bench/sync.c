@@ -263,7 +263,7 @@ static void put(struct kkb_ctx *ctx, const char *key, double v)
 		kkb_json_num(ctx, key, v);
 }
 
-static const char *const hows[] = { "membarrier", "signal", "stop-machine" };
+static const char *const hows[] = { "membarrier", "signal", "stop-machine", "swap" };
 
 static void flips(struct kkb_ctx *ctx, const char *prefix)
 {

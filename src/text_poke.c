@@ -73,7 +73,7 @@ static long page_size;
 
 int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
-static atomic_ullong n_syncs, n_batches, n_pokes, n_stopped, n_repairs;
+static atomic_ullong n_syncs, n_batches, n_pokes, n_stopped, n_swapped, n_repairs;
 
 /*
  * The trap handler's hooks, for a protocol that has none (aarch64, and the
@@ -157,7 +157,7 @@ static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
  * where that cannot be read, from the ELF program header of the segment,
  * which is what the loader mapped text with.
  */
-static int maps_prot(uintptr_t page, int *prot)
+static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
 {
 	char buf[4096];
 	size_t have = 0;
@@ -186,6 +186,7 @@ static int maps_prot(uintptr_t page, int *prot)
 					*prot = (end[1] == 'r' ? PROT_READ : 0) |
 						(end[2] == 'w' ? PROT_WRITE : 0) |
 						(end[3] == 'x' ? PROT_EXEC : 0);
+					*mend = hi;
 					close(fd);
 					return 1;
 				}
@@ -201,10 +202,11 @@ static int maps_prot(uintptr_t page, int *prot)
 	return 0;
 }
 
-/* -ENOENT: @page is not mapped. */
-static int page_prot(uintptr_t page)
+/* -ENOENT: @page is not mapped.  @end: where its mapping ends (or
+ * UINTPTR_MAX where the ELF headers had to answer). */
+static int page_prot_end(uintptr_t page, uintptr_t *end)
 {
-	int prot = 0, ret = maps_prot(page, &prot);
+	int prot = 0, ret = maps_prot(page, &prot, end);
 
 	if (ret > 0)
 		return prot;
@@ -215,7 +217,15 @@ static int page_prot(uintptr_t page)
 		return ret;
 	kk_warn_once(maps_warned, "cannot read /proc/self/maps (%s): page protections "
 		     "come from the ELF program headers", strerror(-ret));
+	*end = UINTPTR_MAX;
 	return prot;
+}
+
+static int page_prot(uintptr_t page)
+{
+	uintptr_t end;
+
+	return page_prot_end(page, &end);
 }
 
 /* Rewrite [addr, addr+len) inside one page by swapping in a rebuilt copy. */
@@ -782,6 +792,169 @@ static int patch_live(struct kk_text_batch *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- the page swap ------------------------------------------------------------ */
+
+/*
+ * KK_PATCH_SWAP: no thread ever sees a byte of text change.  Each run of
+ * pages that the batch touches (touched pages of one mapping that follow
+ * each other, so that a site across a page boundary moves with both of its
+ * pages) is copied into a fresh anonymous mapping, the new instructions go
+ * into the copy, the copy gets the run's protection, and
+ * mremap(MREMAP_FIXED) moves it over the run.  The kernel unmaps the run and
+ * flushes it from every TLB before it maps the copy, all under the mmap
+ * lock that a fault takes: a thread runs the old pages (which nobody
+ * writes) or the new ones, never a mix, and one that faults in between waits
+ * for the lock.  No trap and no signal: nothing a thread that blocks every
+ * signal can die of, nothing a debugger, strace or valgrind stops on.  One
+ * sync afterwards (membarrier) serializes the CPUs that run the process.
+ *
+ * The price: every batch copies the pages it touches, and they become
+ * anonymous (/proc/self/maps no longer names their file), as with the
+ * remap write method.
+ */
+struct swap_run {
+	uintptr_t lo, hi;
+	size_t first, last;	/* the sites, v[first..last) */
+	int prot;
+	void *copy;
+};
+
+/*
+ * The runs of @v[0..n), in @r (room for n).  Returns how many, or -errno:
+ * -EINVAL for a site whose bytes lie in two mappings of different
+ * protections.
+ */
+static ssize_t swap_runs(const struct kk_poke *v, size_t n, struct swap_run *r, char *err,
+			 size_t errlen)
+{
+	const uintptr_t pg = (uintptr_t)page_size, mask = ~(pg - 1);
+	uintptr_t end = 0;
+	ssize_t k = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t lo = v[i].addr & mask, hi = ((v[i].addr + v[i].len - 1) & mask) + pg;
+
+		if (k < 0 || lo > r[k].hi || lo >= end) {
+			int prot = page_prot_end(lo, &end);
+
+			if (prot < 0) {
+				snprintf(err, errlen, "site %#lx: cannot read its mapping (%s)",
+					 (unsigned long)v[i].addr, strerror(-prot));
+				return prot;
+			}
+			r[++k] = (struct swap_run){ .lo = lo, .hi = lo, .first = i, .prot = prot };
+		}
+		/* Across into the next mapping (an earlier swap split the text
+		 * there): one run still, if the protection is the same. */
+		while (hi > end) {
+			if (page_prot_end(end, &end) != r[k].prot) {
+				snprintf(err, errlen, "site %#lx lies across two mappings",
+					 (unsigned long)v[i].addr);
+				return -EINVAL;
+			}
+		}
+		if (hi > r[k].hi)
+			r[k].hi = hi;
+		r[k].last = i + 1;
+	}
+	return k + 1;
+}
+
+/* The copy of run @r with its sites' new (or, @to_old, old) bytes. */
+static int swap_build(struct swap_run *r, const struct kk_poke *v, bool to_old)
+{
+	size_t len = r->hi - r->lo;
+	uint8_t *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return -errno;
+	memcpy(c, (const void *)r->lo, len);
+	for (size_t i = r->first; i < r->last; i++)
+		memcpy(c + (v[i].addr - r->lo), to_old ? v[i].old : v[i].new, v[i].len);
+	kk_arch_text_flush((uintptr_t)c, len);
+	/* never a W+X page: a writable mapping loses exec, as in write_remap() */
+	if (mprotect(c, len, r->prot & PROT_WRITE ? r->prot & ~PROT_EXEC : r->prot)) {
+		int e = -errno;
+
+		munmap(c, len);
+		return e;
+	}
+	r->copy = c;
+	return 0;
+}
+
+static void swap_drop(struct swap_run *r, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (r[k].copy)
+			munmap(r[k].copy, r[k].hi - r[k].lo);
+}
+
+/* Build every copy of runs r[0..n), then move them in.  Returns how many runs
+ * were swapped in, and sets *ret to 0 or the -errno that stopped it. */
+static size_t swap_in(struct swap_run *r, size_t n, const struct kk_poke *v, bool to_old,
+		      int step, int *ret)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		r[k].copy = NULL;
+	for (k = 0, *ret = 0; k < n && !*ret; k++)
+		*ret = swap_build(&r[k], v, to_old);
+	for (k = 0; k < n && !*ret; k++) {
+		size_t len = r[k].hi - r[k].lo;
+
+		if (kk_text_write_hook && (*ret = kk_text_write_hook(step, r[k].lo, len)))
+			break;
+		if (mremap(r[k].copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)r[k].lo) == MAP_FAILED) {
+			*ret = -errno;
+			break;
+		}
+		r[k].copy = NULL;
+		/* valgrind runs translations of the old bytes until told. */
+		if (kk_under_valgrind())
+			VALGRIND_DISCARD_TRANSLATIONS(r[k].lo, len);
+	}
+	swap_drop(r, n);
+	return *ret ? k : n;
+}
+
+/*
+ * The batch @b by page swaps.  A swap that fails puts the runs swapped so
+ * far back to their old bytes, the same way; mremap() refused for good
+ * (EPERM, EACCES: a seccomp filter, a sealed mapping) is told to the plan,
+ * which then stops the machine instead where it can.
+ */
+static int patch_swapped(struct kk_text_batch *b, char *err, size_t errlen)
+{
+	struct swap_run *r = malloc(b->n * sizeof(*r));
+	ssize_t nr = r ? swap_runs(b->v, b->n, r, err, errlen) : -ENOMEM;
+	size_t done = 0;
+	int ret = (int)nr, undo = 0;
+
+	if (nr > 0) {
+		done = swap_in(r, (size_t)nr, b->v, false, KK_STEP_SWAP, &ret);
+		if (ret && done)
+			swap_in(r, done, b->v, true, KK_STEP_REPAIR, &undo);
+		if (!ret)
+			ret = kk_text_sync();
+	}
+	if (ret == -EPERM || ret == -EACCES)
+		kk_sync_swap_refused();
+	if (ret && undo)
+		snprintf(err, errlen, "swapping in rebuilt text failed (%s), and so did undoing "
+			 "it: some of %zu sites changed", strerror(-ret), b->n);
+	else if (ret && !err[0])
+		snprintf(err, errlen, "swapping in rebuilt text failed (%s); nothing changed",
+			 strerror(-ret));
+	if (!ret)
+		atomic_fetch_add_explicit(&n_swapped, 1, memory_order_relaxed);
+	free(r);
+	batch_free(b);
+	return ret == -ENOMEM || ret == -EPERM || ret == -EINVAL ? ret : ret ? -EIO : 0;
+}
+
 /* stop_machine: nobody else runs, so whole instructions go out at once. */
 struct stop_args {
 	struct kk_text_batch *b;
@@ -832,6 +1005,31 @@ static int dry_run(struct kk_text_batch *b, const uint8_t *pre, char *err, size_
 	return ret == -EACCES ? -EPERM : ret == -EPERM || ret == -ENOMEM ? ret : ret ? -EIO : 0;
 }
 
+static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen);
+
+/* The page swap needs no dry run: its copies are built before anything
+ * moves.  Refused for good (seccomp, sealing): planned again without it. */
+static int poke_swap(struct kk_poke *v, size_t n, char *err, size_t errlen)
+{
+	struct kk_text_batch *b = batch_new(v, n);
+	int ret;
+
+	if (!b) {
+		snprintf(err, errlen, "out of memory for a batch of %zu sites", n);
+		return -ENOMEM;
+	}
+	ret = patch_swapped(b, err, errlen);
+	if (ret == -EPERM && strstr(err, "nothing changed")) {
+		err[0] = 0;
+		return poke_finish(v, n, err, errlen);
+	}
+	if (!ret) {
+		atomic_fetch_add_explicit(&n_batches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&n_pokes, n, memory_order_relaxed);
+	}
+	return ret;
+}
+
 static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
 {
 	struct kk_text_batch *b;
@@ -846,6 +1044,8 @@ static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
 		return ret;
 	if ((how = kk_sync_plan(kk_arch_text_traps, err, errlen)) < 0)
 		return how;
+	if (how == KK_PATCH_SWAP)
+		return poke_swap(v, n, err, errlen);
 	if (!(b = batch_new(v, n))) {
 		snprintf(err, errlen, "out of memory for a batch of %zu sites", n);
 		return -ENOMEM;
@@ -991,6 +1191,7 @@ void kk_text_get_stats(struct kk_text_stats *st)
 	st->pokes = atomic_load(&n_pokes);
 	st->traps = kk_arch_text_traps_taken();
 	st->stopped = atomic_load(&n_stopped);
+	st->swapped = atomic_load(&n_swapped);
 	st->repairs = atomic_load(&n_repairs);
 	st->stuck = b && b->stuck ? b->n : 0;
 }

@@ -114,12 +114,14 @@ enum kk_text_step {
 	KK_STEP_STOP,		/* whole instructions, under stop_machine */
 	KK_STEP_INSN,		/* whole instructions, one atomic write each (aarch64) */
 	KK_STEP_SETTLE,		/* final bytes over themselves, after a sync (aarch64) */
+	KK_STEP_SWAP,		/* a run of rebuilt pages moved in (the page swap) */
 };
 KK_WHITEBOX extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
 struct kk_text_stats {
 	unsigned long long syncs, batches, pokes, traps;
 	unsigned long long stopped;	/* batches written under stop_machine */
+	unsigned long long swapped;	/* batches written by page swaps */
 	unsigned long long repairs;	/* failed batches finished or undone later */
 	unsigned long long stuck;	/* sites emulated now (a batch awaits repair) */
 };

@@ -71,9 +71,9 @@ enum req_type { REQ_NONE = 0, REQ_ROUND = 1, REQ_STOP = 2 };
 #define REQ_TYPE(w)	((w) & 3)
 #define REQ_SEQ_STEP	4
 
-enum sync_method { M_UNUSED, M_SINGLE, M_MEMBARRIER, M_SIGNAL, M_STOP };
+enum sync_method { M_UNUSED, M_SINGLE, M_MEMBARRIER, M_SIGNAL, M_STOP, M_SWAP };
 static const char *const method_names[] = {
-	"unused", "single-thread", "membarrier", "signal", "stop-machine",
+	"unused", "single-thread", "membarrier", "signal", "stop-machine", "swap",
 };
 
 /* ---- state shared with the handler --------------------------------------------------- */
@@ -89,6 +89,7 @@ static int release_word;		/* futex: bumped to release stopped threads */
 
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static int armed, membarrier_ok, handler_in;
+static int swap_refused;		/* mremap() was refused: no page swaps */
 static int method = M_UNUSED;
 static int seq;
 static pid_t listed[KK_SYNC_MAX_THREADS];
@@ -455,6 +456,10 @@ int kk_sync_round(void)
 		/* A seccomp filter installed since we registered: signals then. */
 		__atomic_store_n(&membarrier_ok, 0, __ATOMIC_RELAXED);
 	}
+	/* A page swap without membarrier: the swap's TLB shootdown was the
+	 * sync (see kk_sync_plan()); its threads may not take signals. */
+	if (m == M_SWAP)
+		goto out;
 	ret = signal_round(err, sizeof(err));
 	if (ret)
 		kk_warn("text sync: %s", err);
@@ -493,12 +498,13 @@ out:
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
-enum sync_force { F_AUTO, F_MEMBARRIER, F_SIGNAL, F_STOP };
+enum sync_force { F_AUTO, F_MEMBARRIER, F_SIGNAL, F_STOP, F_SWAP };
 
 /* KK_TEXT_SYNC, in enum sync_force order. */
 static enum sync_force read_force(void)
 {
-	static const char *const how[] = { "auto", "membarrier", "signal", "stop-machine", NULL };
+	static const char *const how[] = { "auto", "membarrier", "signal", "stop-machine", "swap",
+					   NULL };
 	static int warned;
 
 	return (enum sync_force)kk_env_choice("KK_TEXT_SYNC", how, &warned);
@@ -588,56 +594,86 @@ static int can_signal(int sig, const struct survey *s, char *err, size_t errlen,
 	return 0;
 }
 
+/*
+ * The page swap (KK_PATCH_SWAP): a protocol with traps would kill a thread
+ * that blocks SIGTRAP, and shows every trap and park signal to a tracer.
+ * Swapping in rebuilt pages needs neither: -ENOTSUP where mremap() was
+ * refused, with the reason of the thread that needed it.
+ */
+static int swap_or_refuse(pid_t who, const char *why, char *err, size_t errlen)
+{
+	if (!__atomic_load_n(&swap_refused, __ATOMIC_RELAXED))
+		return M_SWAP;
+	if (!who) {
+		snprintf(err, errlen, "%s, and pages cannot be swapped (mremap refused)", why);
+		return -ENOTSUP;
+	}
+	return refuse(err, errlen, who, "SIGTRAP", why);
+}
+
+/* A forced method that would need a trap where @s says one kills. */
+static int forced(int m, bool mb, int sig, struct survey *s, const char *name, char *err,
+		  size_t errlen)
+{
+	char why[80];
+
+	snprintf(why, sizeof(why), "KK_TEXT_SYNC=%s would kill it with a trap", name);
+	if (m == M_MEMBARRIER && !mb) {
+		snprintf(err, errlen, "KK_TEXT_SYNC=membarrier: membarrier SYNC_CORE is unavailable");
+		return -ENOTSUP;
+	}
+	if (m == M_SIGNAL && can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=signal cannot sync it"))
+		return -ENOTSUP;
+	if (m == M_STOP)
+		return can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=stop-machine cannot stop it") ?
+			-ENOTSUP : M_STOP;
+	if (s->trap_blocker)
+		return refuse(err, errlen, s->trap_blocker, "SIGTRAP", why);
+	return m;
+}
+
 static int choose(enum sync_force force, int sig, struct survey *s, bool traps, char *err,
 		  size_t errlen)
 {
+	static const int forced_method[] = {
+		[F_MEMBARRIER] = M_MEMBARRIER, [F_SIGNAL] = M_SIGNAL, [F_STOP] = M_STOP,
+	};
+	static const char *const forced_name[] = {
+		[F_MEMBARRIER] = "membarrier", [F_SIGNAL] = "signal", [F_STOP] = "stop-machine",
+	};
 	bool mb = __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED);
+	bool noswap = __atomic_load_n(&swap_refused, __ATOMIC_RELAXED);
 	bool debug = traps && (kk_tracer_pid() > 0 || kk_under_valgrind());
 
 	/* Without traps a thread that blocks SIGTRAP is like any other. */
 	if (!traps)
 		s->trap_blocker = 0;
-
-	switch (force) {
-	case F_MEMBARRIER:
-		if (!mb) {
-			snprintf(err, errlen, "KK_TEXT_SYNC=membarrier: membarrier SYNC_CORE is "
-				 "unavailable");
-			return -ENOTSUP;
-		}
-		if (s->trap_blocker)
-			return refuse(err, errlen, s->trap_blocker, "SIGTRAP",
-				      "KK_TEXT_SYNC=membarrier would kill it with a trap");
-		return M_MEMBARRIER;
-	case F_SIGNAL:
-		if (can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=signal cannot sync it"))
-			return -ENOTSUP;
-		if (s->trap_blocker)
-			return refuse(err, errlen, s->trap_blocker, "SIGTRAP",
-				      "KK_TEXT_SYNC=signal would kill it with a trap");
-		return M_SIGNAL;
-	case F_STOP:
-		if (can_signal(sig, s, err, errlen, "KK_TEXT_SYNC=stop-machine cannot stop it"))
-			return -ENOTSUP;
-		return M_STOP;
-	case F_AUTO:
-		break;
-	}
-	if (!s->others)
+	if (force == F_SWAP)
+		return swap_or_refuse(0, "KK_TEXT_SYNC=swap", err, errlen);
+	/* A forced int3 protocol leaves threads deaf to every signal alone:
+	 * whoever forces it says that they run no site. */
+	if (force != F_AUTO)
+		return forced(forced_method[force], mb, sig, s, forced_name[force], err, errlen);
+	/*
+	 * Left to itself the library assumes nothing: a thread that blocks
+	 * every signal (a sigwait() daemon's workers, glibc's timer thread
+	 * running a SIGEV_THREAD callback) is killed by a trap like any other
+	 * SIGTRAP blocker, and may run a site.
+	 */
+	if (traps && !s->trap_blocker && ndeaf)
+		s->trap_blocker = deaf[0];
+	if (!s->others && !ndeaf)
 		return s->trap_blocker ? M_STOP : M_SINGLE;
+	if (s->trap_blocker && noswap && !ndeaf &&
+	    !can_signal(sig, s, err, errlen, ""))
+		return M_STOP;
 	if (s->trap_blocker)
-		return can_signal(sig, s, err, errlen, "it cannot be stopped, and a trap would "
-				  "kill it") ? -ENOTSUP : M_STOP;
-	if (debug) {
-		if (!can_signal(sig, s, err, errlen, ""))
-			return M_STOP;
-		/* A thread under a debugger or valgrind that cannot be stopped:
-		 * the int3 protocol still works (a debugger shows the trap). */
-		if (mb)
-			return M_MEMBARRIER;
-		return can_signal(sig, s, err, errlen, "membarrier SYNC_CORE is unavailable, "
-				  "so kernelkit can neither stop it nor sync it");
-	}
+		return swap_or_refuse(s->trap_blocker, "a trap would kill it, and pages cannot be "
+				      "swapped (mremap refused)", err, errlen);
+	if (debug && !noswap)
+		return M_SWAP;
+	if (debug && !can_signal(sig, s, err, errlen, ""))
+		return M_STOP;
 	if (mb)
 		return M_MEMBARRIER;
 	if (can_signal(sig, s, err, errlen, "membarrier SYNC_CORE is unavailable, so "
@@ -671,7 +707,12 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	pthread_mutex_unlock(&sync_lock);
 	if (m < 0)
 		return m;
-	return m == M_STOP ? KK_PATCH_STOP : KK_PATCH_LIVE;
+	return m == M_STOP ? KK_PATCH_STOP : m == M_SWAP ? KK_PATCH_SWAP : KK_PATCH_LIVE;
+}
+
+void kk_sync_swap_refused(void)
+{
+	__atomic_store_n(&swap_refused, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- what the plan looks at ------------------------------------------------------------------ */

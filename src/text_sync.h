@@ -13,18 +13,23 @@
  *                   where that is unavailable, the park signal sent to every
  *                   other thread, whose handler executes a serializing
  *                   instruction (liburcu's signal flavour).
+ *   KK_PATCH_SWAP   the page swap: every page the batch touches is rebuilt
+ *                   in a fresh anonymous page and swapped in with one
+ *                   mremap() per run of pages, then one membarrier: no trap
+ *                   and no signal reaches any thread.  Used, when the
+ *                   protocol has traps, under a tracer or valgrind (which
+ *                   would show every trap and park signal), and when some
+ *                   thread blocks SIGTRAP (a trap there would kill the
+ *                   process), including threads that block every signal.
  *   KK_PATCH_STOP   stop_machine: every other thread waits in the park
  *                   signal's handler while the whole batch is written with no
  *                   trap at all, then executes a serializing instruction and
- *                   runs on.  Used, when the protocol has traps, under a
- *                   tracer (gdb stops on SIGTRAP and a plain `continue` would
- *                   kill the program), under valgrind, and when some thread
- *                   blocks SIGTRAP (a trap there would kill the process) but
- *                   not the park signal.  A protocol without traps needs it
- *                   only when KK_TEXT_SYNC=stop-machine asks for it.
+ *                   runs on.  Used where mremap() is refused and the
+ *                   page swap would be needed, and when
+ *                   KK_TEXT_SYNC=stop-machine asks for it.
  *
- * KK_TEXT_SYNC=auto|membarrier|signal|stop-machine forces a choice (tests,
- * kk-bench); an impossible forced choice is an error, not a fallback.
+ * KK_TEXT_SYNC=auto|membarrier|signal|stop-machine|swap forces a choice
+ * (tests, kk-bench); an impossible forced choice is an error, not a fallback.
  */
 #ifndef KK_TEXT_SYNC_H
 #define KK_TEXT_SYNC_H
@@ -38,6 +43,7 @@
 enum kk_patch_how {
 	KK_PATCH_LIVE = 1,
 	KK_PATCH_STOP = 2,
+	KK_PATCH_SWAP = 3,
 };
 
 /* First object with sites registered: register membarrier SYNC_CORE now (see
@@ -81,6 +87,9 @@ KK_WHITEBOX int kk_sync_round(void);
  */
 KK_WHITEBOX int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen);
 
+/* mremap() refused a page swap: plan without it from now on. */
+KK_WHITEBOX void kk_sync_swap_refused(void);
+
 /* TracerPid from /proc/self/status: 0 when not traced or unknown. */
 KK_WHITEBOX pid_t kk_tracer_pid(void);
 /* RUNNING_ON_VALGRIND, cached. */
@@ -93,7 +102,7 @@ struct kk_sync_stats {
 	unsigned long long stop_machines;	/* batches written under stop_machine */
 };
 KK_WHITEBOX void kk_sync_get_stats(struct kk_sync_stats *st);
-/* The method the last plan chose: "membarrier", "signal", "stop-machine",
+/* The method the last plan chose: "membarrier", "signal", "stop-machine", "swap",
  * "single-thread" or "unused". */
 KK_WHITEBOX const char *kk_sync_method(void);
 

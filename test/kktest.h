@@ -109,4 +109,23 @@ static inline int kkt_pin_to_one_cpu(void)
 	return sched_setaffinity(0, sizeof(one), &one);
 }
 
+/*
+ * Criterion keeps a helper thread that blocks every signal in each test
+ * process.  Left to itself (KK_TEXT_SYNC=auto) the library assumes such a
+ * thread may run a site and writes every batch by page swaps.  A test of the
+ * live protocol (x86's int3) forces it instead, which leaves threads deaf to
+ * every signal alone: membarrier where SYNC_CORE works, else the signal
+ * fallback.
+ */
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline void kkt_live_protocol(void)
+{
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	setenv("KK_TEXT_SYNC", cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) ?
+	       "membarrier" : "signal", 1);
+}
+
 #endif

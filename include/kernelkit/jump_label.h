@@ -395,8 +395,9 @@ const char *kk_jump_label_strerror(void);
 /* How text is written: "proc-mem", "remap" (copy + mremap per page) or "none". */
 const char *kk_jump_label_method(void);
 /* How the last batch reached the other threads: "membarrier", "signal"
- * (the fallback without membarrier SYNC_CORE), "stop-machine",
- * "single-thread" or "unused". */
+ * (the fallback without membarrier SYNC_CORE), "swap" (rebuilt pages
+ * swapped in: no trap, no signal), "stop-machine", "single-thread" or
+ * "unused". */
 const char *kk_jump_label_sync_method(void);
 
 /* ---- branch sites ------------------------------------------------------------------ */

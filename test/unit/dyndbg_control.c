@@ -12,6 +12,13 @@
 #include "dyndbg_util.h"
 #include "kktest.h"
 
+/* These tests look at the live protocol (x86: int3, 3 syncs a batch):
+ * forced, as Criterion's own thread would call for page swaps. */
+__attribute__((__constructor__)) static void live_protocol(void)
+{
+	kkt_live_protocol();
+}
+
 __attribute__((noinline)) void lst_one(int v)
 {
 	pr_debug("plain %d\n", v);

@@ -27,6 +27,13 @@
 #include <kernelkit/jump_label.h>
 #include "kktest.h"
 
+/* These tests look at the live protocol (x86: int3, 3 syncs a batch):
+ * forced, as Criterion's own thread would call for page swaps. */
+__attribute__((__constructor__)) static void live_protocol(void)
+{
+	kkt_live_protocol();
+}
+
 DEFINE_STATIC_KEY_FALSE(gk);
 /* test/lib/libjl_user.so uses this key (the program links with -rdynamic). */
 DEFINE_STATIC_KEY_FALSE(jl_shared_key);

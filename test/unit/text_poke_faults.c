@@ -21,6 +21,13 @@
 #include "kktest.h"
 #include "text_poke.h"
 
+/* These tests look at the live protocol (x86: int3, 3 syncs a batch):
+ * forced, as Criterion's own thread would call for page swaps. */
+__attribute__((__constructor__)) static void live_protocol(void)
+{
+	kkt_live_protocol();
+}
+
 #ifdef KK_NO_JUMP_LABEL
 /* The fallback build writes no text: nothing here applies. */
 Test(faults, no_text_is_written_in_the_fallback_build)
@@ -344,5 +351,83 @@ Test(stop_machine, stop_machine_undo_failure_is_reported, .init = force_stop_mac
 	cr_expect(strstr(kk_jump_label_strerror(), "undoing it"), "%s", kk_jump_label_strerror());
 	cr_expect(!static_key_enabled(&kh));
 	cr_expect_eq(h1() + h2(), 1, "one page written, the other not");
+}
+
+/* ---- the page swap (KK_TEXT_SYNC=swap) ------------------------------------------ */
+
+DEFINE_STATIC_KEY_FALSE(ks);
+
+/* Two sites of one key two pages apart: two runs, two mremap() calls. */
+static volatile int never;
+
+__attribute__((noinline, aligned(4096))) static int s1(void)
+{
+	int r = static_branch_unlikely(&ks);
+
+	if (never)	/* 8 KiB that never run: s2 lies past them */
+		__asm__ volatile(".skip 8192, 0");
+	return r;
+}
+__attribute__((noinline, aligned(4096))) static int s2(void) { return static_branch_unlikely(&ks); }
+
+static void force_swap(void)
+{
+	setenv("KK_TEXT_SYNC", "swap", 1);
+	cr_assert_geq(((uintptr_t)s2 >> 12) - ((uintptr_t)s1 >> 12), 2, "s1 and s2 are too close");
+}
+
+Test(swap, flip_by_swaps, .init = force_swap)
+{
+	struct kk_text_stats a, b;
+
+	stats(&a);
+	cr_expect_eq(static_branch_enable(&ks), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(s1() + s2(), 2);
+	cr_expect_eq(static_branch_disable(&ks), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(s1() + s2(), 0);
+	stats(&b);
+	cr_expect_eq(b.swapped - a.swapped, 2);
+	cr_expect_eq(b.syncs - a.syncs, 2, "one sync a batch");
+	cr_expect_str_eq(kk_jump_label_sync_method(), "swap");
+}
+
+/* The second run's mremap() fails: the first is swapped back. */
+Test(swap, failure_mid_batch_changes_nothing, .init = force_swap)
+{
+	fail_steps(M(KK_STEP_SWAP), 2);
+	cr_expect_eq(static_branch_enable(&ks), -EIO);
+	cr_expect(strstr(kk_jump_label_strerror(), "nothing changed"), "%s",
+		  kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&ks));
+	cr_expect_eq(s1(), 0);
+	cr_expect_eq(s2(), 0);
+	heal();
+	cr_expect_eq(static_branch_enable(&ks), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(s1() + s2(), 2);
+}
+
+/* mremap() refused for good (a seccomp filter, sealed text): nothing
+ * changed, one line, and forced swaps are refused from then on. */
+Test(swap, refused_changes_nothing, .init = force_swap)
+{
+	fail_errno = EPERM;
+	fail_steps(M(KK_STEP_SWAP), 1);
+	cr_expect_lt(static_branch_enable(&ks), 0);
+	cr_expect(strstr(kk_jump_label_strerror(), "mremap refused"), "%s",
+		  kk_jump_label_strerror());
+	cr_expect_null(strchr(kk_jump_label_strerror(), '\n'));
+	cr_expect(!static_key_enabled(&ks));
+	cr_expect_eq(s1() + s2(), 0);
+	heal();
+	fail_errno = EIO;
+}
+
+/* The undo fails too: reported, never silent. */
+Test(swap, undo_failure_is_reported, .init = force_swap)
+{
+	fail_steps(M(KK_STEP_SWAP) | M(KK_STEP_REPAIR), 2);
+	cr_expect_eq(static_branch_enable(&ks), -EIO);
+	cr_expect(strstr(kk_jump_label_strerror(), "undoing it"), "%s", kk_jump_label_strerror());
+	cr_expect_eq(s1() + s2(), 1, "one run swapped, the other not");
 }
 #endif

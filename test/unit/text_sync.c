@@ -4,7 +4,8 @@
  * reaches every thread (each runs the handler on its own alternate stack,
  * whose bytes we watch), including one created while the round waits; the
  * plan refuses a thread that blocks the park signal and names it, picks
- * stop_machine for a thread that blocks SIGTRAP and under a tracer; while
+ * the page swap for a thread that blocks SIGTRAP (or every signal) and under
+ * a tracer, stop_machine where swaps are refused; while
  * stop_machine's function runs no other thread advances; a handler the
  * program installed on the park signal is never replaced.
  */
@@ -137,38 +138,94 @@ Test(text_sync, signal_round_reaches_every_thread)
 	stop_spinners();
 }
 
+/*
+ * The plan of a forked child, where this thread is the only one: Criterion
+ * keeps a helper thread that blocks every signal in each test process, which
+ * left to itself the library must assume may run a site (see
+ * deaf_thread_means_swap).  The child starts @nspin plain spinners first.
+ */
+struct child_plan {
+	int how, round;
+	char method[32], err[256];
+};
+
+static atomic_int plain_running;
+
+static void *plain_spin(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&plain_running, 1);
+	for (;;)
+		atomic_fetch_add_explicit(&spin[0].count, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static struct child_plan plan_alone(const char *how, int nspin, void (*setup)(void))
+{
+	struct child_plan r;
+	int p[2], st;
+	ssize_t got;
+	pid_t c;
+
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(pipe(p), 0);
+	c = fork();
+	cr_assert_geq(c, 0);
+	if (c == 0) {
+		pthread_t t;
+
+		setenv("KK_TEXT_SYNC", how, 1);
+		kk_sync_arm();
+		for (int i = 0; i < nspin; i++)
+			pthread_create(&t, NULL, plain_spin, NULL);
+		/* Past glibc's thread start, which blocks every signal. */
+		while (atomic_load(&plain_running) < nspin)
+			sched_yield();
+		if (setup)
+			setup();
+		r.how = kk_sync_plan(true, r.err, sizeof(r.err));
+		r.how = kk_sync_plan(true, r.err, sizeof(r.err));	/* warns once */
+		snprintf(r.method, sizeof(r.method), "%s", kk_sync_method());
+		r.round = r.how < 0 ? -1 : kk_sync_round();
+		fflush(stderr);
+		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(p[1]);
+	got = read(p[0], &r, sizeof(r));
+	close(p[0]);
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	if (!got && WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		cr_skip_test("ptrace is not permitted here");
+	cr_assert_eq(got, (ssize_t)sizeof(r));
+	return r;
+}
+
 Test(text_sync, auto_uses_membarrier_when_it_works)
 {
-	char err[256] = "";
+	struct child_plan r = plan_alone("auto", 4, NULL);
 
-	force("auto");
-	kk_sync_arm();
-	start_spinners();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
-	if (strcmp(kk_sync_method(), "membarrier"))
-		cr_assert_str_eq(kk_sync_method(), "signal");	/* no SYNC_CORE here */
-	cr_assert_eq(kk_sync_round(), 0);
-	stop_spinners();
+	cr_assert_eq(r.how, KK_PATCH_LIVE, "%d %s: %s", r.how, r.method, r.err);
+	if (strcmp(r.method, "membarrier"))
+		cr_assert_str_eq(r.method, "signal");	/* no SYNC_CORE here */
+	cr_assert_eq(r.round, 0);
 }
 
 Test(text_sync, one_thread_needs_no_sync)
 {
-	char err[256] = "";
+	struct child_plan r = plan_alone("auto", 0, NULL);
 
-	force("auto");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
-	cr_assert_str_eq(kk_sync_method(), "single-thread");
-	cr_assert_eq(kk_sync_round(), 0);
+	cr_assert_eq(r.how, KK_PATCH_LIVE, "%s", r.err);
+	cr_assert_str_eq(r.method, "single-thread");
+	cr_assert_eq(r.round, 0);
 }
 
 Test(text_sync, bad_setting_warns_and_means_auto, .init = cr_redirect_stderr)
 {
-	char err[256] = "", line[256] = "";
+	struct child_plan r = plan_alone("sometimes", 0, NULL);
+	char line[256] = "";
 
-	force("sometimes");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
-	cr_assert_str_eq(kk_sync_method(), "single-thread");
+	cr_assert_eq(r.how, KK_PATCH_LIVE, "%s", r.err);
+	cr_assert_str_eq(r.method, "single-thread");
 	fflush(stderr);
 	FILE *f = cr_get_redirected_stderr();
 	cr_assert(fgets(line, sizeof(line), f));
@@ -398,7 +455,8 @@ Test(text_sync, park_signal_blocked_is_refused_by_name)
 	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 }
 
-Test(text_sync, sigtrap_blocked_means_stop_machine)
+/* Issue 22: a trap would kill it, so the batch goes in by page swaps. */
+Test(text_sync, sigtrap_blocked_means_swap)
 {
 	int sigs[] = { SIGTRAP, 0 };
 	char err[256] = "";
@@ -407,12 +465,68 @@ Test(text_sync, sigtrap_blocked_means_stop_machine)
 	force("auto");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
-	cr_assert_str_eq(kk_sync_method(), "stop-machine");
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "swap");
 	/* Forcing the int3 protocol is an error, not a trap that kills it. */
 	force("signal");
 	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
+	end_blocker(t);
+}
+
+/* Where mremap() was refused, stop_machine is the way left (planned alone:
+ * Criterion's own thread blocks every signal, and then nothing is). */
+static void *trap_blocker_spin(void *arg)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	atomic_store(&blocker_state, 1);
+	return plain_spin(arg);
+}
+
+static void swaps_refused_and_a_trap_blocker(void)
+{
+	pthread_t t;
+
+	kk_sync_swap_refused();
+	pthread_create(&t, NULL, trap_blocker_spin, NULL);
+	while (!atomic_load(&blocker_state))
+		sched_yield();
+}
+
+Test(text_sync, sigtrap_blocked_without_swaps_means_stop_machine)
+{
+	struct child_plan r = plan_alone("auto", 0, swaps_refused_and_a_trap_blocker);
+
+	cr_assert_eq(r.how, KK_PATCH_STOP, "%s", r.err);
+	cr_assert_str_eq(r.method, "stop-machine");
+}
+
+/*
+ * Issue 22: a sigwait() daemon's workers block every signal and run sites.
+ * Old code left such a thread out of the plan (int3 with membarrier) and the
+ * first trap killed the process.  Without swaps there is no safe way: the
+ * refusal names the thread.
+ */
+Test(text_sync, deaf_thread_means_swap)
+{
+	int sigs[] = { SIGTRAP, kk_park_signal(), 0 };
+	char err[256] = "";
+	pthread_t t;
+
+	force("auto");
+	kk_sync_arm();
+	t = start_blocker(sigs);
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
+	cr_assert_str_eq(kk_sync_method(), "swap");
+	cr_assert_eq(kk_sync_round(), 0);
+	kk_sync_swap_refused();
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert(strstr(err, "SIGTRAP") && strstr(err, "mremap refused"), "%s", err);
+	cr_assert_null(strchr(err, '\n'));
 	end_blocker(t);
 }
 
@@ -582,27 +696,22 @@ static pid_t start_tracer(pid_t pid)
 	return t;
 }
 
-Test(text_sync, tracer_means_stop_machine)
+/* Issue 22: under a tracer no trap and no signal: the page swap (planned
+ * alone, where only the tracer can call for it). */
+static void traced(void)
 {
-	struct frozen f;
-	char err[256] = "";
-	pid_t tracer;
+	if (!start_tracer(getpid()))
+		_exit(77);
+}
 
-	force("auto");
-	kk_sync_arm();
-	start_spinners();
-	cr_assert_eq(kk_tracer_pid(), 0);
-	tracer = start_tracer(getpid());
-	if (!tracer)
-		cr_skip_test("ptrace is not permitted here");
-	cr_assert_eq(kk_tracer_pid(), tracer);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
-	memset(&f, 0, sizeof(f));
-	cr_assert_eq(kk_stop_machine(check_frozen, &f, err, sizeof(err)), 42, "%s", err);
-	cr_assert_eq(f.moved, 0);
-	kill(tracer, SIGKILL);
-	waitpid(tracer, NULL, 0);
-	stop_spinners();
+Test(text_sync, tracer_means_swap)
+{
+	struct child_plan r;
+
+	r = plan_alone("auto", 2, traced);
+	cr_assert_eq(r.how, KK_PATCH_SWAP, "%d %s: %s", r.how, r.method, r.err);
+	cr_assert_str_eq(r.method, "swap");
+	cr_assert_eq(r.round, 0);
 }
 
 /* ---- the lister ----------------------------------------------------------------------------- */
