@@ -23,7 +23,7 @@ PROG=$B/test/stress/text_poke_torture
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 tmp=$(mktemp -d /tmp/kk-torture.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-ran=0 bad= skipped= also=
+ran=0 bad='' skipped='' also=''
 
 skip() { skipped="$skipped
   $1: $2"; echo "$1: skipped ($2)"; }
@@ -67,11 +67,11 @@ mb=no
 [ -x "$B/test/progs/jl_flip" ] && "$B/test/progs/jl_flip" --membarrier-ok 2>/dev/null && mb=yes
 for sync in membarrier signal stop-machine; do
 	for poke in proc-mem remap; do
-		if [ $sync = membarrier ] && [ $mb = no ]; then
+		if [ "$sync" = membarrier ] && [ $mb = no ]; then
 			skip "$sync $poke" "membarrier SYNC_CORE unavailable"
 			continue
 		fi
-		run "$sync $poke" 300 $sync $poke "$PROG" 2 500
+		run "$sync $poke" 300 "$sync" $poke "$PROG" 2 500
 	done
 done
 run "stop-machine proc-mem, 8 readers" 300 stop-machine proc-mem "$PROG" 8 300
@@ -90,6 +90,7 @@ fi
 # ---- gdb, default settings: every stop on the park signal is continued ---------
 # gdb-lib.sh, in a subshell (it has its own tmp): checks that gdb can run a
 # program here (else prints the reason, exit 77) and writes the command file.
+# shellcheck source=/dev/null
 if ! (. "$SRC/test/gdb-lib.sh" && { echo run; continue_loop 20000; }) > "$tmp/continue.gdb"; then
 	skip gdb "$(tail -n 1 "$tmp/continue.gdb")"
 else
