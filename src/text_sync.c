@@ -100,6 +100,12 @@ static pid_t listed[KK_SYNC_MAX_THREADS];
  * sigwaitinfo() thread.  Nothing can stop or sync them by signal, and a trap
  * would kill them, so the library assumes they never run a site: rounds
  * and stops leave them alone (the remaining hazard, see kk_sync_plan()).
+ *
+ * Only a thread that sleeps so (state S) is deaf.  Every handler of ours
+ * blocks every signal too, so a thread parked by the last stop_machine
+ * shows both blocked until its sigreturn (for long under strace, which
+ * stops it at that syscall); taken for deaf, it was left running while the
+ * next stop wrote its sites with /proc/self/mem (issue 22).
  */
 #define KK_SYNC_MAX_DEAF	64
 static pid_t deaf[KK_SYNC_MAX_DEAF];
@@ -558,8 +564,17 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 		 * pattern as "not blocked". */
 		if (!trap && park && kk_under_valgrind())
 			park = false;
+		/* Deaf only while asleep so.  Running, it is passing through
+		 * a handler (ours: a thread parked by the last stop, on its
+		 * way to sigreturn) or glibc's thread start or exit, and runs
+		 * code next: it is signalled like the others, the signal
+		 * waits until it unblocks, and check_pending() waits for it
+		 * as for any thread that blocks both. */
 		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			deaf[ndeaf++] = tid;
+			if (kk_task_state(tid) == 'S')
+				deaf[ndeaf++] = tid;
+			else
+				s->others++;
 			continue;
 		}
 		if (trap && !s->trap_blocker)

@@ -549,22 +549,124 @@ Test(text_sync, sigtrap_blocked_is_fine_without_traps)
 	end_blocker(t);
 }
 
-/* Like glibc's timer helper thread: left alone, and nothing waits for it. */
+/*
+ * Like glibc's timer helper thread: every signal blocked, asleep in
+ * sigwaitinfo() (state S) until SIGUSR2.
+ */
+static atomic_int sleeper_tid;
+
+/* The state letter of thread @tid (/proc/self/task/<tid>/stat), or 0. */
+static char task_state(int tid)
+{
+	char path[64], buf[512] = "", *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static void *deaf_sleeper(void *arg)
+{
+	sigset_t all, usr2;
+	siginfo_t si;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	atomic_store(&sleeper_tid, (int)syscall(SYS_gettid));
+	while (sigwaitinfo(&usr2, &si) < 0)
+		;
+	return NULL;
+}
+
+/* Left alone, and nothing waits for it. */
 Test(text_sync, thread_deaf_to_both_signals_is_left_alone)
 {
-	int sigs[] = { SIGTRAP, kk_park_signal(), 0 };
 	char err[256] = "";
 	pthread_t t;
 
 	force("signal");
 	kk_sync_arm();
-	t = start_blocker(sigs);
+	cr_assert_eq(pthread_create(&t, NULL, deaf_sleeper, NULL), 0);
+	while (!atomic_load(&sleeper_tid))
+		sched_yield();
+	while (task_state(atomic_load(&sleeper_tid)) != 'S')	/* asleep in sigwaitinfo() */
+		sched_yield();
 	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(kk_sync_round(), 0);
 	force("stop-machine");
 	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
-	end_blocker(t);
+	pthread_kill(t, SIGUSR2);
+	pthread_join(t, NULL);
+}
+
+/*
+ * A thread that blocks both signals while it runs is on its way somewhere
+ * (out of a handler of ours, which blocks every signal: a thread parked by
+ * the last stop_machine looks like this until its sigreturn; or glibc's
+ * thread start): it is not deaf, and stop_machine must stop it once it
+ * unblocks.  Old code (issue 22): the plan took it for deaf, the stop left
+ * it running, and its counter moved while the function ran.
+ */
+static atomic_int passer_go;
+static atomic_ulong passer_count;
+
+static void *passer(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&blocker_state, 1);
+	while (!atomic_load(&passer_go))
+		sched_yield();
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+	while (atomic_load(&passer_go) != 2)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static int passer_frozen(void *arg)
+{
+	unsigned long before = atomic_load(&passer_count);
+	int *moved = arg;
+
+	for (int k = 0; k < 2000; k++) {
+		*moved += atomic_load(&passer_count) != before;
+		sched_yield();
+	}
+	return 9;
+}
+
+Test(text_sync, thread_passing_with_both_blocked_is_stopped)
+{
+	char err[256] = "";
+	int moved = 0;
+	pthread_t t;
+
+	force("stop-machine");
+	kk_sync_arm();
+	atomic_store(&blocker_state, 0);
+	cr_assert_eq(pthread_create(&t, NULL, passer, NULL), 0);
+	while (atomic_load(&blocker_state) != 1)
+		sched_yield();
+	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	atomic_store(&passer_go, 1);
+	cr_assert_eq(kk_stop_machine(passer_frozen, &moved, err, sizeof(err)), 9, "%s", err);
+	cr_assert_eq(moved, 0, "a thread that had both signals blocked at the plan ran during "
+		     "stop_machine");
+	atomic_store(&passer_go, 2);
+	pthread_join(t, NULL);
 }
 
 /* ---- stop_machine ------------------------------------------------------------------------ */

@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Issue 22, item 3: "stop_machine writes sites under running threads".
+# test/stress/text_poke_torture (517 sites of one key at every offset of a
+# cache line, across lines and pages; reader threads run them while main
+# flips the key) under every sync method x every write method, with 8
+# readers, under `strace -f`, under gdb (default settings: run + continue)
+# and under valgrind.  Every run must exit 0 with its "ok" line and report
+# the forced methods.  On the old code the stop-machine + proc-mem cases and
+# the unforced run under strace died of SIGSEGV/SIGILL (a reader taken for
+# "deaf" while on its way out of the last stop's park handler was left
+# running while its sites were written).
+# A piece whose tool or method is unavailable is skipped with the reason;
+# exit 77 only if every piece was skipped.
+set -u
+B=${KK_BUILD:?}
+SRC=${KK_SRC:?}
+PROG=$B/test/stress/text_poke_torture
+[ "${KK_TEST_LABEL:-default}" = fallback ] && { echo "skip: no sites under KK_NO_JUMP_LABEL"; exit 77; }
+[ -x "$PROG" ] || { echo "skip: $PROG not built"; exit 77; }
+# LeakSanitizer cannot run under ptrace (the ASan build): leaks are checked
+# by the runs without a tracer.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+tmp=$(mktemp -d /tmp/kk-torture.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+ran=0 bad='' skipped='' also=''
+
+skip() { skipped="$skipped
+  $1: $2"; echo "$1: skipped ($2)"; }
+
+# check NAME LOG RC SYNC POKE: exit 0, the ok line, and the methods that ran.
+check() {
+	name=$1 log=$2 rc=$3 sync=$4 poke=$5
+	ran=$((ran + 1))
+	if [ "$rc" -eq 0 ] && grep -q "^text_poke_torture: ok$" "$log" &&
+	   grep -q "sync $sync, write $poke\$" "$log" && grep -q "^$also" "$log"; then
+		echo "$name: $(grep 'flips,' "$log")"
+		return
+	fi
+	echo "---- $name: exit $rc (128+11 SIGSEGV, 128+4 SIGILL), last 20 lines ----"
+	tail -n 20 "$log"
+	bad="$bad
+  $name (exit $rc)"
+}
+
+# run NAME SECONDS SYNC POKE CMD...: CMD with KK_TEXT_SYNC/KK_TEXT_POKE forced
+# (SYNC "auto": not set, expect stop-machine: every tool below is a tracer or valgrind).
+run() {
+	name=$1 t=$2 sync=$3 poke=$4; shift 4
+	log=$tmp/$(echo "$name" | tr ' /' '__').log
+	if [ "$sync" = auto ]; then
+		env -u KK_TEXT_SYNC KK_TEXT_POKE="$poke" timeout -k 10 "$t" "$@" > "$log" 2>&1
+		rc=$?; sync=stop-machine
+	else
+		KK_TEXT_SYNC=$sync KK_TEXT_POKE=$poke timeout -k 10 "$t" "$@" > "$log" 2>&1
+		rc=$?
+	fi
+	if grep -q "KK_TEXT_POKE=proc-mem, but /proc/self/mem refused" "$log"; then
+		skip "$name" "the kernel refuses /proc/self/mem writes"
+		return
+	fi
+	check "$name" "$log" "$rc" "$sync" "$poke"
+}
+
+# ---- every sync method x every write method --------------------------------------
+mb=no
+[ -x "$B/test/progs/jl_flip" ] && "$B/test/progs/jl_flip" --membarrier-ok 2>/dev/null && mb=yes
+for sync in membarrier signal stop-machine; do
+	for poke in proc-mem remap; do
+		if [ "$sync" = membarrier ] && [ $mb = no ]; then
+			skip "$sync $poke" "membarrier SYNC_CORE unavailable"
+			continue
+		fi
+		run "$sync $poke" 300 "$sync" $poke "$PROG" 2 500
+	done
+done
+run "stop-machine proc-mem, 8 readers" 300 stop-machine proc-mem "$PROG" 8 300
+
+# ---- strace -f: a tracer, so stop_machine without being asked -------------------
+if ! command -v strace >/dev/null 2>&1; then
+	skip strace "no strace"
+elif ! strace -o /dev/null /bin/true 2>/dev/null; then
+	skip strace "strace cannot trace here (ptrace denied?)"
+else
+	for poke in proc-mem remap; do
+		run "strace -f, $poke" 300 auto $poke strace -f -o /dev/null "$PROG" 2 100
+	done
+fi
+
+# ---- gdb, default settings: every stop on the park signal is continued ---------
+# gdb-lib.sh, in a subshell (it has its own tmp): checks that gdb can run a
+# program here (else prints the reason, exit 77) and writes the command file.
+# shellcheck source=/dev/null
+if ! (. "$SRC/test/gdb-lib.sh" && { echo run; continue_loop 20000; }) > "$tmp/continue.gdb"; then
+	skip gdb "$(tail -n 1 "$tmp/continue.gdb")"
+else
+	also="KK-EXIT 0 "	# the program exited 0, not killed under gdb
+	for poke in proc-mem remap; do
+		run "gdb, $poke" 300 auto $poke gdb -nx -batch -iex "set debuginfod enabled off" \
+			-iex "set confirm off" -x "$tmp/continue.gdb" --args "$PROG" 2 40
+	done
+	also=
+fi
+
+# ---- valgrind (memcheck): smaller counts, it runs one thread at a time ----------
+case ${KK_TEST_LABEL:-default} in
+asan+ubsan) skip valgrind "valgrind does not run ASan binaries" ;;
+*)
+	if ! command -v valgrind >/dev/null 2>&1; then
+		skip valgrind "no valgrind"
+	else
+		for poke in proc-mem remap; do
+			run "valgrind, $poke" 300 auto $poke valgrind -q --error-exitcode=99 \
+				--suppressions="$SRC/test/valgrind/memcheck.supp" "$PROG" 2 10
+		done
+	fi ;;
+esac
+
+[ -n "$skipped" ] && echo "skipped:$skipped"
+if [ -n "$bad" ]; then
+	echo "FAIL:$bad"
+	exit 1
+fi
+[ "$ran" -gt 0 ] || { echo "skip: nothing could run here (see above)"; exit 77; }
+echo "text_poke_torture: ok ($ran runs)"
