@@ -18,8 +18,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
@@ -219,11 +224,41 @@ static int connect_addr(const struct sockaddr_un *sa, socklen_t sl)
 }
 
 /*
+ * Our user namespace, for reading what SO_PEERCRED reports: a uid it does not
+ * map shows as the overflow uid, which is then anyone at all.  Only the
+ * initial namespace maps every uid; there the overflow uid is a real one
+ * (nobody), and a process running as it may be root's to control.
+ */
+static struct {
+	uid_t overflow;		/* /proc/sys/kernel/overflowuid */
+	bool all_mapped;	/* /proc/self/uid_map is "0 0 4294967295" */
+} userns = { 65534, false };
+
+static void userns_load(void)
+{
+	unsigned long a, b, c;
+	FILE *f = fopen("/proc/sys/kernel/overflowuid", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &a) == 1)
+			userns.overflow = (uid_t)a;
+		fclose(f);
+	}
+	f = fopen("/proc/self/uid_map", "re");
+	if (f) {
+		userns.all_mapped = fscanf(f, "%lu %lu %lu", &a, &b, &c) == 3 && !a && !b &&
+				    c == 4294967295UL && fgetc(f) == '\n' && fgetc(f) == EOF;
+		fclose(f);
+	}
+}
+
+/*
  * The peer is what we asked for: the socket's owner (SO_PEERCRED: the process
- * that called listen()) is process @pid, it runs as @pid's uid (from
- * /proc/PID/status), and that is our uid, or we are root.  Abstract names have
- * no owner, so without this another user's process could squat @kernelkit/PID
- * and read what we write.  NULL, or why not (in @why).
+ * that called listen()) is process @pid, our user namespace maps its uid (an
+ * unmapped one shows as the overflow uid: a stranger), it runs as @pid's uid
+ * (from /proc/PID/status), and that is our uid, or we are root.  Abstract names
+ * have no owner, so without this another user's process could squat
+ * @kernelkit/PID and read what we write.  NULL, or why not (in @why).
  */
 static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, size_t wl)
 {
@@ -242,6 +277,11 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 			 "process %d", addr, (int)cr.pid, (unsigned)cr.uid, (int)pid);
 		return why;
 	}
+	if (cr.uid == userns.overflow && !userns.all_mapped) {
+		snprintf(why, wl, "refusing process %d: your user namespace does not map its uid "
+			 "(it shows as the overflow uid %u)", (int)pid, (unsigned)cr.uid);
+		return why;
+	}
 	/* The socket's uid is the one its creator had at listen(): a daemon
 	 * that dropped privileges since still has it as its real or saved uid. */
 	owner = proc_uids(pid, ids);
@@ -258,6 +298,153 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 		return why;
 	}
 	return NULL;
+}
+
+/* ---- connecting from inside the target's user namespace ---------------------
+ *
+ * The endpoint judges the uid of whoever called connect(), mapped into its own
+ * user namespace.  A rootless container's namespace does not map host root,
+ * so host root would be the overflow uid there, a stranger.  So when the
+ * target lives in another user namespace, a child enters it (setns) and
+ * becomes its root -- the namespace's owner, mapped to uid 0 there -- and
+ * connects; the socket comes back over SCM_RIGHTS and we run the exchange.
+ * The kernel decides who may: setns() into a user namespace needs
+ * CAP_SYS_ADMIN over it, which its owner and the root of an ancestor
+ * namespace have and the root of a sibling namespace has not.  A child,
+ * because a multithreaded process cannot enter a user namespace and because
+ * it changes its credentials.
+ */
+
+/* The steps of entering, in order; the child reports the one that failed. */
+enum { ENTER_SETNS = 1, ENTER_SETRESGID, ENTER_SETRESUID };
+static const char *const enter_steps[] = {
+	[ENTER_SETNS] = "setns", [ENTER_SETRESGID] = "setresgid", [ENTER_SETRESUID] = "setresuid",
+};
+
+/* @pid's user namespace, opened, if it is not ours; else -1.  (One we cannot
+ * open, without ptrace access to @pid, we cannot enter either.) */
+static int userns_of(pid_t pid)
+{
+	struct stat ours, theirs;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (stat("/proc/self/ns/user", &ours) || fstat(fd, &theirs) ||
+	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* In the child: enter @nsfd and become its root.  0, or the failed step. */
+static int become_ns_root(int nsfd)
+{
+	(void)!setgroups(0, NULL);	/* while we still may (no group grants anything) */
+	if (setns(nsfd, CLONE_NEWUSER))
+		return ENTER_SETNS;
+	if (setresgid(0, 0, 0))
+		return ENTER_SETRESGID;
+	if (setresuid(0, 0, 0))
+		return ENTER_SETRESUID;
+	return 0;
+}
+
+/* In the child: { failed step or 0, errno } and the socket if connected. */
+static void send_result(int sp, int step, int err, int fd)
+{
+	int msg[2] = { step, err };
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		ctl.h.cmsg_level = SOL_SOCKET;
+		ctl.h.cmsg_type = SCM_RIGHTS;
+		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&ctl.h), &fd, sizeof(int));
+	}
+	(void)!sendmsg(sp, &mh, MSG_NOSIGNAL);
+}
+
+/* In the parent: the child's { step, errno } and socket (or -1).  -1 if it
+ * died without a word. */
+static int recv_result(int sp, int msg[2])
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { msg, 2 * sizeof(int) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sp, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != 2 * (ssize_t)sizeof(int))
+		return msg[0] = -1, -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * Connect to @sa from a child that entered the user namespace @nsfd as its
+ * root.  The socket, or -1 with errno (connect()'s).  If the child could not
+ * enter, -2 and why in @note.
+ */
+static int connect_in_userns(int nsfd, pid_t pid, const struct sockaddr_un *sa, socklen_t sl,
+			     char *note, size_t nl)
+{
+	int sp[2], msg[2] = { -1, 0 }, fd = -1, st;
+	pid_t child;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) || (child = fork()) < 0) {
+		snprintf(note, nl, "cannot enter process %d's user namespace: %s", (int)pid,
+			 strerror(errno));
+		return -2;
+	}
+	if (child == 0) {
+		int step = become_ns_root(nsfd), err = errno;
+
+		if (!step) {
+			fd = connect_addr(sa, sl);
+			err = fd < 0 ? errno : 0;
+		}
+		send_result(sp[1], step, err, fd);
+		_exit(0);
+	}
+	close(sp[1]);
+	fd = recv_result(sp[0], msg);
+	close(sp[0]);
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (msg[0] == 0) {
+		errno = msg[1];
+		return fd;
+	}
+	if (msg[0] > 0)
+		snprintf(note, nl, "could not enter process %d's user namespace as its root: "
+			 "%s: %s", (int)pid, enter_steps[msg[0]], strerror(msg[1]));
+	else
+		snprintf(note, nl, "could not enter process %d's user namespace: the helper "
+			 "process died", (int)pid);
+	return -2;
 }
 
 /* The endpoint names in /proc/net/unix: listening stream sockets (flag
@@ -304,13 +491,23 @@ struct reach {
 	size_t wl;
 	bool any, refused;
 	int fd;			/* the verified connection, or -1 */
+	int nsfd;		/* the pid's user namespace if not ours, or -1 */
 	char addr[128];		/* its name, with '@' */
+	char *note;		/* why we could not enter it, if we could not */
+	size_t nl;
 };
 
 /* Connect to @sa and verify its owner; a refused one is reported in r->why. */
 static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl)
 {
-	int fd = connect_addr(sa, sl);
+	int fd = r->nsfd >= 0 ? connect_in_userns(r->nsfd, r->pid, sa, sl, r->note, r->nl) : -2;
+
+	if (fd == -2) {		/* not entering: as we are, and the endpoint decides */
+		if (r->nsfd >= 0)
+			close(r->nsfd);
+		r->nsfd = -1;
+		fd = connect_addr(sa, sl);
+	}
 
 	if (fd < 0) {
 		if (!r->any && errno != ECONNREFUSED && errno != ENOENT)
@@ -344,18 +541,24 @@ static void try_alt(pid_t pid, const char *name, void *arg)
 
 /*
  * Connect to @pid's endpoint: "@kernelkit/PID", else the alternatives it took
- * because that name was held by another socket.  Each is verified before use;
- * a refused one is reported in @why.  -1 with @why set when none will do.
+ * because that name was held by another socket; from inside @pid's user
+ * namespace if it is not ours and we may enter it (else @note says why not).
+ * Each is verified before use; a refused one is reported in @why.  -1 with
+ * @why set when none will do.
  */
-static int connect_pid(pid_t pid, char *why, size_t wl, bool warn)
+static int connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, bool warn)
 {
-	struct reach r = { .pid = pid, .why = why, .wl = wl, .fd = -1 };
+	struct reach r = { .pid = pid, .why = why, .wl = wl, .fd = -1, .nsfd = userns_of(pid),
+			   .note = note, .nl = nl };
 	struct sockaddr_un sa;
 
 	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
+	note[0] = '\0';
 	try_name(&r, &sa, kk_control_addr(&sa, pid));
 	if (r.fd < 0)		/* the name itself would not do */
 		scan_endpoints(try_alt, &r);
+	if (r.nsfd >= 0)
+		close(r.nsfd);
 	if (r.fd >= 0 && r.refused && warn)	/* the squatter we passed by */
 		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
 			"using %s\n", prog, (int)pid, r.addr);
@@ -515,6 +718,7 @@ struct result {
 	char *body;		/* the reply body (ok) or the process's message */
 	size_t len;
 	char err[512];		/* our own one-line error */
+	char note[192];		/* why we could not enter its user namespace */
 };
 
 /* Did the exchange run out of its bounds?  Then say which in @res. */
@@ -544,7 +748,7 @@ static void request(pid_t pid, const char *verb, const char *file, const char *b
 
 	memset(res, 0, sizeof(*res));
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
-	fd = connect_pid(pid, res->err, sizeof(res->err), true);
+	fd = connect_pid(pid, res->err, sizeof(res->err), res->note, sizeof(res->note), true);
 	if (fd < 0)
 		return;
 	/* A peer that refuses us may close before reading: EPIPE is not fatal,
@@ -609,14 +813,14 @@ static void collect_usable(pid_t pid, const char *name, void *arg)
 {
 	struct tlist *l = arg;
 	struct target t = { .pid = pid };
-	char why[512];
+	char why[512], note[192];
 	int fd;
 
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].pid == pid)
 			return;
 	(void)name;
-	fd = connect_pid(pid, why, sizeof(why), false);
+	fd = connect_pid(pid, why, sizeof(why), note, sizeof(note), false);
 	if (fd < 0)
 		return;
 	close(fd);
@@ -685,6 +889,10 @@ static void report(const struct target *t, const struct result *r, bool many)
 				fputs(",\"message\":", stdout);
 				put_json(stdout, r->body, r->len);
 			}
+			if (r->note[0]) {
+				fputs(",\"note\":", stdout);
+				put_json(stdout, r->note, strlen(r->note));
+			}
 		}
 		fputs("}\n", stdout);
 		return;
@@ -712,6 +920,8 @@ static void report(const struct target *t, const struct result *r, bool many)
 		fputs(": ", stderr);
 		put_escaped(stderr, r->body, r->len, "\n\t");
 	}
+	if (r->note[0])
+		fprintf(stderr, " (%s)", r->note);
 	fputc('\n', stderr);
 }
 
@@ -886,6 +1096,7 @@ int main(int argc, char **argv)
 	}
 	if (bounds_from_env(given))
 		return 2;
+	userns_load();
 	argc -= optind;
 	argv += optind;
 	if (argc < 1) {
