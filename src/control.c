@@ -469,10 +469,14 @@ static struct ctl_client clients[CTL_CLIENTS];	/* lfd_lock */
  * processes of that namespace, where its uid 0 is mapped).  A uid our namespace
  * does not map shows as the overflow uid: that is anyone at all, so it is never
  * trusted, not even by a process that itself runs as that uid (a container's
- * nobody).  Groups grant nothing.
+ * nobody).  Except in a namespace that maps every uid (the initial one):
+ * nobody can show as the overflow uid there by being unmapped, so it is the
+ * real nobody, and a daemon's workers that dropped to it stay reachable by
+ * their own user.  Groups grant nothing.
  */
 struct peer_rules {
 	uid_t overflow;			/* /proc/sys/kernel/overflowuid */
+	bool all_mapped;		/* /proc/self/uid_map maps every uid */
 };
 
 static struct peer_rules rules = { .overflow = 65534 };	/* the endpoint's thread */
@@ -483,7 +487,15 @@ static void rules_load(void)
 	char b[32], *end;
 	unsigned long v;
 
+	unsigned long lo, to, n;
+	char map[128] = "", *nl;
+
 	rules.overflow = 65534;
+	/* one line, "0 0 4294967295" */
+	rules.all_mapped = kk_read_proc("/proc/self/uid_map", map, sizeof(map)) > 0 &&
+			   (nl = strchr(map, '\n')) && !nl[1] &&
+			   sscanf(map, "%lu %lu %lu", &lo, &to, &n) == 3 && !lo && !to &&
+			   n == 4294967295UL;
 	if (kk_read_proc("/proc/sys/kernel/overflowuid", b, sizeof(b)) <= 0)
 		return;
 	v = strtoul(b, &end, 10);
@@ -498,7 +510,7 @@ static bool peer_allowed(int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
 		return false;
-	if (cr.uid == rules.overflow)
+	if (cr.uid == rules.overflow && !rules.all_mapped)
 		return false;		/* unmapped in our namespace: a stranger */
 	return cr.uid == 0 || cr.uid == geteuid();
 }
