@@ -6,8 +6,10 @@
  *    signal fallback (park signal + cpuid in every thread), and one
  *    stop_machine with an empty function;
  *  - a batched flip of the 16154 bench sites (bench-mods/libkkbm*.so) with
- *    KK_TEXT_SYNC forced to membarrier, signal and stop-machine: ms and sync
+ *    KK_TEXT_SYNC forced to membarrier, signal, stop-machine and swap: ms and sync
  *    rounds per flip (the target: <= 3 rounds with the signal fallback);
+ *  - the same with KK_TEXT_SYNC unset (auto), and with spinners that block
+ *    every signal (the sigwait() daemon's shape, written by page swaps);
  *  - the same with a tracer attached (a child that PTRACE_SEIZEs every
  *    thread and passes every signal on): the traced path next to the normal.
  */
@@ -64,6 +66,18 @@ static void start_spinners(void *(*fn)(void *))
 		pthread_create(&spinners[i], NULL, fn, NULL);
 }
 
+/* The sigwait() daemon's shape: workers that inherit a mask blocking every
+ * signal, so no trap and no park signal can reach them. */
+static void start_deaf_spinners(void)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	start_spinners(spin);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void stop_spinners(void)
 {
 	atomic_store(&stop_spin, 1);
@@ -79,13 +93,14 @@ static unsigned long long rounds_of(const struct kk_sync_stats *s)
 	return s->membarrier_rounds + s->signal_rounds + s->stop_machines;
 }
 
-/* Plan with KK_TEXT_SYNC=@how: the method, or NULL (reason on stderr). */
-static const char *plan(const char *how)
+/* Plan with KK_TEXT_SYNC=@how: the method, or NULL (reason on stderr).
+ * @traps as for a batch of x86 sites; a bare round needs none. */
+static const char *plan(const char *how, bool traps)
 {
 	char err[256];
 
 	setenv("KK_TEXT_SYNC", how, 1);
-	if (kk_sync_plan(true, err, sizeof(err)) < 0) {
+	if (kk_sync_plan(traps, err, sizeof(err)) < 0) {
 		fprintf(stderr, "kk-bench: KK_TEXT_SYNC=%s: %s\n", how, err);
 		return NULL;
 	}
@@ -95,7 +110,7 @@ static const char *plan(const char *how)
 /* ms per kk_sync_round() with KK_TEXT_SYNC=@how, or -1. */
 static double round_ms(const char *how)
 {
-	const char *m = plan(how);
+	const char *m = plan(how, false);
 	uint64_t t0;
 
 	if (!m || strcmp(m, how))
@@ -118,7 +133,7 @@ static double stop_ms(void)
 	char err[256];
 	uint64_t t0;
 
-	if (!plan("stop-machine"))
+	if (!plan("stop-machine", false))
 		return -1;
 	t0 = kkb_now_ns();
 	for (int i = 0; i < ROUNDS; i++)
@@ -304,10 +319,29 @@ static int run(struct kkb_ctx *ctx)
 	if (mb > 0 && sig > 0)
 		kkb_json_num(ctx, "signal_vs_membarrier", sig / mb);
 
-	if (load_mods() == 0)
+	if (load_mods() == 0) {
+		struct flip f;
+
 		flips(ctx, "");
-	else
+		/* auto, as a program gets it: the default path, then the same
+		 * with spinners that block every signal (the page swap) */
+		if (!flip_all("auto", &f)) {
+			kkb_json_num(ctx, "flip_ms_auto", f.ms);
+			kkb_json_num(ctx, "flip_rounds_auto", f.rounds);
+			kkb_json_str(ctx, "flip_method_auto", kk_sync_method());
+		}
+		stop_spinners();
+		start_deaf_spinners();
+		if (!flip_all("auto", &f)) {
+			kkb_json_num(ctx, "sigwait_flip_ms_auto", f.ms);
+			kkb_json_num(ctx, "sigwait_flip_rounds_auto", f.rounds);
+			kkb_json_str(ctx, "sigwait_flip_method_auto", kk_sync_method());
+		}
+		stop_spinners();
+		start_spinners(spin);
+	} else {
 		kkb_note(ctx, "bench-mods missing: no flip figures");
+	}
 
 	tracer = start_tracer();
 	if (tracer > 0) {
@@ -316,7 +350,7 @@ static int run(struct kkb_ctx *ctx)
 		put(ctx, "traced_round_ms_signal", tsig);
 		put(ctx, "traced_stop_machine_ms", tstop);
 		setenv("KK_TEXT_SYNC", "auto", 1);
-		kkb_json_str(ctx, "traced_auto_method", plan("auto") ? kk_sync_method() : "refused");
+		kkb_json_str(ctx, "traced_auto_method", plan("auto", true) ? kk_sync_method() : "refused");
 		if (mods[0].h)
 			flips(ctx, "traced_");
 		stop_tracer(tracer);
@@ -335,6 +369,8 @@ static int run(struct kkb_ctx *ctx)
 		 "KK_TEXT_SYNC forced; *_rounds: text_sync rounds per flip (target <= 3 for signal)");
 	kkb_note(ctx, "flip_patch_syncs_*: the patcher's sync steps per flip (3 for the int3 "
 		 "protocol; a stop_machine batch needs none, its stop is the round)");
+	kkb_note(ctx, "flip_*_auto: no KK_TEXT_SYNC, as a program runs; sigwait_flip_*_auto: the "
+		 "same with %d spinners that block every signal (a sigwait() daemon's workers)", NSPIN);
 	kkb_note(ctx, "traced_*: the same while a tracer (PTRACE_SEIZE, passes every signal) "
 		 "is attached");
 	for (int i = 0; i < NMODS; i++)

@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# strace is a tracer: TracerPid is set, so batches are written under
-# stop_machine and no thread ever takes a SIGTRAP.  Real `strace -f` over
-# test/progs/jl_flip (512 sites, 4 reader threads checking every branch):
-# the program exits 0, the trace shows the park signal and no SIGTRAP.
+# strace is a tracer: TracerPid is set.  Issue 22: under a tracer batches are
+# written by page swaps, so no thread ever takes a SIGTRAP or the park
+# signal (the old code stopped the machine with the park signal for every
+# batch, which strace shows).  Real `strace -f` over test/progs/jl_flip (512
+# sites, 4 reader threads checking every branch): the program exits 0, and
+# the trace shows no signal at all.
 set -u
 B=${KK_BUILD:?}
 PROG=$B/test/progs/jl_flip
@@ -29,7 +31,9 @@ if grep -q "SIGTRAP" "$tmp/trace"; then
 	grep -m 5 SIGTRAP "$tmp/trace"
 	exit 1
 fi
-grep -q -- "--- SIGRT_[0-9]*" "$tmp/trace" ||
-	{ echo "FAIL: no park signal in the trace: stop_machine did not run"; exit 1; }
-echo "park signals delivered: $(grep -c -- '--- SIGRT_' "$tmp/trace")"
+if grep -q -- "--- SIG" "$tmp/trace"; then
+	echo "FAIL: a thread got a signal under strace -f (a stop or a trap under a tracer):"
+	grep -m 5 -- "--- SIG" "$tmp/trace"
+	exit 1
+fi
 echo "strace_flip: ok"
