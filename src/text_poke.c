@@ -56,6 +56,14 @@
 #ifndef VALGRIND_DISCARD_TRANSLATIONS
 #define VALGRIND_DISCARD_TRANSLATIONS(a, l) ((void)(a), (void)(l))
 #endif
+#if defined(__has_include)
+#if __has_include(<valgrind/helgrind.h>)
+#include <valgrind/helgrind.h>
+#endif
+#endif
+#ifndef VALGRIND_HG_DISABLE_CHECKING
+#define VALGRIND_HG_DISABLE_CHECKING(a, l) ((void)(a), (void)(l))
+#endif
 
 #include "common.h"
 #include "internal.h"
@@ -912,9 +920,15 @@ static size_t swap_in(struct swap_run *r, size_t n, const struct kk_poke *v, boo
 			break;
 		}
 		r[k].copy = NULL;
-		/* valgrind runs translations of the old bytes until told. */
-		if (kk_under_valgrind())
+		/* valgrind runs translations of the old bytes until told.
+		 * helgrind takes the copy's bytes for this thread's writes, and
+		 * valgrind's check of code on written pages for other threads'
+		 * unsynchronised reads of them: text is read-only to the
+		 * program, mremap() handed a whole page over, nothing to check. */
+		if (kk_under_valgrind()) {
 			VALGRIND_DISCARD_TRANSLATIONS(r[k].lo, len);
+			VALGRIND_HG_DISABLE_CHECKING(r[k].lo, len);
+		}
 	}
 	swap_drop(r, n);
 	return *ret ? k : n;

@@ -187,10 +187,19 @@ static void free_retired_locked(void)
 	nretired = 0;
 }
 
+/* Who we are, for in_vfork_child(): needed only once there is something to
+ * pass on, and taken then, not at start-up (one system call less there). */
+static void note_pid(void)
+{
+	if (!atomic_load(&inh_pid))
+		atomic_store(&inh_pid, getpid());
+}
+
 static void publish_locked(char *s)
 {
 	char *old = atomic_exchange(&inh_entry, s);
 
+	note_pid();
 	if (old) {
 		char **nr = realloc(retired, (nretired + 1) * sizeof(*nr));
 
@@ -298,6 +307,7 @@ const char *kk_dd_inherit_env(void)
 		if (!on) {
 			inh_env_off = 1;
 			atomic_store(&inh_on, 0);
+			note_pid();
 		}
 		return NULL;
 	}
@@ -367,7 +377,6 @@ static const struct kk_fork_ops inherit_fork_ops = {
 
 void kk_dd_inherit_init(void)
 {
-	atomic_store(&inh_pid, getpid());
 	kk_fork_register(&inherit_fork_ops);
 	kk_control_add_lib_file(&inherit_file);
 }
