@@ -466,8 +466,8 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 #ifndef KK_NO_JUMP_LABEL
 
 /* The arch's part of a site: JUMP_LABEL_NOP_SIZE, its two instructions
- * (__KK_JUMP_INSN, __KK_NOP_INSN) and how the asm takes the slot's address
- * (__KK_SLOT_OPERAND). */
+ * (__KK_JUMP_INSN, __KK_NOP_INSN) and how the asm takes the key's address as
+ * a symbol (__KK_KEY_OPERAND, printed by __KK_KEY_SYM). */
 #if defined(__x86_64__)
 #include <kernelkit/arch/x86_64/jump_label.h>
 #elif defined(__aarch64__)
@@ -476,16 +476,18 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 
 /*
  * One site, the same asm statement in C and C++.  @jump, a constant, picks
- * the initial instruction: the arch's NOP, or its jump to l_yes.  The table
- * entry goes to kk_jump_table in the section group of the code ("?"), so
- * that when the linker drops a duplicate of a C++ inline function or
- * template (a COMDAT group) it drops the duplicate's entries too.
+ * the initial instruction: the arch's NOP, or its jump to l_yes.  The entry's
+ * key is the key's own address (an absolute ".quad", see struct jump_entry),
+ * given to the asm as a symbol (__KK_KEY_OPERAND): no per-site object, so a
+ * site in a C++ inline function or template, whose static locals would be
+ * interposable symbols in a shared object, is like any other.  The entry
+ * goes to kk_jump_table in the section group of the code ("?"), so that when
+ * the linker drops a duplicate of a C++ inline function or template (a
+ * COMDAT group) it drops the duplicate's entries too.
  * Evaluates to true when the code took the jump.
  */
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__label__ l_yes, l_done;						\
-	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
-		__attribute__((__used__, __aligned__(8))) = (keyp);		\
 	bool __kk_ret;								\
 	__asm__ goto("1:\n\t"							\
 		 ".if %c[j]\n\t"						\
@@ -496,9 +498,9 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
 		 ".balign 8\n\t"						\
 		 ".long 1b - ., %l[l_yes] - .\n\t"				\
-		 ".quad %c[k] - . + %c[b]\n\t"					\
+		 ".quad " __KK_KEY_SYM " + %c[b] + 2\n\t"			\
 		 ".popsection\n\t"						\
-		 : : [k] __KK_SLOT_OPERAND(&__kk_kref), [b] "i"(branch),	\
+		 : : [k] __KK_KEY_OPERAND(keyp), [b] "i"(branch),		\
 		     [j] "i"(jump)						\
 		 : : l_yes);							\
 	__kk_ret = false;							\
