@@ -29,8 +29,8 @@
  * only ever load key->enabled.
  *
  * Differences from the kernel: a table whose keys are already grouped (in
- * ascending or descending order) is not rewritten, so its pages stay clean
- * and shared with other processes; an entry's key is absolute (bit 1 set,
+ * ascending or descending order) is not rewritten, so its pages stay as the
+ * loader left them (shared with the file when nothing relocated them); an entry's key is absolute (bit 1 set,
  * relocated at load, so a site can sit anywhere, also in a C++ inline
  * function in a shared object), or, in objects built with the headers before
  * that, relative to a per-site slot that holds the key's address: moving such
