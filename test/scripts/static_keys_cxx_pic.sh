@@ -12,7 +12,8 @@
 #    constraints" and clang++ "invalid operand for inline asm constraint 'i'");
 #  - each object registers one entry per site of the copies the linker kept
 #    (COMDAT: the entries of dropped copies go with them) and the library's
-#    site count is the sum;
+#    site count is the sum, also in the static_keys listing (what
+#    `kkctl read static_keys` prints);
 #  - flipping the key flips every copy, called through each object;
 #  - each disabled site is the 5-byte NOP (in the running process and, for
 #    libkey.so, in objdump of the file), each enabled one a jmp.
@@ -88,6 +89,8 @@ echo 'DEFINE_STATIC_KEY_FALSE(hk);' >> key1.cc
 cat > main.cc <<'M'
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <kernelkit/control.h>
 #include "lib.h"
 int key_tu1(int); int key_tu2(int); int b_tu1(int); int b_tu2(int);
 int m_tu1(int); int m_tu2(int);
@@ -139,6 +142,15 @@ int main(int argc, char **argv)
 	kk_jump_label_get_stats(&st);
 	std::printf("registered: %llu sites in %llu objects\n", st.sites, st.objects);
 	CHECK(st.sites == (unsigned long long)total && st.objects == 3, "stats");
+	/* what `kkctl read static_keys` prints: name enabled count sites module */
+	char *txt = NULL, want_line[64];
+	std::snprintf(want_line, sizeof(want_line), "\nhk 0 0 %ld ", total);
+	CHECK(kk_control_read("static_keys", &txt, NULL) == 0 && txt &&
+	      std::strstr(txt, want_line), "static_keys listing wants '%s':\n%s", want_line + 1,
+	      txt ? txt : "(none)");
+	if (txt)
+		std::printf("listing: %s", std::strstr(txt, "\nhk ") ? std::strstr(txt, "\nhk ") + 1 : "?\n");
+	std::free(txt);
 	for (int on = 0; on < 2; on++) {
 		int v = on ? 11 : 7;
 		CHECK(key_tu1(1) == v && key_tu2(1) == v, "libkey.so, key %d", on);
@@ -157,7 +169,6 @@ int main(int argc, char **argv)
 	return fails != 0;
 }
 M
-sed -i 's/#include <cstring>/#include <cstring>\n#include <cstdlib>/' main.cc
 
 # The entries an object must have: one per site of the copies it keeps,
 # counted from its symbol table, independently of kk_jump_table: one per
