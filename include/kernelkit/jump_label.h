@@ -34,15 +34,13 @@
  *
  * Languages: C (C99 to C23, GNU or ISO) and C++ (C++11 to C++23) both work,
  * warning-free under -Wall -Wextra -pedantic, with the same code: a disabled
- * site is the same single NOP (5 bytes on x86_64, 4 on aarch64) and the same kk_jump_table entry in
- * both.  A wrong key type is a compile error in both.  Differences:
+ * site is the same single NOP (5 bytes on x86_64, 4 on aarch64) and the same
+ * kk_jump_table entry in both.  A site may be anywhere a statement may: in
+ * inline functions, templates, member functions and lambdas, also in -fPIC
+ * shared objects and header-only libraries, on a key defined in any object.  A wrong key type is a compile error in both.  Differences:
  *  - DEFINE_STATIC_KEY_ARRAY_* cannot have "static" or an attribute in front
  *    (C: it begins with __extension__; C++: it is an alias of a
  *    constant-initialised array).
- *  - C++ in a shared object (-fPIC): a site must not be inside an inline
- *    function or template with external linkage (its per-site slot would be
- *    a preemptible symbol, which the asm cannot take as a constant): make
- *    such functions static or put them in an unnamed namespace.
  *  - STATIC_KEY_{TRUE,FALSE}_INIT initialise a static object only in GNU C
  *    (ISO C has no constant compound literal before C23), as in the kernel.
  * docs/kernel_api.md lists every kernel name and how kernelkit differs.
@@ -404,15 +402,19 @@ const char *kk_jump_label_sync_method(void);
 
 /*
  * One entry per site, in the section kk_jump_table of the object that holds
- * the site.  Offsets are relative to the field itself so the table needs no
- * relocation.  @key points at a per-site slot that holds the key's address:
- * the slot gets an ordinary data relocation, which is what lets a site in a
- * shared object use a key defined in another one.  Bit 0 of @key is the
- * branch polarity: the site jumps when (enabled XOR branch).
+ * the site.  @code and @target are relative to the field itself, as in the
+ * kernel.  @key is absolute: the key's address plus flags, an ordinary data
+ * relocation (against the key's symbol in a shared object), which is what
+ * lets a site in any object, in any function, use a key defined in any
+ * other object.  Bit 0 of @key is the branch polarity: the site jumps when
+ * (enabled XOR branch).  Bit 1 is set: it says @key is the address.  (Clear,
+ * in objects built with the headers before issue 23: @key is then the
+ * offset from the field to a per-site slot holding the key's address; the
+ * library reads both.)  The key is 8-aligned, so the bits are free.
  *
  * The section is writable ("aw"): when the object registers, the library
  * sorts the table in place so that the entries of each key are adjacent,
- * re-basing the offsets of the entries it moves (the kernel's
+ * re-basing the relative fields of the entries it moves (the kernel's
  * jump_label_sort_entries), and links each key to its run through
  * static_key.priv.  A table that is already grouped is not written.
  */
@@ -466,8 +468,8 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 #ifndef KK_NO_JUMP_LABEL
 
 /* The arch's part of a site: JUMP_LABEL_NOP_SIZE, its two instructions
- * (__KK_JUMP_INSN, __KK_NOP_INSN) and how the asm takes the slot's address
- * (__KK_SLOT_OPERAND). */
+ * (__KK_JUMP_INSN, __KK_NOP_INSN) and how the asm takes the key's address as
+ * a symbol (__KK_KEY_OPERAND, printed by __KK_KEY_SYM). */
 #if defined(__x86_64__)
 #include <kernelkit/arch/x86_64/jump_label.h>
 #elif defined(__aarch64__)
@@ -475,17 +477,31 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 #endif
 
 /*
+ * The key must be a constant address, as in the kernel: said by the
+ * compiler in one line ("not a constant expression", "initializer element
+ * is not constant") rather than by the assembler about the asm operand.
+ * The object is never referenced: the optimiser drops it (gcc keeps such
+ * constants at -O0: 8 bytes of data, no code).
+ */
+#define __KK_CHECK_CONST_KEY(keyp)						\
+	static __KK_CONSTEXPR const struct static_key *const __kk_const_key	\
+		__attribute__((__unused__)) = (keyp)
+
+/*
  * One site, the same asm statement in C and C++.  @jump, a constant, picks
- * the initial instruction: the arch's NOP, or its jump to l_yes.  The table
- * entry goes to kk_jump_table in the section group of the code ("?"), so
- * that when the linker drops a duplicate of a C++ inline function or
- * template (a COMDAT group) it drops the duplicate's entries too.
+ * the initial instruction: the arch's NOP, or its jump to l_yes.  The entry's
+ * key is the key's own address (an absolute ".quad", see struct jump_entry),
+ * given to the asm as a symbol (__KK_KEY_OPERAND): no per-site object, so a
+ * site in a C++ inline function or template, whose static locals would be
+ * interposable symbols in a shared object, is like any other.  The entry
+ * goes to kk_jump_table in the section group of the code ("?"), so that when
+ * the linker drops a duplicate of a C++ inline function or template (a
+ * COMDAT group) it drops the duplicate's entries too.
  * Evaluates to true when the code took the jump.
  */
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__label__ l_yes, l_done;						\
-	static __KK_CONSTEXPR struct static_key *const __kk_kref		\
-		__attribute__((__used__, __aligned__(8))) = (keyp);		\
+	__KK_CHECK_CONST_KEY(keyp);						\
 	bool __kk_ret;								\
 	__asm__ goto("1:\n\t"							\
 		 ".if %c[j]\n\t"						\
@@ -496,9 +512,9 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
 		 ".balign 8\n\t"						\
 		 ".long 1b - ., %l[l_yes] - .\n\t"				\
-		 ".quad %c[k] - . + %c[b]\n\t"					\
+		 ".quad " __KK_KEY_SYM " + %c[b] + 2\n\t"			\
 		 ".popsection\n\t"						\
-		 : : [k] __KK_SLOT_OPERAND(&__kk_kref), [b] "i"(branch),	\
+		 : : [k] __KK_KEY_OPERAND(keyp), [b] "i"(branch),		\
 		     [j] "i"(jump)						\
 		 : : l_yes);							\
 	__kk_ret = false;							\

@@ -29,10 +29,12 @@
  * only ever load key->enabled.
  *
  * Differences from the kernel: a table whose keys are already grouped (in
- * ascending or descending order) is not rewritten, so its pages stay clean
- * and shared with other processes; an entry's key is read
- * through a per-site slot (see __KK_JUMP_TABLE_ENTRY), so moving an entry
- * re-bases the slot offset, exactly as for code and target.
+ * ascending or descending order) is not rewritten, so its pages stay as the
+ * loader left them (shared with the file when nothing relocated them); an entry's key is absolute (bit 1 set,
+ * relocated at load, so a site can sit anywhere, also in a C++ inline
+ * function in a shared object), or, in objects built with the headers before
+ * that, relative to a per-site slot that holds the key's address: moving such
+ * an entry re-bases the slot offset too, exactly as for code and target.
  */
 #include <errno.h>
 #include <limits.h>
@@ -147,11 +149,22 @@ static inline uintptr_t entry_target(const struct jump_entry *e)
 	return (uintptr_t)&e->target + (uintptr_t)(intptr_t)e->target;
 }
 
+/* Bit 1 of key: the key's address itself; clear: an offset to a slot. */
+#define JL_KEY_ABS	2
+#define JL_KEY_FLAGS	3
+
+static inline bool entry_key_abs(const struct jump_entry *e)
+{
+	return e->key & JL_KEY_ABS;
+}
+
 static inline struct static_key *entry_key(const struct jump_entry *e)
 {
-	uintptr_t slot = (uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL);
+	uintptr_t k = (uintptr_t)(e->key & ~(int64_t)JL_KEY_FLAGS);
 
-	return *(struct static_key *const *)slot;
+	if (entry_key_abs(e))
+		return (struct static_key *)k;
+	return *(struct static_key *const *)((uintptr_t)&e->key + k);
 }
 
 static inline bool entry_branch(const struct jump_entry *e)
@@ -174,9 +187,15 @@ static int entry_cmp(const struct jump_entry *a, const struct jump_entry *b)
 
 /*
  * The kernel's jump_label_swap(): the fields are relative to their own
- * address, so an entry that moves by delta has every offset re-based by it.
- * delta is a multiple of the entry size, so bit 0 of key (the branch) stays.
+ * address, so an entry that moves by delta has every offset re-based by it;
+ * an absolute key stays.  delta is a multiple of the entry size, so the
+ * flag bits of key stay.
  */
+static int64_t key_moved(const struct jump_entry *e, int64_t delta)
+{
+	return entry_key_abs(e) ? e->key : e->key + delta;
+}
+
 static void entry_swap(struct jump_entry *a, struct jump_entry *b)
 {
 	int64_t delta = (int64_t)((intptr_t)a - (intptr_t)b);
@@ -184,10 +203,10 @@ static void entry_swap(struct jump_entry *a, struct jump_entry *b)
 
 	a->code = (int32_t)(b->code - delta);
 	a->target = (int32_t)(b->target - delta);
-	a->key = b->key - delta;
+	a->key = key_moved(b, -delta);
 	b->code = (int32_t)(t.code + delta);
 	b->target = (int32_t)(t.target + delta);
-	b->key = t.key + delta;
+	b->key = key_moved(&t, delta);
 }
 
 static void sift_down(struct jump_entry *v, size_t root, size_t n)

@@ -8,7 +8,8 @@
 #  2. the aarch64 header compiles warning-free (-Wall -Wextra -Werror
 #     -pedantic) in every C and C++ standard, with aarch64-linux-gnu-gcc/g++
 #     and clang --target=aarch64-linux-gnu, as PIC, PIE and non-PIC code:
-#     test/dialect/static_keys.c, every macro family, compiled to objects.
+#     test/dialect/static_keys.c, every macro family, compiled to objects;
+#     and sites in C++ inline functions, templates and lambdas as -fPIC code.
 # x86_64 is checked on the host; aarch64 with the cross compilers that
 # make check-aarch64 installs (skipped, and said, where they are missing).
 set -u
@@ -104,6 +105,26 @@ if have $a64_gcc && have $a64_gxx; then
 				$cxx -x c++ -std=$std $flags $pic -c -o "$tmp/d.o" \
 					"$src/test/dialect/static_keys.c" 2>"$tmp/err" ||
 					{ bad=$((bad + 1)); echo "FAIL aarch64 $cxx -std=$std $pic:"; head -5 "$tmp/err"; }
+			done
+		done
+	done
+	# Sites in C++ inline functions, templates and lambdas in -fPIC code
+	# (issue 23): the key is an interposable symbol there.
+	cat > "$tmp/pic.cc" <<'CC'
+#include <kernelkit/jump_label.h>
+DECLARE_STATIC_KEY_FALSE(hk);
+inline int hi(int x) { if (static_branch_unlikely(&hk)) return 2 * x; return x; }
+template <class T> T ht(T x) { if (static_branch_unlikely(&hk)) return 2 * x; return x; }
+template <class T> struct hs { T get(T x) const { return static_branch_likely(&hk) ? x : -x; } };
+int probe(int x) { auto l = [](int y) { return static_branch_likely(&hk) ? y : -y; }; return hi(x) + ht(x) + l(x) + hs<int>().get(x); }
+CC
+	for std in c++11 c++14 c++17 c++20 c++2b; do
+		for cxx in "$a64_gxx" "clang++ --target=aarch64-linux-gnu"; do
+			have ${cxx%% *} || continue
+			for o in -O0 -O2; do
+				n=$((n + 1))
+				$cxx -std=$std $flags $o -fPIC -c -o "$tmp/pic.o" "$tmp/pic.cc" 2>"$tmp/err" ||
+					{ bad=$((bad + 1)); echo "FAIL aarch64 $cxx -std=$std $o -fPIC (C++ inline sites):"; head -5 "$tmp/err"; }
 			done
 		done
 	done

@@ -35,22 +35,31 @@ static uintptr_t e_target(const struct jump_entry *e)
 	return (uintptr_t)&e->target + (uintptr_t)(intptr_t)e->target;
 }
 
+/* Bit 1 of key: the key's address (the headers' entries); clear: an offset
+ * to a slot holding it (entries of objects built with older headers). */
 static struct static_key *e_key(const struct jump_entry *e)
 {
+	if (e->key & 2)
+		return (struct static_key *)(uintptr_t)(e->key & ~3LL);
 	return *(struct static_key **)((uintptr_t)&e->key + (uintptr_t)(e->key & ~1LL));
 }
 
 static void set_entry(struct jump_entry *e, uint8_t *code, uint8_t *target,
-		      struct static_key **slot, int branch)
+		      struct static_key **slot, int branch, int abs)
 {
 	e->code = (int32_t)((intptr_t)code - (intptr_t)&e->code);
 	e->target = (int32_t)((intptr_t)target - (intptr_t)&e->target);
-	e->key = (int64_t)((intptr_t)slot - (intptr_t)&e->key) + branch;
+	if (abs)
+		e->key = (int64_t)(intptr_t)*slot + 2 + branch;
+	else
+		e->key = (int64_t)((intptr_t)slot - (intptr_t)&e->key) + branch;
 }
 
 /*
  * A hand-built object whose table is out of order: entries must move, and
- * a moved entry must still point at its own site, target and key slot.
+ * a moved entry must still point at its own site, target and key: a slot
+ * offset is re-based, an absolute key is not.  The table mixes both kinds
+ * (an object may link units built with older headers).
  */
 Test(sorting, table_sorted_in_place_and_entries_rebased)
 {
@@ -59,10 +68,10 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
 	struct jump_entry *tab = (struct jump_entry *)(code + pg);
 	struct static_key **slot = (struct static_key **)(code + pg + 512);
 	uint8_t *target = code + 256;
-	/* site offset, key, branch; in table order (deliberately unsorted) */
-	static const struct { int off, key, branch; } in[] = {
-		{ 80, 1, 0 }, { 0, 2, 0 }, { 64, 0, 0 }, { 96, 1, 1 }, { 16, 0, 0 }, { 48, 2, 0 },
-		{ 32, 1, 0 },
+	/* site offset, key, branch, absolute key; in table order (deliberately unsorted) */
+	static const struct { int off, key, branch, abs; } in[] = {
+		{ 80, 1, 0, 1 }, { 0, 2, 0, 0 }, { 64, 0, 0, 1 }, { 96, 1, 1, 1 }, { 16, 0, 0, 0 },
+		{ 48, 2, 0, 1 }, { 32, 1, 0, 0 },
 	};
 	const int n = (int)(sizeof(in) / sizeof(in[0]));
 	char *txt = NULL;
@@ -79,7 +88,7 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
 			kkt_put_jump(site, target);
 		else
 			kkt_put_nop(site);
-		set_entry(&tab[i], site, target, &slot[in[i].key], in[i].branch);
+		set_entry(&tab[i], site, target, &slot[in[i].key], in[i].branch, in[i].abs);
 	}
 	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
 
@@ -145,7 +154,7 @@ Test(sorting, grouped_table_is_not_written)
 	slot[2] = &sk2.key;
 	for (int i = 0; i < 4; i++) {
 		kkt_put_nop(code + in[i].off);
-		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0);
+		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0, 0);
 	}
 	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
 	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);

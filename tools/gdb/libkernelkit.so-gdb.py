@@ -92,7 +92,9 @@ class _Helper(object):
                 re.findall(r"(0x[0-9a-f]+)->(0x[0-9a-f]+) at 0x[0-9a-f]+: kk_jump_table", out)]
 
     def sites(self):
-        """Yield (site address, key address) for every site in memory."""
+        """Yield (site address, key field) for every site in memory: the key
+        field's value is the key's address (bit 1 set) or, in tables built
+        with older headers, an offset from the field to a slot holding it."""
         inf = gdb.selected_inferior()
         for start, end in self.tables():
             try:
@@ -102,19 +104,24 @@ class _Helper(object):
             for off in range(0, len(mem) - 15, 16):
                 code = int.from_bytes(mem[off:off + 4], "little", signed=True)
                 key = int.from_bytes(mem[off + 8:off + 16], "little", signed=True)
-                yield (start + off + code) & (2**64 - 1), (start + off + 8 + key) & ~1
+                yield (start + off + code) & (2**64 - 1), (start + off + 8, key)
 
-    def key_name(self, slot):
+    def key_name(self, field):
         inf = gdb.selected_inferior()
+        addr, val = field
+        slot = (addr + val) & ~1 & (2**64 - 1)
         try:
-            key = int.from_bytes(bytes(inf.read_memory(slot, 8)), "little")
+            if val & 2:
+                key = val & ~3 & (2**64 - 1)
+            else:
+                key = int.from_bytes(bytes(inf.read_memory(slot, 8)), "little")
             name = int.from_bytes(bytes(inf.read_memory(key + 8, 8)), "little")
             if not name:
                 return "key %#x" % key
             s = bytes(inf.read_memory(name, 64)).split(b"\0")[0]
             return "key %s" % s.decode("ascii", "replace")
         except (gdb.MemoryError, gdb.error):
-            return "key slot %#x" % slot
+            return "key of the entry at %#x" % (addr - 8)
 
     def site_at(self, addrs):
         for code, slot in self.sites():

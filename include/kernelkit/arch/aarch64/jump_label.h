@@ -12,8 +12,18 @@
  * allows to be swapped while other CPUs execute them. */
 #define __KK_JUMP_INSN	"b %l[l_yes]\n\t"
 #define __KK_NOP_INSN	"nop\n\t"
-/* The slot's address as an "S" operand, as in the kernel: a symbolic
- * address, which gcc does not accept as "i" in position-independent code. */
-#define __KK_SLOT_OPERAND	"S"
+/*
+ * The key's address as a bare symbol(+offset), also in -fPIC code: gcc
+ * takes it as "S", an absolute symbolic address, as in the kernel (its "i"
+ * refuses a symbol another object may interpose); clang before 18 has no
+ * "S" and takes it as "i".  The entry's ".quad" gets an ordinary data
+ * relocation (R_AARCH64_ABS64 in a shared object).
+ */
+#ifdef __clang__
+#define __KK_KEY_OPERAND	"i"
+#else
+#define __KK_KEY_OPERAND	"S"
+#endif
+#define __KK_KEY_SYM		"%c[k]"
 
 #endif /* KERNELKIT_ARCH_AARCH64_JUMP_LABEL_H */
