@@ -46,7 +46,7 @@ DIALECT_SO_FLAGS ?= -DKK_NO_JUMP_LABEL
 DIALECT_CXX_SRCS := test/dialect/cxx/dyndbg_shapes.cc test/dialect/cxx/odb_idiom.cc
 DIALECT_CXX_DEPS := $(wildcard test/dialect/cxx/*) $(HDRS) $(B)/libkernelkit.so
 
-# $(1) compiler (gcc|clang), $(2) standard, $(3) a or b
+# $(1) compiler (gcc|clang), $(2) standard, $(3) a, b (linked) or c (dlopen'ed)
 define DIALECT_SO_RULE
 $(B)/test/dialect-so/$(1)-$(2)/libddlib_$(3).so: $(DIALECT_CXX_DEPS)
 	@mkdir -p $$(dir $$@)
@@ -59,10 +59,12 @@ endef
 define DIALECT_CXX_RULES
 $(call DIALECT_SO_RULE,$(1),$(2),a)
 $(call DIALECT_SO_RULE,$(1),$(2),b)
-$(B)/test/dialect/cxx-$(1)-$(2): $(DIALECT_CXX_DEPS) \
-		$(B)/test/dialect-so/$(1)-$(2)/libddlib_a.so $(B)/test/dialect-so/$(1)-$(2)/libddlib_b.so
+$(call DIALECT_SO_RULE,$(1),$(2),c)
+$(B)/test/dialect/cxx-$(1)-$(2): $(DIALECT_CXX_DEPS) $(B)/test/dialect-so/$(1)-$(2)/libddlib_a.so \
+		$(B)/test/dialect-so/$(1)-$(2)/libddlib_b.so $(B)/test/dialect-so/$(1)-$(2)/libddlib_c.so
 	@mkdir -p $$(dir $$@)
 	$(call dialect_cxx,$(1)) -std=$(2) $$(DIALECT_FLAGS) -Itest/dialect/cxx -o $$@ \
+		-DDDLIB_C_PATH='"$(ABS_B)/test/dialect-so/$(1)-$(2)/libddlib_c.so"' \
 		$(DIALECT_CXX_SRCS) -L$(B)/test/dialect-so/$(1)-$(2) -lddlib_a -lddlib_b \
 		-Wl,-rpath,$(ABS_B)/test/dialect-so/$(1)-$(2) $$(LINK_KK) -ldl
 DIALECT_CXX_BINS += $(B)/test/dialect/cxx-$(1)-$(2)

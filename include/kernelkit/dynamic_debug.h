@@ -386,18 +386,19 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
  * linker keeps the entries of the copy it keeps, the dynamic linker resolves
  * every object's entry to the one descriptor the process uses, and the
  * library registers each descriptor once.  The operand is a symbol even in
- * -fPIC for a preemptible (vague-linkage) descriptor: g++ x86_64 takes it as
- * "X" printed with %p, g++ aarch64 as "S", clang++ as "s".
+ * -fPIC for a preemptible (vague-linkage) descriptor, where "i" is refused:
+ * aarch64 takes it as "S", x86_64 as "s" (clang++) or "X" printed with %p
+ * (g++).
  */
-#if defined(__clang__)
+#if defined(__aarch64__)
+#define __KK_DD_SYM(op)		"%c" op
+#define __KK_DD_SYM_CONSTRAINT	"S"
+#elif defined(__x86_64__) && defined(__clang__)
 #define __KK_DD_SYM(op)		"%c" op
 #define __KK_DD_SYM_CONSTRAINT	"s"
 #elif defined(__x86_64__)
 #define __KK_DD_SYM(op)		"%p" op
 #define __KK_DD_SYM_CONSTRAINT	"X"
-#elif defined(__aarch64__)
-#define __KK_DD_SYM(op)		"%c" op
-#define __KK_DD_SYM_CONSTRAINT	"S"
 #else
 #define __KK_DD_SYM(op)		"%c" op
 #define __KK_DD_SYM_CONSTRAINT	"i"

@@ -6,12 +6,18 @@
  * library ddlib.h shared with two -fPIC shared objects.  Checks, through
  * dynamic_debug/control and the sink: every site is listed exactly once (one
  * per template instantiation), "+p" prints every one of them wherever the
- * code runs, "func NAME" sees the unqualified name, and "-p" silences them.
+ * code runs, "func NAME" sees the unqualified name, and "-p" silences them;
+ * a third copy of the shared object, dlopen'ed, adds only its own site and
+ * dlclose takes only that away; KK_DYNDBG at start-up reaches template sites
+ * (a re-exec of this program).  Plus the debugobjects idiom (odb_idiom.cc).
  * Built with g++ and clang++ for C++11 .. C++23 (mk/dialect.mk).
  */
+#include <dlfcn.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
 #include "ddlib.h"
@@ -198,11 +204,77 @@ static int check_query(const char *q, int want)
 	return 0;
 }
 
-int main(void)
+/* dlopen a third copy: the library's sites are not listed again. */
+static int check_dlopen(void)
+{
+	void *h = dlopen(DDLIB_C_PATH, RTLD_NOW | RTLD_LOCAL);
+	int (*fn)(int);
+	int bad = 0;
+
+	if (!h) {
+		fprintf(stderr, "dyndbg_shapes: dlopen: %s\n", dlerror());
+		return 1;
+	}
+	*(void **)&fn = dlsym(h, "ddlib_so_c");
+	if (!fn)
+		bad |= fail("dlsym", "ddlib_so_c", 0, 1);
+	bad |= check_query("format so:own -t", 3);
+	bad |= check_query("format ddlib:inline -t", 1);
+	bad |= check_query("format ddlib:box -t", 1);
+	bad |= check_query("format ddlib: +p", 4);
+	out_len = 0;
+	out[0] = 0;
+	if (fn)
+		fn(5);
+	ddlib::hdr_all(6);
+	if (count(out, "ddlib:inline 5") != 1 || count(out, "ddlib:box 6") != 1)
+		bad |= fail("messages of the dlopen'ed copy", out, 0, 1);
+	bad |= check_query("format ddlib: -p", 4);
+	dlclose(h);
+	bad |= check_query("format so:own -t", 2);
+	bad |= check_query("format ddlib:inline -t", 1);
+	return bad;
+}
+
+/*
+ * KK_DYNDBG='format S:template +p' at start-up: the child prints the
+ * template's messages before any query.  Inherit is off so the child starts
+ * from the variable alone.
+ */
+static int run_child(void)
+{
+	out_len = 0;
+	out[0] = 0;
+	twice(7);
+	twice(8L);
+	f_static(9);
+	return count(out, "S:template 7") == 1 && count(out, "S:template 8") == 1 &&
+	       count(out, "S:static") == 0 ? 0 : 1;
+}
+
+static int check_startup_env(void)
+{
+	char *argv[] = { (char *)"dyndbg_shapes", (char *)"child", NULL };
+	char *envp[] = { (char *)"KK_DYNDBG=format S:template +p", NULL };
+	pid_t pid;
+	int st = 0;
+
+	kk_dyndbg_set_inherit(0);
+	if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp) ||
+	    waitpid(pid, &st, 0) != pid)
+		return fail("spawning the KK_DYNDBG child", "", 0, 1);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return fail("KK_DYNDBG at start-up: child status", "format S:template +p", st, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	int bad = 0;
 
 	kk_dyndbg_set_sink(sink, NULL);
+	if (argc > 1 && !strcmp(argv[1], "child"))
+		return run_child();
 	bad |= check_listing();
 	bad |= check_prints(0);
 	bad |= check_query("+p", (int)kk_dyndbg_count_sites(NULL));
@@ -223,6 +295,9 @@ int main(void)
 	run_all(4);
 	if (count(out, "ddlib:inline 4") != 3)
 		bad |= fail("messages after one query", "ddlib:inline 4", count(out, "ddlib:inline 4"), 3);
+	bad |= check_query("format ddlib:inline -p", 1);
+	bad |= check_dlopen();
+	bad |= check_startup_env();
 	if (odb_idiom_check()) {
 		fprintf(stderr, "dyndbg_shapes: the debugobjects idiom of odb_idiom.cc failed\n");
 		bad = 1;

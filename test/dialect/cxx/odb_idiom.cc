@@ -44,6 +44,8 @@ int odb_idiom_check(void)
 	debug_object_init(&t, &timer_descr);
 	debug_object_activate(&t, &timer_descr);	/* armed */
 	debug_object_free(&t, &timer_descr);		/* freed while active: reported */
+	debug_object_deactivate(&t, &timer_descr);	/* still tracked: end it quietly */
+	debug_object_free(&t, &timer_descr);
 	kk_debug_objects_set_printer(NULL, NULL);
 	return reports == 1 ? 0 : 1;
 }
