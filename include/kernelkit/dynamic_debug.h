@@ -11,11 +11,13 @@
  *	$ kkctl -p PID read dynamic_debug/control
  *	$ KK_DYNDBG='file net.c +p' ./myprog
  *
- * Every site is a struct _ddebug in the section kk_dyndbg of the ELF object
- * that contains it; its static key decides the branch, so a disabled site is
- * the jump-label NOP.  Each object registers its sites from a constructor the
- * header puts in every unit (deduplicated per object), and drops them at
- * dlclose.
+ * Every site is a struct _ddebug: in the section kk_dyndbg of the ELF object
+ * that contains it (C), or listed by address in kk_dyndbg_ptrs (C++, so that
+ * sites in inline functions and templates work: one per process, one per
+ * template instantiation; see docs/dynamic_debug.md).  Its static key decides
+ * the branch, so a disabled site is the jump-label NOP.  Each object
+ * registers its sites from a constructor the header puts in every unit
+ * (deduplicated per object), and drops them at dlclose.
  *
  * Module name of a site: KK_MODNAME if it is defined (as a string literal)
  * before this header is included, else KBUILD_MODNAME, else the file name of
