@@ -31,3 +31,46 @@ EXTRA_TESTS += $(DIALECT_BINS)
 
 .PHONY: dialects
 dialects: $(DIALECT_BINS)
+
+# C++ as C++ is written (test/dialect/cxx/): pr_debug() in every C++ shape in
+# one unit, a header-only library (ddlib.h) used by the program and by two
+# -fPIC shared objects, and the debugobjects idiom; one program per C++
+# compiler and standard:
+#   $(B)/test/dialect/cxx-<compiler>-<standard>
+# and its shared objects in $(B)/test/dialect-so/<compiler>-<standard>/ (outside
+# test/dialect/, whose every executable file is run as a test).
+# DIALECT_SO_FLAGS: the shared objects are built with -DKK_NO_JUMP_LABEL until
+# static-key sites in -fPIC inline functions and templates compile (the
+# cxx-pic branch); then set it empty.
+DIALECT_SO_FLAGS ?= -DKK_NO_JUMP_LABEL
+DIALECT_CXX_SRCS := test/dialect/cxx/dyndbg_shapes.cc test/dialect/cxx/odb_idiom.cc
+DIALECT_CXX_DEPS := $(wildcard test/dialect/cxx/*) $(HDRS) $(B)/libkernelkit.so
+
+# $(1) compiler (gcc|clang), $(2) standard, $(3) a, b (linked) or c (dlopen'ed)
+define DIALECT_SO_RULE
+$(B)/test/dialect-so/$(1)-$(2)/libddlib_$(3).so: $(DIALECT_CXX_DEPS)
+	@mkdir -p $$(dir $$@)
+	$(call dialect_cxx,$(1)) -std=$(2) $$(DIALECT_FLAGS) -Itest/dialect/cxx -fPIC -shared \
+		$$(DIALECT_SO_FLAGS) -DDDLIB_SO_FN=ddlib_so_$(3) -o $$@ test/dialect/cxx/ddlib_so.cc \
+		$$(LINK_KK)
+endef
+
+# $(1) compiler, $(2) standard
+define DIALECT_CXX_RULES
+$(call DIALECT_SO_RULE,$(1),$(2),a)
+$(call DIALECT_SO_RULE,$(1),$(2),b)
+$(call DIALECT_SO_RULE,$(1),$(2),c)
+$(B)/test/dialect/cxx-$(1)-$(2): $(DIALECT_CXX_DEPS) $(B)/test/dialect-so/$(1)-$(2)/libddlib_a.so \
+		$(B)/test/dialect-so/$(1)-$(2)/libddlib_b.so $(B)/test/dialect-so/$(1)-$(2)/libddlib_c.so
+	@mkdir -p $$(dir $$@)
+	$(call dialect_cxx,$(1)) -std=$(2) $$(DIALECT_FLAGS) -Itest/dialect/cxx -o $$@ \
+		-DDDLIB_C_PATH='"$(ABS_B)/test/dialect-so/$(1)-$(2)/libddlib_c.so"' \
+		$(DIALECT_CXX_SRCS) -L$(B)/test/dialect-so/$(1)-$(2) -lddlib_a -lddlib_b \
+		-Wl,-rpath,$(ABS_B)/test/dialect-so/$(1)-$(2) $$(LINK_KK) -ldl
+DIALECT_CXX_BINS += $(B)/test/dialect/cxx-$(1)-$(2)
+endef
+
+DIALECT_CXX_BINS :=
+$(foreach cc,$(DIALECT_CCS),$(foreach s,$(DIALECT_CXX),$(eval $(call DIALECT_CXX_RULES,$(cc),$(s)))))
+EXTRA_TESTS += $(DIALECT_CXX_BINS)
+dialects: $(DIALECT_CXX_BINS)

@@ -89,18 +89,35 @@ struct debug_obj {
  * they repaired the object (and then count in the "fixups" statistic); they
  * are called without any internal lock held and may call the debug_object_*
  * hooks themselves.
+ *
+ * The kernel's idiom `static const struct debug_obj_descr d = { .name = "x" };`
+ * is warning-free in C and in C++20 and later, with g++ and clang++ under
+ * -Wall -Wextra -pedantic: in C++14 and later every callback has a default
+ * member initializer (null), so -Wmissing-field-initializers has nothing to
+ * report, and `{ "x" }` is quiet too.  C++11 cannot have them (an aggregate
+ * may not have default member initializers there): write all eight fields,
+ * `{ "x", 0, 0, 0, 0, 0, 0, 0 }`.  Designated initializers before C++20 are
+ * a -pedantic error whatever the struct.  The layout is the same in C and C++.
+ * The cost in C++14 and later: the struct is not trivial any more, so g++
+ * -Wall (-Wclass-memaccess) warns about memset() on it; assign
+ * `d = debug_obj_descr();` instead.
  */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define __KK_ODB_NULL	= nullptr
+#else
+#define __KK_ODB_NULL
+#endif
 struct debug_obj_descr {
 	const char *name;
 	/* An address printed as "hint:" in reports (e.g. the timer's callback). */
-	void *(*debug_hint)(void *addr);
+	void *(*debug_hint)(void *addr) __KK_ODB_NULL;
 	/* True when @addr is a statically initialised object (it needs no init). */
-	bool (*is_static_object)(void *addr);
-	bool (*fixup_init)(void *addr, enum debug_obj_state state);
-	bool (*fixup_activate)(void *addr, enum debug_obj_state state);
-	bool (*fixup_destroy)(void *addr, enum debug_obj_state state);
-	bool (*fixup_free)(void *addr, enum debug_obj_state state);
-	bool (*fixup_assert_init)(void *addr, enum debug_obj_state state);
+	bool (*is_static_object)(void *addr) __KK_ODB_NULL;
+	bool (*fixup_init)(void *addr, enum debug_obj_state state) __KK_ODB_NULL;
+	bool (*fixup_activate)(void *addr, enum debug_obj_state state) __KK_ODB_NULL;
+	bool (*fixup_destroy)(void *addr, enum debug_obj_state state) __KK_ODB_NULL;
+	bool (*fixup_free)(void *addr, enum debug_obj_state state) __KK_ODB_NULL;
+	bool (*fixup_assert_init)(void *addr, enum debug_obj_state state) __KK_ODB_NULL;
 };
 
 /* ---- the out-of-line checks (call the inline hooks below instead) ---------- */

@@ -11,11 +11,13 @@
  *	$ kkctl -p PID read dynamic_debug/control
  *	$ KK_DYNDBG='file net.c +p' ./myprog
  *
- * Every site is a struct _ddebug in the section kk_dyndbg of the ELF object
- * that contains it; its static key decides the branch, so a disabled site is
- * the jump-label NOP.  Each object registers its sites from a constructor the
- * header puts in every unit (deduplicated per object), and drops them at
- * dlclose.
+ * Every site is a struct _ddebug: in the section kk_dyndbg of the ELF object
+ * that contains it (C), or listed by address in kk_dyndbg_ptrs (C++, so that
+ * sites in inline functions and templates work: one per process, one per
+ * template instantiation; see docs/dynamic_debug.md).  Its static key decides
+ * the branch, so a disabled site is the jump-label NOP.  Each object
+ * registers its sites from a constructor the header puts in every unit
+ * (deduplicated per object), and drops them at dlclose.
  *
  * Module name of a site: KK_MODNAME if it is defined (as a string literal)
  * before this header is included, else KBUILD_MODNAME, else the file name of
@@ -360,9 +362,7 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_unlikely(&(descriptor).key.dd_key_false)
 #endif
 
-#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
-	static struct _ddebug name						\
-	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) = {	\
+#define __KK_DD_DESC_INIT(cls, fmt) {					\
 		__KK_DD_MODNAME,						\
 		__func__,							\
 		__FILE__,							\
@@ -372,6 +372,48 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 		_DPRINTK_FLAGS_DEFAULT,						\
 		_DPRINTK_KEY_INIT						\
 	}
+#ifndef __cplusplus
+#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
+	static struct _ddebug name						\
+	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) =	\
+		__KK_DD_DESC_INIT(cls, fmt)
+#else
+/*
+ * C++: a site in an inline function or a template is a COMDAT variable, and
+ * g++ both ignores a section attribute on it in a template (the site was
+ * lost) and refuses one section for COMDAT and plain variables (a "section
+ * type conflict" between an inline and a static function of one unit).  So
+ * the descriptor stays where the compiler puts it, and an asm statement adds
+ * its address to kk_dyndbg_ptrs in the section group of the code ("?"): the
+ * linker keeps the entries of the copy it keeps, the dynamic linker resolves
+ * every object's entry to the one descriptor the process uses, and the
+ * library registers each descriptor once.  The operand is a symbol even in
+ * -fPIC for a preemptible (vague-linkage) descriptor, where "i" is refused:
+ * aarch64 takes it as "S", x86_64 as "s" (clang++) or "X" printed with %p
+ * (g++).
+ */
+#if defined(__aarch64__)
+#define __KK_DD_SYM(op)		"%c" op
+#define __KK_DD_SYM_CONSTRAINT	"S"
+#elif defined(__x86_64__) && defined(__clang__)
+#define __KK_DD_SYM(op)		"%c" op
+#define __KK_DD_SYM_CONSTRAINT	"s"
+#elif defined(__x86_64__)
+#define __KK_DD_SYM(op)		"%p" op
+#define __KK_DD_SYM_CONSTRAINT	"X"
+#else
+#define __KK_DD_SYM(op)		"%c" op
+#define __KK_DD_SYM_CONSTRAINT	"i"
+#endif
+#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
+	static struct _ddebug name __attribute__((__aligned__(8))) =		\
+		__KK_DD_DESC_INIT(cls, fmt);					\
+	__asm__(".pushsection kk_dyndbg_ptrs, \"aw?\"\n\t"			\
+		".balign 8\n\t"							\
+		".quad " __KK_DD_SYM("[d]") "\n\t"				\
+		".popsection"							\
+		: : [d] __KK_DD_SYM_CONSTRAINT(&name))
+#endif
 #define DEFINE_DYNAMIC_DEBUG_METADATA(name, fmt)				\
 	DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, _DPRINTK_CLASS_DFLT, fmt)
 
@@ -477,6 +519,20 @@ extern struct ddebug_class_map __start_kk_dyndbg_classes[]
 extern struct ddebug_class_map __stop_kk_dyndbg_classes[]
 	__attribute__((__weak__, __visibility__("hidden")));
 
+/*
+ * C++ units list their sites in kk_dyndbg_ptrs (see
+ * DEFINE_DYNAMIC_DEBUG_METADATA_CLS): an entry may repeat (an inlined copy)
+ * or name a descriptor another object already registered; each descriptor is
+ * registered once, by the first object that lists it.
+ */
+int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *const *stop,
+		       struct ddebug_class_map *cstart, struct ddebug_class_map *cstop);
+void kk_dyndbg_del_ptrs(struct _ddebug *const *start);
+extern struct _ddebug *const __start_kk_dyndbg_ptrs[]
+	__attribute__((__weak__, __visibility__("hidden")));
+extern struct _ddebug *const __stop_kk_dyndbg_ptrs[]
+	__attribute__((__weak__, __visibility__("hidden")));
+
 #ifndef KK_LIBRARY_BUILD	/* see jump_label.h */
 /* After the jump-label constructor (101), so the sites' keys are known. */
 __attribute__((__constructor__(102), __used__)) static void __kk_dyndbg_ctor(void)
@@ -484,9 +540,12 @@ __attribute__((__constructor__(102), __used__)) static void __kk_dyndbg_ctor(voi
 	struct _ddebug *start = __start_kk_dyndbg, *stop = __stop_kk_dyndbg;
 	struct ddebug_class_map *cstart = __start_kk_dyndbg_classes;
 	struct ddebug_class_map *cstop = __stop_kk_dyndbg_classes;
+	struct _ddebug *const *pstart = __start_kk_dyndbg_ptrs, *const *pstop = __stop_kk_dyndbg_ptrs;
 
 	if (start != stop || cstart != cstop)
 		kk_dyndbg_add_object(start, stop, cstart, cstop);
+	if (pstart != pstop)
+		kk_dyndbg_add_ptrs(pstart, pstop, cstart, cstop);
 }
 
 /* Runs before the jump-label destructor (101) of the same object. */
@@ -495,7 +554,10 @@ __attribute__((__destructor__(102), __used__)) static void __kk_dyndbg_dtor(void
 	struct _ddebug *start = __start_kk_dyndbg, *stop = __stop_kk_dyndbg;
 	struct ddebug_class_map *cstart = __start_kk_dyndbg_classes;
 	struct ddebug_class_map *cstop = __stop_kk_dyndbg_classes;
+	struct _ddebug *const *pstart = __start_kk_dyndbg_ptrs, *const *pstop = __stop_kk_dyndbg_ptrs;
 
+	if (pstart != pstop)
+		kk_dyndbg_del_ptrs(pstart);
 	if (start != stop || cstart != cstop)
 		kk_dyndbg_del_object(start, cstart);
 }

@@ -46,7 +46,7 @@ _Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
 struct dd_table {
 	struct dd_table *next;
 	const void *id;			/* the object's first site (or classmap) */
-	struct _ddebug *sites;
+	struct _ddebug **sites;		/* sorted by address, each registered once */
 	size_t nsites;
 	struct ddebug_class_map *maps;
 	size_t nmaps;
@@ -192,7 +192,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		if (only && t != only)
 			continue;
 		for (size_t j = 0; j < t->nsites; j++)
-			nf[k++] = site_flags(&t->sites[j]);
+			nf[k++] = site_flags(t->sites[j]);
 	}
 
 	for (size_t i = 0; i < b->n; i++) {
@@ -207,7 +207,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 			if (only && t != only)
 				continue;
 			for (size_t j = 0; j < t->nsites; j++, k++) {
-				struct _ddebug *dp = &t->sites[j];
+				struct _ddebug *dp = t->sites[j];
 				struct ddq_site s;
 				unsigned int v;
 
@@ -254,7 +254,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		if (only && t != only)
 			continue;
 		for (size_t j = 0; j < t->nsites; j++, k++) {
-			struct _ddebug *dp = &t->sites[j];
+			struct _ddebug *dp = t->sites[j];
 			unsigned int old = site_flags(dp);
 
 			if (old == nf[k])
@@ -448,7 +448,7 @@ KK_EXPORT size_t kk_dyndbg_count_sites(const char *module)
 	pthread_mutex_lock(&dd_lock);
 	for (struct dd_table *t = tables; t; t = t->next)
 		for (size_t j = 0; j < t->nsites; j++)
-			if (!module || ddq_glob(module, t->sites[j].modname))
+			if (!module || ddq_glob(module, t->sites[j]->modname))
 				n++;
 	pthread_mutex_unlock(&dd_lock);
 	return n;
@@ -542,7 +542,7 @@ static void startup_queries_locked(struct dd_table *t, int startup)
 		int has = 0;
 
 		for (size_t j = 0; j < t->nsites && !has; j++)
-			has = !strcmp(t->sites[j].modname, q->module);
+			has = !strcmp(t->sites[j]->modname, q->module);
 		if (!has)
 			continue;
 		struct kk_buf rep = { 0 };
@@ -557,32 +557,64 @@ static void startup_queries_locked(struct dd_table *t, int startup)
 static void report_counts_locked(const struct dd_table *t)
 {
 	for (size_t j = 0; j < t->nsites; j++) {
-		const char *mod = t->sites[j].modname;
+		const char *mod = t->sites[j]->modname;
 		unsigned int n = 0;
 		size_t i;
 
 		for (i = 0; i < j; i++)	/* first site of this module? */
-			if (!strcmp(t->sites[i].modname, mod))
+			if (!strcmp(t->sites[i]->modname, mod))
 				break;
 		if (i < j)
 			continue;
 		for (i = j; i < t->nsites; i++)
-			n += !strcmp(t->sites[i].modname, mod);
+			n += !strcmp(t->sites[i]->modname, mod);
 		fprintf(stderr, "dyndbg: %3u debug prints in module %s\n", n, mod);
 	}
 }
 
-KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
-			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
+static int ptr_cmp(const void *a, const void *b)
 {
-	const void *id = start != stop ? (const void *)start : (const void *)cstart;
+	uintptr_t x = (uintptr_t)*(struct _ddebug *const *)a;
+	uintptr_t y = (uintptr_t)*(struct _ddebug *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Is @dp a site of a registered table?  Every table's sites are sorted by address. */
+static int registered_locked(const struct _ddebug *dp)
+{
+	for (const struct dd_table *t = tables; t; t = t->next)
+		if (t->nsites && bsearch(&dp, t->sites, t->nsites, sizeof(*t->sites), ptr_cmp))
+			return 1;
+	return 0;
+}
+
+/*
+ * The sites of a C++ table: @start..@stop sorted, without repeats (one site
+ * inlined twice) and without the descriptors another object registered (an
+ * inline function or template that several objects hold: the dynamic linker
+ * resolved every object's entry to the one copy the process uses).
+ */
+static size_t unique_sites_locked(struct _ddebug **v, size_t n)
+{
+	size_t k = 0;
+
+	qsort(v, n, sizeof(*v), ptr_cmp);
+	for (size_t i = 0; i < n; i++)
+		if ((!k || v[k - 1] != v[i]) && v[i] && !registered_locked(v[i]))
+			v[k++] = v[i];
+	return k;
+}
+
+/* Register @v[0..n) (malloc'ed; sorted by address) as the table @id of an object. */
+static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
+		     struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
+{
 	char objname[64];
 	struct dd_table *t;
 	uintptr_t base;
 	int startup;
 
-	if (!id || (stop < start) || (cstop < cstart))
-		return -EINVAL;
 	pthread_once(&dd_once, dd_init_once);
 	kk_addr_object(id, objname, sizeof(objname), &base);	/* before dd_lock */
 	startup = in_startup_object(id);
@@ -590,23 +622,26 @@ KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 	for (t = tables; t; t = t->next) {
 		if (t->id == id) {		/* every unit of an object calls us */
 			pthread_mutex_unlock(&dd_lock);
+			free(v);
 			return 0;
 		}
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t) {
+	if (!t || (n && !v)) {
 		pthread_mutex_unlock(&dd_lock);
+		free(t);
+		free(v);
 		fprintf(stderr, "kernelkit: out of memory registering dynamic-debug sites\n");
 		return -ENOMEM;
 	}
 	t->id = id;
-	t->sites = start;
-	t->nsites = start && stop ? (size_t)(stop - start) : 0;
+	t->sites = v;
+	t->nsites = dedup ? unique_sites_locked(v, n) : n;
 	t->maps = cstart;
 	t->nmaps = cstart && cstop ? (size_t)(cstop - cstart) : 0;
 	memcpy(t->objname, objname, sizeof(objname));
 	for (size_t j = 0; j < t->nsites; j++) {
-		struct _ddebug *dp = &t->sites[j];
+		struct _ddebug *dp = t->sites[j];
 
 		if (!dp->modname)
 			dp->modname = t->objname;
@@ -622,18 +657,50 @@ KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
 	pthread_mutex_unlock(&dd_lock);
-	if (start != stop)
+	if (t->nsites)
 		kk_control_autostart();	/* after dd_lock: fork takes the endpoint's locks first */
 	return 0;
 }
 
-KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
+/* A C object: its sites are the array kk_dyndbg. */
+KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
+			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
+{
+	const void *id = start != stop ? (const void *)start : (const void *)cstart;
+	size_t n = start && stop ? (size_t)(stop - start) : 0;
+	struct _ddebug **v = n ? malloc(n * sizeof(*v)) : NULL;
+
+	if (!id || (stop < start) || (cstop < cstart)) {
+		free(v);
+		return -EINVAL;
+	}
+	for (size_t j = 0; v && j < n; j++)
+		v[j] = &start[j];
+	return add_table(id, v, n, 0, cstart, cstop);
+}
+
+/* A C++ object: kk_dyndbg_ptrs lists its sites (see dynamic_debug.h). */
+KK_EXPORT int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *const *stop,
+		       struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
+{
+	size_t n = start && stop && stop > start ? (size_t)(stop - start) : 0;
+	struct _ddebug **v;
+
+	if (!n || (cstop < cstart))
+		return -EINVAL;
+	v = malloc(n * sizeof(*v));
+	if (v)
+		memcpy(v, start, n * sizeof(*v));
+	return add_table(start, v, n, 1, cstart, cstop);
+}
+
+static void del_table(const void *id, const void *id2)
 {
 	struct dd_table **pp, *t = NULL;
 
 	pthread_mutex_lock(&dd_lock);
 	for (pp = &tables; *pp; pp = &(*pp)->next) {
-		if ((*pp)->id == (const void *)start || (*pp)->id == (const void *)cstart) {
+		if ((*pp)->id == id || (id2 && (*pp)->id == id2)) {
 			t = *pp;
 			*pp = t->next;
 			break;
@@ -643,9 +710,25 @@ KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_m
 		tables_tail = &tables;
 		while (*tables_tail)
 			tables_tail = &(*tables_tail)->next;
+		/* a descriptor of another object outlives this name */
+		for (size_t j = 0; j < t->nsites; j++)
+			if (t->sites[j]->modname == t->objname)
+				t->sites[j]->modname = NULL;
 	}
 	pthread_mutex_unlock(&dd_lock);
+	if (t)
+		free(t->sites);
 	free(t);
+}
+
+KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
+{
+	del_table(start, cstart);
+}
+
+KK_EXPORT void kk_dyndbg_del_ptrs(struct _ddebug *const *start)
+{
+	del_table(start, NULL);
 }
 
 /* ---- the control files ------------------------------------------------------------------- */
@@ -686,19 +769,19 @@ static size_t *listing_order(const struct dd_table *t)
 		return NULL;
 	}
 	for (size_t j = 0; j < t->nsites; j++) {
-		const char *f = t->sites[j].filename;
+		const char *f = t->sites[j]->filename;
 		size_t r = j;
 
 		/* the first earlier site of the same file (units are contiguous) */
 		for (size_t i = 0; i < j; i++) {
-			const char *g = t->sites[i].filename;
+			const char *g = t->sites[i]->filename;
 
 			if (g == f || !strcmp(g, f)) {
 				r = o[i].file_rank;
 				break;
 			}
 		}
-		o[j] = (struct site_ord){ r, t->sites[j].lineno, j };
+		o[j] = (struct site_ord){ r, t->sites[j]->lineno, j };
 	}
 	qsort(o, t->nsites, sizeof(*o), site_ord_cmp);
 	for (size_t j = 0; j < t->nsites; j++)
@@ -724,7 +807,7 @@ static int control_show(struct kk_buf *out, void *priv)
 			return -ENOMEM;
 		}
 		for (size_t j = 0; j < t->nsites; j++) {
-			const struct _ddebug *dp = &t->sites[order[j]];
+			const struct _ddebug *dp = t->sites[order[j]];
 			size_t need = ddq_escape(dp->format, esc, esc_cap) + 1;
 
 			if (need > esc_cap) {

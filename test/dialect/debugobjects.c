@@ -120,7 +120,8 @@ int dialect_debugobjects(void)
 	unsigned int astate = 99;
 	enum debug_obj_state state = ODEBUG_STATE_MAX;
 
-	memset(&timer_descr, 0, sizeof(timer_descr));
+	/* every field is set: no memset (in C++14 and later the struct has default
+	 * member initializers, and g++ -Wall warns about memset on such a type) */
 	timer_descr.name = "dialect_timer";
 	timer_descr.debug_hint = hint;
 	timer_descr.is_static_object = is_static;

@@ -115,6 +115,32 @@ static void __attribute__((__noinline__)) families(int n)
 	}
 }
 
+#ifdef __cplusplus
+/* A template's sites: one per instantiation, each registered (g++ once lost them). */
+template <class T> static T dd_twice(T x)
+{
+	pr_debug("dialect twice %d\n", (int)x);
+	return 2 * x;
+}
+
+static int cxx_template(void)
+{
+	reset();
+	DIALECT_CHECK(dd_twice(1) + (int)dd_twice(2L) == 6);
+	DIALECT_CHECK(lines == 0);
+	DIALECT_CHECK(on("func dd_twice +p") == 2);
+	DIALECT_CHECK(dd_twice(3) + (int)dd_twice(4L) == 14);
+	DIALECT_CHECK(seen("dialect twice 3\n") && seen("dialect twice 4\n"));
+	DIALECT_CHECK(on("func dd_twice -p") == 2);
+	return 0;
+}
+#else
+static int cxx_template(void)
+{
+	return 0;
+}
+#endif
+
 int dialect_dynamic_debug(void)
 {
 	char buf[KK_PARAM_BUFSIZE];
@@ -173,6 +199,8 @@ int dialect_dynamic_debug(void)
 	for (i = 0; i < 5; i++)
 		passed += __ratelimit(&dialect_rs);
 	DIALECT_CHECK(passed == 2);
+	if (cxx_template())
+		return 1;
 	kk_dyndbg_set_sink(NULL, NULL);
 	return 0;
 }
