@@ -39,10 +39,9 @@ dialects: $(DIALECT_BINS)
 #   $(B)/test/dialect/cxx-<compiler>-<standard>
 # and its shared objects in $(B)/test/dialect-so/<compiler>-<standard>/ (outside
 # test/dialect/, whose every executable file is run as a test).
-# DIALECT_SO_FLAGS: the shared objects are built with -DKK_NO_JUMP_LABEL until
-# static-key sites in -fPIC inline functions and templates compile (the
-# cxx-pic branch); then set it empty.
-DIALECT_SO_FLAGS ?= -DKK_NO_JUMP_LABEL
+# DIALECT_SO_FLAGS: extra flags for the shared objects (none: they are built
+# with jump labels, sites in -fPIC inline functions and templates included).
+DIALECT_SO_FLAGS ?=
 DIALECT_CXX_SRCS := test/dialect/cxx/dyndbg_shapes.cc test/dialect/cxx/odb_idiom.cc
 DIALECT_CXX_DEPS := $(wildcard test/dialect/cxx/*) $(HDRS) $(B)/libkernelkit.so
 
