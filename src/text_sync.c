@@ -521,6 +521,7 @@ struct survey {
 	int others;		/* threads besides the caller (and the deaf) */
 	pid_t trap_blocker;	/* a thread that blocks SIGTRAP, or 0 */
 	pid_t park_blocker;	/* a thread that blocks the park signal, or 0 */
+	pid_t all_blocker;	/* one that runs with both blocked (not deaf), or 0 */
 };
 
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
@@ -571,10 +572,13 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 		 * waits until it unblocks, and check_pending() waits for it
 		 * as for any thread that blocks both. */
 		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			if (kk_task_state(tid) == 'S')
+			if (kk_task_state(tid) == 'S') {
 				deaf[ndeaf++] = tid;
-			else
-				s->others++;
+				continue;
+			}
+			if (!s->all_blocker)
+				s->all_blocker = tid;
+			s->others++;
 			continue;
 		}
 		if (trap && !s->trap_blocker)
@@ -671,12 +675,12 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 		return forced(forced_method[force], mb, sig, s, forced_name[force], err, errlen);
 	/*
 	 * Left to itself the library assumes nothing: a thread that blocks
-	 * every signal (a sigwait() daemon's workers, glibc's timer thread
-	 * running a SIGEV_THREAD callback) is killed by a trap like any other
-	 * SIGTRAP blocker, and may run a site.
+	 * every signal (a sigwait() daemon's workers, asleep or running;
+	 * glibc's timer thread running a SIGEV_THREAD callback) is killed by
+	 * a trap like any other SIGTRAP blocker, and may run a site.
 	 */
-	if (traps && !s->trap_blocker && ndeaf)
-		s->trap_blocker = deaf[0];
+	if (traps && !s->trap_blocker)
+		s->trap_blocker = ndeaf ? deaf[0] : s->all_blocker;
 	if (!s->others && !ndeaf)
 		return s->trap_blocker ? M_STOP : M_SINGLE;
 	if (s->trap_blocker && noswap && !ndeaf &&

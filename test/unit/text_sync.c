@@ -506,6 +506,40 @@ Test(text_sync, sigtrap_blocked_without_swaps_means_stop_machine)
 }
 
 /*
+ * A sigwait() daemon's workers run (state R) with every signal blocked: not
+ * "deaf" (they are not asleep), but a trap would kill them all the same.
+ * Planned alone, with no sleeping thread that would call for the swap by
+ * itself.  The first merge of the deaf-only-when-asleep fix planned the int3
+ * protocol here (membarrier): kk-bench text_sync's sigwait_flip_method_auto.
+ */
+static void *all_blocked_spin(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&blocker_state, 1);
+	return plain_spin(arg);
+}
+
+static void a_running_worker_blocking_everything(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, all_blocked_spin, NULL);
+	while (!atomic_load(&blocker_state))
+		sched_yield();
+}
+
+Test(text_sync, running_thread_blocking_everything_means_swap)
+{
+	struct child_plan r = plan_alone("auto", 0, a_running_worker_blocking_everything);
+
+	cr_assert_eq(r.how, KK_PATCH_SWAP, "%d %s: %s", r.how, r.method, r.err);
+	cr_assert_str_eq(r.method, "swap");
+}
+
+/*
  * Issue 22: a sigwait() daemon's workers block every signal and run sites.
  * Old code left such a thread out of the plan (int3 with membarrier) and the
  * first trap killed the process.  Without swaps there is no safe way: the
