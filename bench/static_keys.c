@@ -159,6 +159,17 @@ static int insns_main(int argc, char **argv)
 		return (int)(kkb_loop_site(n) & 1);
 	if (!strcmp(argv[1], "flag"))
 		return (int)(kkb_loop_flag(n) & 1);
+	if (!strncmp(argv[1], "kkb_cxx_", 8)) {
+		char path[4200];
+		void *h;
+		long (*fn)(long);
+
+		snprintf(path, sizeof(path), "%s/bench-mods/libkkbcxx.so", kkb_self_dir());
+		if (!(h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) ||
+		    !(fn = (long (*)(long))dlsym(h, argv[1])))
+			return 2;
+		return (int)(fn(n) & 1);
+	}
 	return 2;
 }
 KKB_REGISTER_INSNS("static_keys", insns_main)
@@ -215,6 +226,18 @@ static int run(struct kkb_ctx *ctx)
 	double s = insns_per_iter("kkb_loop_site", "site");
 	double f = insns_per_iter("kkb_loop_flag", "flag");
 
+	/* The same loop in C++, a class template's member reached through an
+	 * inline function, in a -fPIC shared object (bench/cxx/kkb_cxx.cc). */
+	double ck = insns_per_iter("kkb_cxx_template_key", "kkb_cxx_template_key");
+	double cd = insns_per_iter("kkb_cxx_template_debug", "kkb_cxx_template_debug");
+
+	if (ck < 0 || cd < 0) {
+		kkb_json_null(ctx, "cxx_template_site_insns");
+		kkb_json_null(ctx, "cxx_template_pr_debug_insns");
+	} else {
+		kkb_json_num(ctx, "cxx_template_site_insns", ck);
+		kkb_json_num(ctx, "cxx_template_pr_debug_insns", cd);
+	}
 	if (e < 0 || s < 0 || f < 0) {
 		kkb_json_null(ctx, "disabled_site_insns");
 		kkb_json_null(ctx, "flag_check_insns");
@@ -227,6 +250,8 @@ static int run(struct kkb_ctx *ctx)
 	}
 	kkb_note(ctx, "the *_syncs/_ipis/_ms keys are for switching every site on; *_off_* for off");
 	kkb_note(ctx, "insns are per loop iteration: empty loop, + a disabled site, + a volatile flag test");
+	kkb_note(ctx, "cxx_template_*: the site loop as a C++ class template member in a -fPIC "
+		 "shared object (a static key, a pr_debug), the same run");
 	kkb_note(ctx, "write method: %s", kk_jump_label_method());
 	if (on_hits != 2 * (long)total || off_hits != 0) {
 		fprintf(stderr, "kk-bench: sites disagree with their keys (on %ld, off %ld)\n",

@@ -13,6 +13,14 @@ $(B)/bench-mods/kkbm%.c: bench/gen-sites.sh
 $(B)/bench-mods/libkkbm%.so: $(B)/bench-mods/kkbm%.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
 
+# A C++ template site in a -fPIC shared object, for the disabled-site cost.
+KK_CXX := $(if $(findstring clang,$(CC)),clang++,g++)
+EXTRA_ALL += $(B)/bench-mods/libkkbcxx.so
+$(B)/bench-mods/libkkbcxx.so: bench/cxx/kkb_cxx.cc $(HDRS) $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(KK_CXX) -Iinclude -O2 -g -std=c++17 -Wall -Wextra -Werror -pedantic -fPIC -pthread $(SAN) \
+		-shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+
 # Long-running programs that the script tests drive with kkctl.
 PROG_BINS   := $(patsubst test/progs/%.c,$(B)/test/progs/%,$(wildcard test/progs/*.c))
 EXTRA_TESTS += $(PROG_BINS)
