@@ -8,18 +8,8 @@
 # squatter it passes, a fake random name included), and kkctl ls lists the
 # process once.
 set -u
-B=${KK_BUILD:?}
-pids=
-tmp=$(mktemp -d /tmp/kk-squat.XXXXXX)
-chmod 755 "$tmp"
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+KK_CTL_LIB_NAME=squat
+. "${KK_SRC:?}/test/ctl-lib.sh"
 squat=
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 	squat="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups"

@@ -22,36 +22,9 @@ for c in unshare nsenter setpriv; do
 done
 unshare -U --map-user=65534 --map-group=65534 true 2>/dev/null ||
 	{ echo "skip: no user namespaces, or unshare without --map-user"; exit 77; }
-B=${KK_BUILD:?}
+KK_CTL_LIB_NAME=userns
+. "${KK_SRC:?}/test/ctl-lib.sh"
 S=$((3990000 + $$ % 1000)) S2=$((3991000 + $$ % 1000))
-pids=
-tmp=$(mktemp -d /tmp/kk-userns.XXXXXX)
-chmod 755 "$tmp"
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
-
-# start NAME CMD...: run jl_target under CMD (which execs it, keeping its pid)
-# in the background; sets $tpid once its endpoint listens (before it prints).
-n=0
-start() {
-	n=$((n + 1))
-	mkfifo "$tmp/p$n"
-	chmod 666 "$tmp/p$n"
-	"$@" env $ctl_env "$B/test/progs/jl_target" > "$tmp/p$n" &
-	pids="$pids $!"
-	read -r tpid < "$tmp/p$n" || fail "$*: jl_target did not start"
-	pids="$pids $tpid"
-	grep -q " @kernelkit/$tpid\$" /proc/net/unix || fail "$*: no @kernelkit/$tpid"
-}
 # expect STATUS WHAT CMD...: the first line of ctl_raw's reply under CMD.
 expect() {
 	want=$1 what=$2; shift 2
