@@ -936,11 +936,12 @@ static size_t swap_in(struct swap_run *r, size_t n, const struct kk_poke *v, boo
 
 /*
  * The batch @b by page swaps.  A swap that fails puts the runs swapped so
- * far back to their old bytes, the same way; mremap() refused for good
+ * far back to their old bytes, the same way.  mremap() refused for good
  * (EPERM, EACCES: a seccomp filter, a sealed mapping) is told to the plan,
- * which then stops the machine instead where it can.
+ * which then stops the machine instead where it can; *@refused says that
+ * nothing changed, so the batch may be planned again.
  */
-static int patch_swapped(struct kk_text_batch *b, char *err, size_t errlen)
+static int patch_swapped(struct kk_text_batch *b, bool *refused, char *err, size_t errlen)
 {
 	struct swap_run *r = malloc(b->n * sizeof(*r));
 	ssize_t nr = r ? swap_runs(b->v, b->n, r, err, errlen) : -ENOMEM;
@@ -951,9 +952,12 @@ static int patch_swapped(struct kk_text_batch *b, char *err, size_t errlen)
 		done = swap_in(r, (size_t)nr, b->v, false, KK_STEP_SWAP, &ret);
 		if (ret && done)
 			swap_in(r, done, b->v, true, KK_STEP_REPAIR, &undo);
+		/* Cannot fail after a swap: without membarrier the swap's
+		 * TLB shootdown was the sync (kk_sync_round()). */
 		if (!ret)
-			ret = kk_text_sync();
+			kk_text_sync();
 	}
+	*refused = (ret == -EPERM || ret == -EACCES) && !undo;
 	if (ret == -EPERM || ret == -EACCES)
 		kk_sync_swap_refused();
 	if (ret && undo)
@@ -1026,14 +1030,15 @@ static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen);
 static int poke_swap(struct kk_poke *v, size_t n, char *err, size_t errlen)
 {
 	struct kk_text_batch *b = batch_new(v, n);
+	bool refused;
 	int ret;
 
 	if (!b) {
 		snprintf(err, errlen, "out of memory for a batch of %zu sites", n);
 		return -ENOMEM;
 	}
-	ret = patch_swapped(b, err, errlen);
-	if (ret == -EPERM && strstr(err, "nothing changed")) {
+	ret = patch_swapped(b, &refused, err, errlen);
+	if (refused) {
 		err[0] = 0;
 		return poke_finish(v, n, err, errlen);
 	}

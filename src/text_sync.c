@@ -565,20 +565,23 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 		 * pattern as "not blocked". */
 		if (!trap && park && kk_under_valgrind())
 			park = false;
-		/* Deaf only while asleep so.  Running, it is passing through
-		 * a handler (ours: a thread parked by the last stop, on its
-		 * way to sigreturn) or glibc's thread start or exit, and runs
-		 * code next: it is signalled like the others, the signal
-		 * waits until it unblocks, and check_pending() waits for it
-		 * as for any thread that blocks both. */
-		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			if (kk_task_state(tid) == 'S') {
-				deaf[ndeaf++] = tid;
-				continue;
-			}
-			if (!s->all_blocker)
-				s->all_blocker = tid;
+		/* A thread our last request signalled and that still runs
+		 * with both blocked is on its way out of our handler (which
+		 * blocks every signal) to sigreturn, and runs code next: it
+		 * is signalled like the others, the signal waits until it
+		 * unblocks, and check_pending() waits for it.  Any other
+		 * thread with both blocked is deaf (a sigwait() worker,
+		 * glibc's timer thread, a test runner's helper), asleep or
+		 * not: left alone by signals, and a reason for the page swap
+		 * (all_blocker) when the library chooses. */
+		if (trap && park && find_slot(tid) >= 0 && kk_task_state(tid) != 'S') {
 			s->others++;
+			continue;
+		}
+		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
+			if (kk_task_state(tid) != 'S' && !s->all_blocker)
+				s->all_blocker = tid;
+			deaf[ndeaf++] = tid;
 			continue;
 		}
 		if (trap && !s->trap_blocker)

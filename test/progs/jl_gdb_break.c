@@ -63,9 +63,13 @@ static int find_sites(struct static_key *key, uintptr_t *out, int max)
 	int n = 0;
 
 	for (const struct jump_entry *e = __start_kk_jump_table; e < __stop_kk_jump_table; e++) {
-		uintptr_t slot = ((uintptr_t)&e->key + (uintptr_t)e->key) & ~(uintptr_t)1;
+		/* @key: the key's address with bits 0-1 as flags (bit 1 set),
+		 * or, from older headers, an offset to a slot that holds it. */
+		uintptr_t k = (uintptr_t)e->key & ~(uintptr_t)3;
 
-		if (*(struct static_key *const *)slot == key && n < max)
+		if (!(e->key & 2))
+			k = (uintptr_t)*(struct static_key *const *)((uintptr_t)&e->key + k);
+		if ((struct static_key *)k == key && n < max)
 			out[n++] = (uintptr_t)&e->code + (uintptr_t)(intptr_t)e->code;
 	}
 	return n;
