@@ -524,6 +524,34 @@ struct survey {
 	pid_t all_blocker;	/* one that runs with both blocked (not deaf), or 0 */
 };
 
+/*
+ * A thread that runs with SIGTRAP and the park signal blocked is most often
+ * passing through: out of a handler of ours (which blocks every signal: a
+ * thread released by the last stop, until its sigreturn; for long under
+ * `strace -f`, which stops it there) or glibc's thread start or exit.  It
+ * runs code next, so it must not be taken for deaf, or a stop would leave it
+ * running while sites are written (issue 22).  Wait a little for it to
+ * settle: unblocked (then *@m is its new mask, return true), or asleep
+ * (deaf, like a sigwait() thread that only happened to run at the plan).
+ * Returns false when it still runs with both blocked.
+ */
+#define KK_SYNC_SETTLE_NS	(50 * 1000000ull)
+
+static bool settle(pid_t tid, uint64_t *m, int sig)
+{
+	const uint64_t both = 1ull << (SIGTRAP - 1) | 1ull << (sig - 1);
+	uint64_t end = kk_now_ns() + KK_SYNC_SETTLE_NS;
+
+	while (kk_task_state(tid) != 'S' && kk_now_ns() < end) {
+		if (kk_task_sigblk(tid, m))
+			return false;
+		if ((*m & both) != both)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 {
 	pid_t me = my_tid(), pid = getpid();
@@ -565,23 +593,24 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 		 * pattern as "not blocked". */
 		if (!trap && park && kk_under_valgrind())
 			park = false;
-		/* A thread our last request signalled and that still runs
-		 * with both blocked is on its way out of our handler (which
-		 * blocks every signal) to sigreturn, and runs code next: it
-		 * is signalled like the others, the signal waits until it
-		 * unblocks, and check_pending() waits for it.  Any other
-		 * thread with both blocked is deaf (a sigwait() worker,
-		 * glibc's timer thread, a test runner's helper), asleep or
-		 * not: left alone by signals, and a reason for the page swap
-		 * (all_blocker) when the library chooses. */
-		if (trap && park && find_slot(tid) >= 0 && kk_task_state(tid) != 'S') {
-			s->others++;
-			continue;
+		if (trap && park && settle(tid, &m, sig)) {
+			trap = m >> (SIGTRAP - 1) & 1;
+			park = m >> (sig - 1) & 1;
 		}
+		/* Deaf: asleep with both blocked (a sigwait() worker, glibc's
+		 * timer thread, a test runner's helper): left alone by
+		 * signals, and a reason for the page swap when the library
+		 * chooses.  One that still runs so after settle() is
+		 * signalled like the others and waited for (check_pending()),
+		 * and is a reason for the page swap too (all_blocker). */
 		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			if (kk_task_state(tid) != 'S' && !s->all_blocker)
+			if (kk_task_state(tid) == 'S') {
+				deaf[ndeaf++] = tid;
+				continue;
+			}
+			if (!s->all_blocker)
 				s->all_blocker = tid;
-			deaf[ndeaf++] = tid;
+			s->others++;
 			continue;
 		}
 		if (trap && !s->trap_blocker)

@@ -714,21 +714,26 @@ Test(text_sync, thread_passing_with_both_blocked_is_stopped)
 }
 
 /*
- * Any other thread that runs with both blocked is deaf: a forced stop leaves
- * it alone rather than wait for it (Criterion's own helper thread, which
- * blocks every signal, sometimes runs at the plan: the merged code then
- * waited 30 s for it and failed, stop_machine::failed_write_is_undone).
+ * A thread that blocks both for good, runs now and then and mostly sleeps
+ * (Criterion's own helper thread, a sigwait() daemon's signal thread) is
+ * deaf even when the plan finds it running: settle() sees it fall asleep.
+ * The stop_machine fix as first merged signalled it and waited 30 s for it
+ * (stop_machine::failed_write_is_undone failed 1 run in 5 in Criterion).
  */
 static void *deaf_runner(void *arg)
 {
+	struct timespec nap = { 0, 500 * 1000 };
 	sigset_t all;
 
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	atomic_store(&blocker_state, 1);
-	while (atomic_load(&blocker_state) == 1)
-		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	while (atomic_load(&blocker_state) == 1) {
+		for (int k = 0; k < 100000; k++)
+			atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+		nanosleep(&nap, NULL);	/* the thread's shape: mostly asleep */
+	}
 	return NULL;
 }
 
