@@ -530,12 +530,12 @@ struct survey {
  * thread released by the last stop, until its sigreturn; for long under
  * `strace -f`, which stops it there) or glibc's thread start or exit.  It
  * runs code next, so it must not be taken for deaf, or a stop would leave it
- * running while sites are written (issue 22).  Wait a little for it to
+ * running while sites are written (issue 22).  Wait up to 2 ms for it to
  * settle: unblocked (then *@m is its new mask, return true), or asleep
  * (deaf, like a sigwait() thread that only happened to run at the plan).
  * Returns false when it still runs with both blocked.
  */
-#define KK_SYNC_SETTLE_NS	(50 * 1000000ull)
+#define KK_SYNC_SETTLE_NS	(2 * 1000000ull)
 
 static bool settle(pid_t tid, uint64_t *m, int sig)
 {
