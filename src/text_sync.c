@@ -529,27 +529,40 @@ struct survey {
  * passing through: out of a handler of ours (which blocks every signal: a
  * thread released by the last stop, until its sigreturn; for long under
  * `strace -f`, which stops it there) or glibc's thread start or exit.  It
- * runs code next, so it must not be taken for deaf, or a stop would leave it
- * running while sites are written (issue 22).  Wait up to 2 ms for it to
- * settle: unblocked (then *@m is its new mask, return true), or asleep
- * (deaf, like a sigwait() thread that only happened to run at the plan).
- * Returns false when it still runs with both blocked.
+ * runs code next, so a stop must not take it for deaf, or it would run
+ * while sites are written (issue 22).  Before a stop, every deaf thread that
+ * is not asleep gets until one shared deadline (50 ms for them all) to
+ * settle: asleep, it stays deaf (a sigwait() thread that only happened to
+ * run); unblocked, or still running so, it is signalled like the others and
+ * waited for (check_pending()).  Only stops pay this: a round leaves a
+ * thread that is truly passing through nothing to fear, and the library
+ * writes by page swaps where such threads exist.
  */
-#define KK_SYNC_SETTLE_NS	(2 * 1000000ull)
+#define KK_SYNC_SETTLE_NS	(50 * 1000000ull)
 
-static bool settle(pid_t tid, uint64_t *m, int sig)
+static bool settles_asleep(pid_t tid, int sig, uint64_t end)
 {
 	const uint64_t both = 1ull << (SIGTRAP - 1) | 1ull << (sig - 1);
-	uint64_t end = kk_now_ns() + KK_SYNC_SETTLE_NS;
+	uint64_t m;
 
-	while (kk_task_state(tid) != 'S' && kk_now_ns() < end) {
-		if (kk_task_sigblk(tid, m))
-			return false;
-		if ((*m & both) != both)
+	for (;;) {
+		if (kk_task_state(tid) == 'S')
 			return true;
+		if (kk_task_sigblk(tid, &m) || (m & both) != both || kk_now_ns() >= end)
+			return false;
 		sched_yield();
 	}
-	return false;
+}
+
+static void undeafen(int sig)
+{
+	uint64_t end = kk_now_ns() + KK_SYNC_SETTLE_NS;
+	int k = 0;
+
+	for (int i = 0; i < ndeaf; i++)
+		if (settles_asleep(deaf[i], sig, end))
+			deaf[k++] = deaf[i];
+	ndeaf = k;
 }
 
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
@@ -593,24 +606,15 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 		 * pattern as "not blocked". */
 		if (!trap && park && kk_under_valgrind())
 			park = false;
-		if (trap && park && settle(tid, &m, sig)) {
-			trap = m >> (SIGTRAP - 1) & 1;
-			park = m >> (sig - 1) & 1;
-		}
-		/* Deaf: asleep with both blocked (a sigwait() worker, glibc's
-		 * timer thread, a test runner's helper): left alone by
-		 * signals, and a reason for the page swap when the library
-		 * chooses.  One that still runs so after settle() is
-		 * signalled like the others and waited for (check_pending()),
-		 * and is a reason for the page swap too (all_blocker). */
+		/* Deaf: both blocked (a sigwait() worker, glibc's timer
+		 * thread, a test runner's helper): left alone by signals, and
+		 * a reason for the page swap when the library chooses.  One
+		 * that runs (all_blocker) may be passing through instead: a
+		 * stop looks at it again (undeafen()). */
 		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			if (kk_task_state(tid) == 'S') {
-				deaf[ndeaf++] = tid;
-				continue;
-			}
-			if (!s->all_blocker)
+			if (kk_task_state(tid) != 'S' && !s->all_blocker)
 				s->all_blocker = tid;
-			s->others++;
+			deaf[ndeaf++] = tid;
 			continue;
 		}
 		if (trap && !s->trap_blocker)
@@ -753,6 +757,8 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	} else if (!m) {
 		m = choose(force, sig, &s, traps, err, errlen);
 	}
+	if (m == M_STOP)
+		undeafen(sig);
 	if (m >= 0)
 		__atomic_store_n(&method, m, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&sync_lock);
