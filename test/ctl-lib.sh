@@ -3,7 +3,8 @@
 # control_squat.sh): sourced, not run.  Sets B, a world-readable $tmp removed
 # at exit with every process whose pid is in $pids, fail(), as UID CMD...
 # (CMD as that uid and gid, no groups), $ctl_env (the fallback build has no
-# sites to start the endpoint lazily), and start CMD... (jl_target under CMD,
+# sites to start the endpoint lazily), $key_line (what a read of jl_target's
+# static_keys must hold), and start CMD... (jl_target under CMD,
 # which execs it keeping its pid, in the background; sets $tpid once its
 # endpoint listens, which is before it prints).
 B=${KK_BUILD:?}
@@ -20,7 +21,12 @@ trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
 ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+key_line='^target_key 0 '
+if [ "${KK_TEST_LABEL:-default}" = fallback ]; then
+	ctl_env=KK_CONTROL=1
+	# (and an untouched key is not listed: the reply is the header alone)
+	key_line='^# name enabled count sites module$'
+fi
 n=0
 start() {
 	n=$((n + 1))

@@ -48,7 +48,7 @@ refused() {
 start as "$S" unshare -U -r
 c=$tpid
 ok "host root reads S's namespace's process" "$K" -p "$c" read static_keys
-grep -q '^target_key 0 ' "$tmp/out" || fail "host root's read: $(cat "$tmp/out")"
+grep -q "$key_line" "$tmp/out" || fail "host root's read: $(cat "$tmp/out")"
 ok "host root writes it" "$K" -p "$c" write dynamic_debug/all_or_nothing 0
 ok "host root reads back" "$K" -p "$c" read dynamic_debug/all_or_nothing
 [ "$(cat "$tmp/out")" = 0 ] || fail "the write did not take: $(cat "$tmp/out")"
@@ -61,7 +61,7 @@ grep -q "^{\"pid\":$c,\"name\":\"jl_target\",\"uid\":$S,\"ok\":true,\"reply\":\"
 
 # ---- 2. the container's root, inside its namespace
 ok "the container's root" as "$S" nsenter -t "$c" -U --preserve-credentials "$K" -p "$c" read static_keys
-grep -q '^target_key 0 ' "$tmp/out" || fail "the container's root's read: $(cat "$tmp/out")"
+grep -q "$key_line" "$tmp/out" || fail "the container's root's read: $(cat "$tmp/out")"
 
 # ---- 3. another user, and another rootless namespace's root
 refused "uid $S2 on S's namespace" as "$S2" "$K" -p "$c" read static_keys
