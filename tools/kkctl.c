@@ -3,11 +3,14 @@
  * kkctl: read and write the virtual files that kernelkit processes serve on
  * their control endpoints.
  *
- *   kkctl ls                              processes we may control
+ *   kkctl ls                              your processes that serve, reachable or not
  *   kkctl TARGETS files                   the files each target serves
  *   kkctl TARGETS read FILE               print a file of each target
  *   kkctl TARGETS write FILE [TEXT]       write TEXT (or stdin) to each target
- *   TARGETS: -p PID (repeatable), -n NAME (repeatable), --all
+ *   TARGETS: -p PID, -n NAME, --tree PID (each repeatable), --all
+ *
+ * A process a selector matched but kkctl cannot reach is reported, never
+ * skipped: kkctl says what it did not do.
  *
  * Every target gets one deadline for its whole exchange and a cap on the size
  * of its reply: a process that passes our checks is still not trusted to
@@ -62,16 +65,20 @@ static void usage(FILE *f)
 		"       %s --version | --help\n"
 		"\n"
 		"Talk to the control endpoint of processes that use kernelkit.\n"
-		"  ls      list the live processes you may control (as root: every user's)\n"
+		"  ls      list the live processes of yours that serve an endpoint (as root:\n"
+		"          every user's), those you cannot reach marked with why\n"
 		"  files   list the virtual files a process serves\n"
 		"  read    print a file\n"
 		"  write   write TEXT to a file; without TEXT, read it from standard input\n"
 		"\n"
 		"targets (may be combined and repeated):\n"
 		"  -p, --pid PID     the process PID\n"
-		"  -n, --name NAME   every process you may control named NAME (its command\n"
+		"  -n, --name NAME   every process with an endpoint named NAME (its command\n"
 		"                    name or the base name of argv[0], like pgrep -x)\n"
-		"  -a, --all         every process you may control\n"
+		"  -T, --tree PID    PID and its descendants that have an endpoint; with -n,\n"
+		"                    only those named NAME\n"
+		"  -a, --all         every process with an endpoint that runs as you (real or\n"
+		"                    effective uid; as root: every user's)\n"
 		"options:\n"
 		"  -j, --json        one JSON object per line (per process for files/read/write)\n"
 		"  -t, --timeout SECONDS  give up on a target whose whole reply takes longer\n"
@@ -82,8 +89,9 @@ static void usage(FILE *f)
 		"  -h, --help        show this help\n"
 		"\n"
 		"With several targets, each reply is preceded by a line \"==> PID NAME <==\".\n"
-		"Process PID serves the abstract Unix socket @kernelkit/PID.  Exit status:\n"
-		"0 ok, 1 failed (for any target), 2 usage.\n",
+		"A matched process kkctl cannot reach is reported, not skipped.  Process PID\n"
+		"serves the abstract Unix socket @kernelkit/PID.  Exit status: 0 ok, 1 failed\n"
+		"(for any target), 2 usage.\n",
 		prog, prog, prog, prog, prog);
 }
 
