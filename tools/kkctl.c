@@ -1033,11 +1033,13 @@ static int load_procs(void)
 	struct dirent *e;
 	DIR *d;
 
-	if (scan_endpoints(add_endpoint_pid, &eps) || eps.nomem || !(d = opendir("/proc"))) {
-		if (eps.nomem || errno == ENOMEM)
-			fprintf(stderr, "%s: out of memory\n", prog);
-		else if (!eps.nomem)
-			fprintf(stderr, "%s: /proc: %s\n", prog, strerror(errno));
+	if (scan_endpoints(add_endpoint_pid, &eps)) {	/* (it said why) */
+		free(eps.v);
+		return -1;
+	}
+	if (eps.nomem || !(d = opendir("/proc"))) {
+		fprintf(stderr, "%s: %s%s\n", prog, eps.nomem ? "" : "/proc: ",
+			eps.nomem ? "out of memory" : strerror(errno));
 		free(eps.v);
 		return -1;
 	}
