@@ -51,8 +51,9 @@ grep -q "^==> $p1 jl_target <==\$" "$tmp/out" || fail "the good target's report 
 grep -q "^kkctl: process 999999: process 999999 has no control endpoint\$" "$tmp/err" ||
 	fail "the bad target's report: $(cat "$tmp/err")"
 
-# ---- -n NAME: both jl_targets, and nothing else
-"$KKCTL" -n jl_target files > "$tmp/out" 2> "$tmp/err" || fail "-n: $(cat "$tmp/err")"
+# ---- -n NAME: both jl_targets, and nothing else (within this script's tree:
+# other tests' jl_targets, of other uids, would be reported as unreachable)
+"$KKCTL" --tree $$ -n jl_target files > "$tmp/out" 2> "$tmp/err" || fail "-n: $(cat "$tmp/err")"
 grep -q "^==> $p1 jl_target <==\$" "$tmp/out" && grep -q "^==> $p2 jl_target <==\$" "$tmp/out" ||
 	fail "-n misses one: $(cat "$tmp/out")"
 grep '^==> ' "$tmp/out" | grep -v ' jl_target <==$' && fail "-n selects others"
