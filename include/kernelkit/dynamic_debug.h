@@ -67,6 +67,13 @@ extern "C" {
 	(_DPRINTK_FLAGS_INCL_MODNAME | _DPRINTK_FLAGS_INCL_FUNCNAME |		\
 	 _DPRINTK_FLAGS_INCL_LINENO | _DPRINTK_FLAGS_INCL_TID |			\
 	 _DPRINTK_FLAGS_INCL_SOURCENAME)
+/*
+ * Not a flag that queries set: the site calls its function without the
+ * descriptor (_dynamic_func_call_no_desc()), so the function cannot honour
+ * m f l s t d.  A query that would add one of those to such a site is
+ * refused and changes nothing (-EOPNOTSUPP).  Not shown in the listing.
+ */
+#define _DPRINTK_FLAGS_NO_DESC		(1u << 7)
 
 /*
  * `#define DEBUG` before this header: the unit's sites start enabled, as in
@@ -292,6 +299,24 @@ void kk_dyndbg_sink_journal(const struct _ddebug *desc, const char *msg, size_t 
 
 void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 	__attribute__((__format__(__printf__, 2, 3)));
+
+/*
+ * The decoration the site's flags ask for, "[tid] module:func:file:line: "
+ * (each part only when its flag m f s l t is set; "" with none), as
+ * __dynamic_pr_debug() puts it before its message: for a function called
+ * through _dynamic_func_call(fmt, func, ...), which gets the descriptor and
+ * formats its own line.  Writes at most @len bytes to @buf, terminated when
+ * @len > 0; returns the length of the whole prefix, as snprintf() does.
+ */
+size_t kk_dynamic_emit_prefix(const struct _ddebug *desc, char *buf, size_t len);
+/* The kernel's dynamic_emit_prefix() (lib/dynamic_debug.c): @buf holds
+ * KK_DYNDBG_PREFIX_SIZE bytes (the kernel's PREFIX_SIZE); returns @buf. */
+#define KK_DYNDBG_PREFIX_SIZE	128
+static inline char *dynamic_emit_prefix(const struct _ddebug *desc, char *buf)
+{
+	kk_dynamic_emit_prefix(desc, buf, KK_DYNDBG_PREFIX_SIZE);
+	return buf;
+}
 /* The rate-limit decision of pr_debug_ratelimited(); reports through the sink. */
 int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *descriptor);
 
@@ -362,21 +387,21 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define DYNAMIC_DEBUG_BRANCH(descriptor) static_branch_unlikely(&(descriptor).key.dd_key_false)
 #endif
 
-#define __KK_DD_DESC_INIT(cls, fmt) {					\
+#define __KK_DD_DESC_INIT(cls, fmt, flags) {					\
 		__KK_DD_MODNAME,						\
 		__func__,							\
 		__FILE__,							\
 		(fmt),								\
 		__LINE__,							\
 		(cls),								\
-		_DPRINTK_FLAGS_DEFAULT,						\
+		(flags),							\
 		_DPRINTK_KEY_INIT						\
 	}
 #ifndef __cplusplus
-#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
+#define __KK_DD_DEFINE(name, cls, fmt, flags)					\
 	static struct _ddebug name						\
 	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) =	\
-		__KK_DD_DESC_INIT(cls, fmt)
+		__KK_DD_DESC_INIT(cls, fmt, flags)
 #else
 /*
  * C++: a site in an inline function or a template is a COMDAT variable, and
@@ -405,21 +430,23 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define __KK_DD_SYM(op)		"%c" op
 #define __KK_DD_SYM_CONSTRAINT	"i"
 #endif
-#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
+#define __KK_DD_DEFINE(name, cls, fmt, flags)					\
 	static struct _ddebug name __attribute__((__aligned__(8))) =		\
-		__KK_DD_DESC_INIT(cls, fmt);					\
+		__KK_DD_DESC_INIT(cls, fmt, flags);				\
 	__asm__(".pushsection kk_dyndbg_ptrs, \"aw?\"\n\t"			\
 		".balign 8\n\t"							\
 		".quad " __KK_DD_SYM("[d]") "\n\t"				\
 		".popsection"							\
 		: : [d] __KK_DD_SYM_CONSTRAINT(&name))
 #endif
+#define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
+	__KK_DD_DEFINE(name, cls, fmt, _DPRINTK_FLAGS_DEFAULT)
 #define DEFINE_DYNAMIC_DEBUG_METADATA(name, fmt)				\
 	DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, _DPRINTK_CLASS_DFLT, fmt)
 
-/* Define the site @id and call func(args) when it is enabled. */
-#define __kk_dd_site_call(id, cls, fmt, func, args) do {			\
-	DEFINE_DYNAMIC_DEBUG_METADATA_CLS(id, cls, fmt);			\
+/* Define the site @id (initial flags @fl) and call func(args) when it is enabled. */
+#define __kk_dd_site_call(id, cls, fmt, fl, func, args) do {			\
+	__KK_DD_DEFINE(id, cls, fmt, fl);					\
 	if (DYNAMIC_DEBUG_BRANCH(id))						\
 		func args;							\
 } while (0)
@@ -427,15 +454,22 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 /* __dynamic_func_call_cls(id, cls, fmt, func, ...): func(&id, ...) */
 #define __dynamic_func_call_cls(...)						\
 	__KK_DD_CAT_B(__kk_dd_fcc_, __KK_DD_SEL4(__VA_ARGS__))(__VA_ARGS__)
-#define __kk_dd_fcc_4(id, cls, fmt, func) __kk_dd_site_call(id, cls, fmt, func, (&id))
+#define __kk_dd_fcc_4(id, cls, fmt, func)					\
+	__kk_dd_site_call(id, cls, fmt, _DPRINTK_FLAGS_DEFAULT, func, (&id))
 #define __kk_dd_fcc_9(id, cls, fmt, func, ...)					\
-	__kk_dd_site_call(id, cls, fmt, func, (&id, __VA_ARGS__))
-/* __dynamic_func_call_cls_no_desc(id, cls, fmt, func, ...): func(...) */
+	__kk_dd_site_call(id, cls, fmt, _DPRINTK_FLAGS_DEFAULT, func, (&id, __VA_ARGS__))
+/*
+ * __dynamic_func_call_cls_no_desc(id, cls, fmt, func, ...): func(...).  The
+ * site is marked _DPRINTK_FLAGS_NO_DESC: func gets no descriptor, so queries
+ * may not ask it for decorations.
+ */
 #define __dynamic_func_call_cls_no_desc(...)					\
 	__KK_DD_CAT_B(__kk_dd_fccn_, __KK_DD_SEL4(__VA_ARGS__))(__VA_ARGS__)
-#define __kk_dd_fccn_4(id, cls, fmt, func) __kk_dd_site_call(id, cls, fmt, func, ())
+#define __kk_dd_fccn_4(id, cls, fmt, func)					\
+	__kk_dd_site_call(id, cls, fmt, _DPRINTK_FLAGS_DEFAULT | _DPRINTK_FLAGS_NO_DESC, func, ())
 #define __kk_dd_fccn_9(id, cls, fmt, func, ...)					\
-	__kk_dd_site_call(id, cls, fmt, func, (__VA_ARGS__))
+	__kk_dd_site_call(id, cls, fmt, _DPRINTK_FLAGS_DEFAULT | _DPRINTK_FLAGS_NO_DESC, func, \
+			  (__VA_ARGS__))
 /* __dynamic_func_call(id, fmt, func, ...) and _no_desc: the default class */
 #define __dynamic_func_call(...)						\
 	__KK_DD_CAT_B(__kk_dd_fc_, __KK_DD_SEL3(__VA_ARGS__))(__VA_ARGS__)

@@ -41,6 +41,9 @@ _Static_assert(DDQ_F_INCL_SOURCENAME == _DPRINTK_FLAGS_INCL_SOURCENAME, "flag va
 _Static_assert(DDQ_F_INCL_STACK == _DPRINTK_FLAGS_INCL_STACK, "flag values");
 _Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
 
+/* What a site whose function gets no descriptor cannot honour: m f l s t d. */
+#define DD_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK)
+
 #define DD_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
 
 struct dd_table {
@@ -197,7 +200,9 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 
 	for (size_t i = 0; i < b->n; i++) {
 		const struct ddq_query *q = &b->q[i];
-		unsigned long matched = 0, changed = 0;
+		unsigned long matched = 0, changed = 0, refused = 0;
+		const struct _ddebug *first_refused = NULL;
+		unsigned int refused_flags = 0;
 
 		k = 0;
 		for (struct dd_table *t = tables; t; t = t->next) {
@@ -231,12 +236,37 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 				if (!ddq_match(q, &s))
 					continue;
 				matched++;
-				v = (nf[k] & q->mask) | q->flags;
+				/* the NO_DESC mark is the site's, not the query's */
+				v = (nf[k] & (q->mask | _DPRINTK_FLAGS_NO_DESC)) | q->flags;
+				if ((nf[k] & _DPRINTK_FLAGS_NO_DESC) && (v & ~nf[k] & DD_DECORATIONS)) {
+					/* its function gets no descriptor: it cannot decorate */
+					if (!refused++)
+						first_refused = dp;
+					refused_flags |= v & ~nf[k] & DD_DECORATIONS;
+				}
 				if (v != nf[k]) {
 					changed++;
 					nf[k] = v;
 				}
 			}
+		}
+		if (refused) {
+			/* Failure changes nothing: refused before anything is published. */
+			char fl[16];
+
+			ddq_flags_str(refused_flags, fl);
+			if (rep)
+				kk_buf_printf(rep, "dyndbg: query %zu \"%s\": '%s' asks %lu site%s "
+					      "for decorations that a function called without its "
+					      "descriptor (_dynamic_func_call_no_desc) cannot print, "
+					      "first %s:%u [%s]%s: nothing was changed\n", i + 1,
+					      q->text, fl, refused, refused == 1 ? "" : "s",
+					      rel_name(first_refused->filename),
+					      (unsigned int)first_refused->lineno,
+					      first_refused->modname, first_refused->function);
+			memset(res, 0, sizeof(*res));
+			ret = -EOPNOTSUPP;
+			goto out;
 		}
 		res->matched += matched;
 		res->changed += changed;
@@ -351,7 +381,9 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 	if (!locked)
 		pthread_mutex_unlock(&dd_lock);
 	if (rep) {
-		if (ret)
+		if (ret == -EOPNOTSUPP)
+			;	/* exec_locked() said why, in one line */
+		else if (ret)
 			kk_buf_printf(rep, "dyndbg: applying failed (%s): nothing was changed\n",
 				      kk_jump_label_strerror());
 		else
@@ -527,17 +559,38 @@ static int in_startup_object(const void *p)
 	return 0;
 }
 
+/* Apply @b (from the variable @var) to table @t; say why when that fails. */
+static void startup_block_locked(const struct ddq_block *b, struct dd_table *t, const char *var)
+{
+	struct kk_dyndbg_result r;
+	struct kk_buf rep = { 0 };
+	int ret = exec_locked(b, t, &r, &rep);
+	const char *why = NULL;
+
+	if (ret == -EOPNOTSUPP && rep.data) {	/* the refusal, the last line of the report */
+		why = rep.data + rep.len;
+		while (why > rep.data && why[-1] == '\n')
+			why--;
+		while (why > rep.data && why[-1] != '\n')
+			why--;
+	}
+	if (ret && why)
+		fprintf(stderr, "kernelkit: %s: applying to %s: %s", var, t->objname, why);
+	else if (ret)
+		fprintf(stderr, "kernelkit: %s: applying to %s failed: %s\n", var, t->objname,
+			kk_jump_label_strerror());
+	kk_buf_free(&rep);
+}
+
 /* Apply the start-up queries that concern table @t. Called with dd_lock held. */
 static void startup_queries_locked(struct dd_table *t, int startup)
 {
 	struct kk_dyndbg_result r;
 
-	if (startup && env_ok && env_block.n && exec_locked(&env_block, t, &r, NULL))
-		fprintf(stderr, "kernelkit: KK_DYNDBG: applying to %s failed: %s\n",
-			t->objname, kk_jump_label_strerror());
-	if (startup && inh_ok && inh_block.n && exec_locked(&inh_block, t, &r, NULL))
-		fprintf(stderr, "kernelkit: KK_DYNDBG_INHERIT: applying to %s failed: %s\n",
-			t->objname, kk_jump_label_strerror());
+	if (startup && env_ok && env_block.n)
+		startup_block_locked(&env_block, t, "KK_DYNDBG");
+	if (startup && inh_ok && inh_block.n)
+		startup_block_locked(&inh_block, t, "KK_DYNDBG_INHERIT");
 	for (struct dd_modq *q = modqs; q; q = q->next) {
 		int has = 0;
 

@@ -110,7 +110,8 @@ static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, siz
 	int n;
 
 #define ADD(...) do {								\
-		n = snprintf(buf + pos, pos < len ? len - pos : 0, __VA_ARGS__);	\
+		n = snprintf(pos < len ? buf + pos : NULL, pos < len ? len - pos : 0, \
+			     __VA_ARGS__);					\
 		if (n > 0)							\
 			pos += (size_t)n;					\
 	} while (0)
@@ -129,6 +130,20 @@ static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, siz
 		ADD(" ");
 #undef ADD
 	return pos;
+}
+
+KK_EXPORT size_t kk_dynamic_emit_prefix(const struct _ddebug *desc, char *buf, size_t len)
+{
+	unsigned int flags;
+
+	if (len)
+		buf[0] = '\0';
+	if (!desc)
+		return 0;
+	flags = __atomic_load_n(&desc->flags, __ATOMIC_RELAXED);
+	if (!(flags & _DPRINTK_FLAGS_INCL_ANY))
+		return 0;
+	return prefix(desc, flags, buf, len);	/* @len 0: measures only */
 }
 
 __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
