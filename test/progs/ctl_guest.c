@@ -25,6 +25,8 @@
  *                        on fd 2; answers "ok N", or the errno of dup2
  *   ids UID              setgroups(0), setgid(UID), setuid(UID): a worker's
  *                        privilege drop (every thread, through glibc)
+ *   chroot DIR           chroot(DIR) and chdir("/"): a worker's jail, with
+ *                        no /proc in it
  *   quit                 exit(0)
  * Answers: "ok[ detail]" or "fail what".  A write of anything to the control
  * file guest/dup2 does the dup2 from the endpoint's own thread, while it is
@@ -342,6 +344,11 @@ int main(void)
 
 			if (setgroups(0, NULL) || setgid(u) || setuid(u))
 				printf("fail set ids: %s\n", strerror(errno));
+			else
+				puts("ok");
+		} else if (!strncmp(line, "chroot ", 7)) {
+			if (chroot(line + 7) || chdir("/"))
+				printf("fail chroot: %s\n", strerror(errno));
 			else
 				puts("ok");
 		} else if (!strcmp(line, "quit")) {

@@ -9,7 +9,9 @@
 #     site's line switched on through kkctl;
 #  2. the program drops privileges (setgroups, setgid, setuid: a worker's
 #     shape): the endpoint follows by itself, so root and the new uid reach it
-#     and a third uid is refused.
+#     and a third uid is refused;
+#  3. the program chroots into an empty directory (no /proc there): kkctl
+#     still reaches it, and +p still switches its site on.
 # The program answers each command on a pipe ("quiet" waits until every
 # other thread sleeps): no sleep orders anything.
 set -u
@@ -119,4 +121,18 @@ cmd debug
 grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line after the drop"
 finish
 echo "setuid: root and uid $U reach the process after its drop, uid $U2 does not"
+
+# ---- 3. the program chroots where there is no /proc
+: > "$tmp/log"
+mkdir "$tmp/jail"
+t="chroot"
+start
+cmd "lowfd $tmp/log"
+cmd "chroot $tmp/jail"
+"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
+	fail "$t: +p: $(cat "$tmp/ctlerr")"
+cmd debug
+grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line in the jail"
+finish
+echo "chroot: reached and switched in a jail without /proc"
 rm -rf "$tmp"
