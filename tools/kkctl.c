@@ -145,6 +145,12 @@ struct target {
 	char name[64];		/* comm */
 	char argv0[64];		/* base name of argv[0] */
 	bool selected;		/* by -n, --tree or --all (not only -p) */
+	/* In a container (another network or pid namespace than ours): */
+	bool contained;
+	pid_t inpid;		/* its pid there */
+	unsigned long netns;	/* its network namespace's inode */
+	char host[72];		/* its UTS namespace's host name, if not ours */
+	char cgroup[160];	/* its cgroup's path */
 };
 
 /* The effective uid of @pid from /proc/PID/status (and in @all, if given,
@@ -186,16 +192,91 @@ static bool proc_exists(pid_t pid)
 	return access(path, F_OK) == 0;
 }
 
-/* Is @pid in another network namespace than ours?  Its abstract sockets are
- * out of our sight then.  (False when we may not look: we cannot tell.) */
-static bool other_netns(pid_t pid)
-{
-	struct stat ours, theirs;
-	char path[64];
+/*
+ * Where a process lives, seen from us.  Its endpoint is named after its pid
+ * in its own pid namespace (the last field of NSpid in /proc/PID/status) and
+ * bound in its network namespace: a container's process (docker, podman, a
+ * Kubernetes pod: `unshare -n -p -f`) serves @kernelkit/1 where we cannot see
+ * it.  /proc/PID/net/unix lists the sockets of PID's network namespace, and a
+ * child of ours that enters it (setns) can connect (connect_in_ns()).
+ */
+struct where {
+	pid_t inpid;		/* its pid in its own pid namespace */
+	unsigned long netns;	/* /proc/PID/ns/net's inode; 0: we may not look */
+	bool other_net;		/* its network namespace is not ours */
+	bool other_pid;		/* its pid namespace is not ours (inpid != pid) */
+};
 
+static unsigned long ino_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+static unsigned long our_netns(void)
+{
+	static unsigned long ino;
+
+	if (!ino)
+		ino = ino_of("/proc/self/ns/net");
+	return ino;
+}
+
+/* Fill @w for @pid.  -1 if it is gone.  A network namespace we may not look
+ * at (another user's process, when we are not root) counts as ours: that is
+ * where we would look for it, as before namespaces were looked at. */
+static int proc_where(pid_t pid, struct where *w)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	w->inpid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			char *tok = line + 6, *end;
+			long v;
+
+			/* the last field: the pid in its innermost namespace */
+			while ((v = strtol(tok, &end, 10)) > 0 && end != tok) {
+				w->inpid = (pid_t)v;
+				tok = end;
+			}
+			break;
+		}
+	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	return !stat(path, &theirs) && !stat("/proc/self/ns/net", &ours) &&
-	       (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino);
+	w->netns = ino_of(path);
+	w->other_net = w->netns && w->netns != our_netns();
+	w->other_pid = w->inpid != pid;
+	return 0;
+}
+
+/* The container @pid belongs to, as the host names it: the path of its
+ * cgroup (the unified hierarchy's, else systemd's), e.g.
+ * /system.slice/docker-<id>.scope or /kubepods.slice/.../cri-containerd-<id>.scope.
+ * "" if unknown. */
+static void proc_cgroup(pid_t pid, char *buf, size_t bl)
+{
+	char path[64], line[512], uni[256] = "", sysd[256] = "", *q;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "0::", 3))
+			snprintf(uni, sizeof(uni), "%.255s", line + 3);
+		else if ((q = strstr(line, ":name=systemd:")))
+			snprintf(sysd, sizeof(sysd), "%.255s", q + 14);
+	}
+	if (f)
+		fclose(f);
+	snprintf(buf, bl, "%s", (uni[0] && strcmp(uni, "/")) || !sysd[0] ? uni : sysd);
 }
 
 static void proc_names(struct target *t)
@@ -334,7 +415,7 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 	return NULL;
 }
 
-/* ---- connecting from inside the target's user namespace ---------------------
+/* ---- connecting from inside the target's namespaces --------------------------
  *
  * The endpoint judges the uid of whoever called connect(), mapped into its own
  * user namespace.  A rootless container's namespace does not map host root,
@@ -342,37 +423,51 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
  * target lives in another user namespace, a child enters it (setns) and
  * becomes its root -- the namespace's owner, mapped to uid 0 there -- and
  * connects; the socket comes back over SCM_RIGHTS and we run the exchange.
+ * The same child enters the target's network namespace when that is not
+ * ours (a container's): abstract names live there.  It never enters the pid
+ * or mount namespace, so nothing runs in the container and nothing is
+ * written to its files, and SO_PEERCRED, read by us, still reports the
+ * endpoint's pid as we see it (the host pid), which check_peer() compares.
  * The kernel decides who may: setns() into a user namespace needs
  * CAP_SYS_ADMIN over it, which its owner and the root of an ancestor
- * namespace have and the root of a sibling namespace has not.  A child,
- * because a multithreaded process cannot enter a user namespace and because
- * it changes its credentials.
+ * namespace have and the root of a sibling namespace has not; into a network
+ * namespace, CAP_SYS_ADMIN over its owner and over our own user namespace, so
+ * a container's root cannot enter the host's or another container's.  A
+ * child, because a multithreaded process cannot enter a user namespace and
+ * because it changes its credentials.
  */
 
 /* The steps of entering, in order; the child reports the one that failed. */
-enum { ENTER_SETNS = 1, ENTER_SETRESGID, ENTER_SETRESUID };
+enum { ENTER_SETNS = 1, ENTER_SETRESGID, ENTER_SETRESUID, ENTER_NETNS, ENTER_UTSNS };
 static const char *const enter_steps[] = {
 	[ENTER_SETNS] = "setns", [ENTER_SETRESGID] = "setresgid", [ENTER_SETRESUID] = "setresuid",
+	[ENTER_NETNS] = "setns", [ENTER_UTSNS] = "setns",
 };
 
-/* @pid's user namespace, opened, if it is not ours; else -1.  (One we cannot
+/* /proc/@pid/ns/@ns, opened, if it is not ours; else -1.  (One we cannot
  * open, without ptrace access to @pid, we cannot enter either.) */
-static int userns_of(pid_t pid)
+static int ns_of(pid_t pid, const char *ns)
 {
 	struct stat ours, theirs;
 	char path[64];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (stat("/proc/self/ns/user", &ours) || fstat(fd, &theirs) ||
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	if (stat(path, &ours) || fstat(fd, &theirs) ||
 	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int userns_of(pid_t pid)
+{
+	return ns_of(pid, "user");
 }
 
 /* In the child: enter @nsfd and become its root.  0, or the failed step. */
@@ -388,15 +483,46 @@ static int become_ns_root(int nsfd)
 	return 0;
 }
 
-/* In the child: { failed step or 0, errno } and the socket if connected. */
-static void send_result(int sp, int step, int err, int fd)
+/* The namespaces a child enters (-1: stay in ours). */
+struct nsfds {
+	int net, user, uts;
+};
+
+/*
+ * In the child: enter @ns.  0, or the failed step (errno set).  The network
+ * namespace first, while we have our own capabilities (host root entering a
+ * root container's, owned by the host's user namespace), and again after the
+ * user namespace if that failed (a user entering their own rootless
+ * container, whose namespace owns its network namespace).
+ */
+static int enter_ns(const struct nsfds *ns)
 {
-	int msg[2] = { step, err };
+	bool net = ns->net >= 0 && !setns(ns->net, CLONE_NEWNET);
+	int step;
+
+	if (ns->user >= 0 && (step = become_ns_root(ns->user)))
+		return step;
+	if (ns->net >= 0 && !net && setns(ns->net, CLONE_NEWNET))
+		return ENTER_NETNS;
+	if (ns->uts >= 0 && setns(ns->uts, CLONE_NEWUTS))
+		return ENTER_UTSNS;
+	return 0;
+}
+
+/* The child's word: the failed step or 0, errno, and a host name (UTS). */
+struct child_msg {
+	int step, err;
+	char host[72];
+};
+
+/* In the child: @m and the socket if connected. */
+static void send_result(int sp, const struct child_msg *m, int fd)
+{
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} ctl;
-	struct iovec iov = { msg, sizeof(msg) };
+	struct iovec iov = { (void *)m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (fd >= 0) {
@@ -411,15 +537,15 @@ static void send_result(int sp, int step, int err, int fd)
 	(void)!sendmsg(sp, &mh, MSG_NOSIGNAL);
 }
 
-/* In the parent: the child's { step, errno } and socket (or -1).  -1 if it
+/* In the parent: the child's word and socket (or -1).  m->step -1 if it
  * died without a word. */
-static int recv_result(int sp, int msg[2])
+static int recv_result(int sp, struct child_msg *m)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int))];
 	} ctl;
-	struct iovec iov = { msg, 2 * sizeof(int) };
+	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
 			     .msg_controllen = sizeof(ctl.b) };
 	struct cmsghdr *c;
@@ -429,8 +555,9 @@ static int recv_result(int sp, int msg[2])
 	do
 		n = recvmsg(sp, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	if (n != 2 * (ssize_t)sizeof(int))
-		return msg[0] = -1, -1;
+	if (n != (ssize_t)sizeof(*m))
+		return m->step = -1, -1;
+	m->host[sizeof(m->host) - 1] = '\0';
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(c), sizeof(int));
@@ -438,61 +565,193 @@ static int recv_result(int sp, int msg[2])
 }
 
 /*
- * Connect to @sa from a child that entered the user namespace @nsfd as its
- * root.  The socket, or -1 with errno (connect()'s).  If the child could not
- * enter, -2 and why in @note.
+ * Run a child that enters @ns and then connects to @sa (if given) or reads
+ * its host name (into @m->host).  The socket or 0, or -1 with errno
+ * (connect()'s).  If the child could not enter, -2, the failed step in
+ * @m->step (-1: it died) and its errno in @m->err.
  */
-static int connect_in_userns(int nsfd, pid_t pid, const struct sockaddr_un *sa, socklen_t sl,
-			     char *note, size_t nl)
+static int in_ns(const struct nsfds *ns, const struct sockaddr_un *sa, socklen_t sl,
+		 struct child_msg *m)
 {
-	int sp[2], msg[2] = { -1, 0 }, fd = -1, st;
+	int sp[2], fd = -1, st;
 	pid_t child;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) || (child = fork()) < 0) {
-		snprintf(note, nl, "cannot enter process %d's user namespace: %s", (int)pid,
-			 strerror(errno));
+	memset(m, 0, sizeof(*m));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+		return m->step = -1, m->err = errno, -2;
+	if ((child = fork()) < 0) {
+		m->step = -1;
+		m->err = errno;
+		close(sp[0]);
+		close(sp[1]);
 		return -2;
 	}
 	if (child == 0) {
-		int step = become_ns_root(nsfd), err = errno;
-
-		if (!step) {
+		m->step = enter_ns(ns);
+		m->err = errno;
+		if (!m->step && sa) {
 			fd = connect_addr(sa, sl);
-			err = fd < 0 ? errno : 0;
-		}
-		send_result(sp[1], step, err, fd);
+			m->err = fd < 0 ? errno : 0;
+		} else if (!m->step && gethostname(m->host, sizeof(m->host) - 1))
+			m->host[0] = '\0';
+		send_result(sp[1], m, fd);
 		_exit(0);
 	}
 	close(sp[1]);
-	fd = recv_result(sp[0], msg);
+	fd = recv_result(sp[0], m);
 	close(sp[0]);
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
-	if (msg[0] == 0) {
-		errno = msg[1];
-		return fd;
-	}
-	if (msg[0] > 0)
-		snprintf(note, nl, "could not enter process %d's user namespace as its root: "
-			 "%s: %s", (int)pid, enter_steps[msg[0]], strerror(msg[1]));
-	else
-		snprintf(note, nl, "could not enter process %d's user namespace: the helper "
-			 "process died", (int)pid);
-	return -2;
+	if (m->step)
+		return -2;
+	errno = m->err;
+	return sa ? fd : 0;
 }
 
-/* The endpoint names in /proc/net/unix: listening stream sockets (flag
- * __SO_ACCEPTCON, 0x10000) named "@kernelkit/<pid>", "@kernelkit/<pid>/<n>"
- * or "@kernelkit/<pid>.<random>" (a process whose other names were squatted).
- * @each gets the pid and the name without its '@' ("kernelkit/..."). */
-static int scan_endpoints(void (*each)(pid_t pid, const char *name, void *arg), void *arg)
+/* Why the child could not enter, in @note. */
+static void enter_note(const struct child_msg *m, pid_t pid, char *note, size_t nl)
+{
+	const char *which = m->step == ENTER_NETNS ? "network" : m->step == ENTER_UTSNS ? "UTS" :
+			    "user";
+
+	if (m->step > 0 && m->step < ENTER_NETNS)
+		snprintf(note, nl, "could not enter process %d's user namespace as its root: "
+			 "%s: %s", (int)pid, enter_steps[m->step], strerror(m->err));
+	else if (m->step > 0)
+		snprintf(note, nl, "could not enter process %d's %s namespace: %s: %s", (int)pid,
+			 which, enter_steps[m->step], strerror(m->err));
+	else
+		snprintf(note, nl, "could not enter process %d's namespaces: %s", (int)pid,
+			 m->err ? strerror(m->err) : "the helper process died");
+}
+
+/*
+ * The host name of the UTS namespace @pid is in, if that is not ours (a
+ * container's: docker and podman set it to the container's id or name,
+ * Kubernetes to the pod's name).  "" if it is ours or we cannot enter it.
+ */
+static void proc_hostname(pid_t pid, char *buf, size_t bl)
+{
+	struct nsfds ns = { -1, userns_of(pid), ns_of(pid, "uts") };
+	struct child_msg m;
+
+	buf[0] = '\0';
+	if (ns.uts >= 0 && in_ns(&ns, NULL, 0, &m) == 0)
+		snprintf(buf, bl, "%s", m.host);
+	if (ns.uts >= 0 && buf[0] == '\0' && ns.user >= 0) {	/* not as its root: as we are */
+		close(ns.user);
+		ns.user = -1;
+		if (in_ns(&ns, NULL, 0, &m) == 0)
+			snprintf(buf, bl, "%s", m.host);
+	}
+	if (ns.user >= 0)
+		close(ns.user);
+	if (ns.uts >= 0)
+		close(ns.uts);
+}
+
+/* Fill @t's container fields (and its host name if @host: that takes a fork). */
+static void target_where(struct target *t, bool host)
+{
+	struct where w;
+
+	if (proc_where(t->pid, &w) || (!w.other_net && !w.other_pid))
+		return;
+	t->contained = true;
+	t->inpid = w.inpid;
+	t->netns = w.netns;
+	proc_cgroup(t->pid, t->cgroup, sizeof(t->cgroup));
+	if (host)
+		proc_hostname(t->pid, t->host, sizeof(t->host));
+}
+
+/* Print @t's container: " [container HOST, pid N, cgroup PATH, net:[INO]]" in
+ * text, ',"pid_inside":N,"container":{..}' in JSON; nothing if it is in
+ * ours. */
+static void put_container(FILE *f, const struct target *t)
+{
+	if (!t->contained)
+		return;
+	if (json) {
+		fprintf(f, ",\"pid_inside\":%d,\"container\":{", (int)t->inpid);
+		if (t->host[0]) {
+			fputs("\"hostname\":", f);
+			put_json(f, t->host, strlen(t->host));
+			putc(',', f);
+		}
+		fputs("\"cgroup\":", f);
+		put_json(f, t->cgroup, strlen(t->cgroup));
+		fprintf(f, ",\"netns\":%lu}", t->netns);
+		return;
+	}
+	fputs("  [", f);
+	if (t->host[0]) {
+		fputs("container ", f);
+		put_escaped(f, t->host, strlen(t->host), "");
+		fputs(", ", f);
+	}
+	fprintf(f, "pid %d inside", (int)t->inpid);
+	if (t->cgroup[0]) {
+		fputs(", cgroup ", f);
+		put_escaped(f, t->cgroup, strlen(t->cgroup), "");
+	}
+	if (t->netns)
+		fprintf(f, ", net:[%lu]", t->netns);
+	putc(']', f);
+}
+
+/*
+ * Is @t in the container @name?  Its host name, if its UTS namespace is not
+ * ours (docker and podman set the container's id or --hostname, Kubernetes
+ * the pod's name; `unshare -u` and hostname(1) do it by hand), or a component
+ * of its cgroup path: the whole component (a systemd unit, a pod's slice) or
+ * the id in "<engine>-<id>.scope" (docker-<id>.scope, libpod-<id>.scope,
+ * cri-containerd-<id>.scope).
+ */
+static bool in_machine(const struct target *t, const char *name)
+{
+	const char *c = t->cgroup;
+	size_t n = strlen(name);
+
+	if (!t->contained)
+		return false;
+	if (t->host[0] && !strcmp(t->host, name))
+		return true;
+	while (*c) {
+		size_t len = strcspn(c, "/");
+		const char *dash;
+
+		if (len == n && !memcmp(c, name, n))
+			return true;
+		dash = memrchr(c, '-', len);
+		if (len > 6 && !memcmp(c + len - 6, ".scope", 6) && dash &&
+		    (size_t)(c + len - 6 - dash - 1) == n && !memcmp(dash + 1, name, n))
+			return true;
+		c += len + (c[len] == '/');
+	}
+	return false;
+}
+
+/* The endpoint names in the network namespace of process @in (0: ours):
+ * listening stream sockets (flag __SO_ACCEPTCON, 0x10000) in its
+ * /proc/PID/net/unix named "@kernelkit/<pid>", "@kernelkit/<pid>/<n>" or
+ * "@kernelkit/<pid>.<random>" (a process whose other names were squatted);
+ * <pid> is a pid in the pid namespace of the process that bound it.  @each
+ * gets that pid and the name without its '@' ("kernelkit/..."). */
+static int scan_endpoints(pid_t in, void (*each)(pid_t pid, const char *name, void *arg),
+			  void *arg)
 {
 	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
-	char line[512];
-	FILE *f = fopen("/proc/net/unix", "re");
+	char line[512], path[64];
+	FILE *f;
 
+	if (in > 0)
+		snprintf(path, sizeof(path), "/proc/%d/net/unix", (int)in);
+	else
+		snprintf(path, sizeof(path), "/proc/net/unix");
+	f = fopen(path, "re");
 	if (!f) {
-		fprintf(stderr, "%s: /proc/net/unix: %s\n", prog, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -521,12 +780,13 @@ static int scan_endpoints(void (*each)(pid_t pid, const char *name, void *arg), 
 /* Reaching one pid's endpoint: the names tried so far, and the result. */
 struct reach {
 	pid_t pid;
+	pid_t inpid;		/* its pid in its pid namespace: its names' */
 	char *why;
 	size_t wl;
 	bool any, refused;
 	bool lasting;		/* a failure that trying again will not change */
 	int fd;			/* the verified connection, or -1 */
-	int nsfd;		/* the pid's user namespace if not ours, or -1 */
+	struct nsfds ns;	/* its namespaces that are not ours (-1: ours) */
 	char addr[128];		/* its name, with '@' */
 	char *note;		/* why we could not enter it, if we could not */
 	size_t nl;
@@ -535,16 +795,26 @@ struct reach {
 /* Connect to @sa and verify its owner; a refused one is reported in r->why. */
 static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl)
 {
-	bool stale = false;
-	int fd = r->nsfd >= 0 ? connect_in_userns(r->nsfd, r->pid, sa, sl, r->note, r->nl) : -2;
+	bool stale = false, entering = r->ns.net >= 0 || r->ns.user >= 0;
+	struct child_msg m;
+	int fd = entering ? in_ns(&r->ns, sa, sl, &m) : connect_addr(sa, sl);
 
-	if (fd == -2) {		/* not entering: as we are, and the endpoint decides */
-		if (r->nsfd >= 0)
-			close(r->nsfd);
-		r->nsfd = -1;
-		fd = connect_addr(sa, sl);
+	if (fd == -2) {
+		enter_note(&m, r->pid, r->note, r->nl);
+		if (r->ns.user >= 0 && m.step > 0 && m.step < ENTER_NETNS) {
+			/* could not become its root: as we are (in its network
+			 * namespace, if that is not ours), and the endpoint decides */
+			close(r->ns.user);
+			r->ns.user = -1;
+			fd = r->ns.net >= 0 ? in_ns(&r->ns, sa, sl, &m) : connect_addr(sa, sl);
+			if (fd == -2)
+				enter_note(&m, r->pid, r->note, r->nl);
+		}
 	}
-
+	if (fd == -2) {		/* its names are out of our reach */
+		r->lasting = true;
+		return;
+	}
 	if (fd < 0) {
 		/* ECONNREFUSED, ENOENT: no socket has the name (yet, or for a
 		 * moment while the endpoint re-creates it). */
@@ -575,7 +845,7 @@ static void try_alt(pid_t pid, const char *name, void *arg)
 	char own[64];
 
 	snprintf(own, sizeof(own), KK_CONTROL_ABSTRACT_PREFIX "%d", (int)pid);
-	if (pid != r->pid || r->fd >= 0 || !strcmp(name, own))
+	if (pid != r->inpid || r->fd >= 0 || !strcmp(name, own))
 		return;
 	try_name(r, &sa, kk_control_addr_str(&sa, name));
 }
@@ -593,22 +863,28 @@ static void try_alt(pid_t pid, const char *name, void *arg)
 static int connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, char *via,
 		       bool *again)
 {
-	struct reach r = { .pid = pid, .why = why, .wl = wl, .fd = -1, .nsfd = userns_of(pid),
-			   .note = note, .nl = nl };
+	struct reach r = { .pid = pid, .inpid = pid, .why = why, .wl = wl, .fd = -1,
+			   .ns = { -1, userns_of(pid), -1 }, .note = note, .nl = nl };
 	struct sockaddr_un sa;
+	struct where w = { 0 };
 
-	if (other_netns(pid))
-		snprintf(why, wl, "process %d has no control endpoint in this network namespace "
-			 "(it is in another: nsenter -t %d -n kkctl -p %d ...)", (int)pid, (int)pid,
-			 (int)pid);
-	else
-		snprintf(why, wl, "process %d has no control endpoint", (int)pid);
 	note[0] = '\0';
-	try_name(&r, &sa, kk_control_addr(&sa, pid));
-	if (r.fd < 0)		/* the name itself would not do */
-		scan_endpoints(try_alt, &r);
-	if (r.nsfd >= 0)
-		close(r.nsfd);
+	if (!proc_where(pid, &w)) {
+		r.inpid = w.inpid;
+		if (w.other_net)
+			r.ns.net = ns_of(pid, "net");
+	}
+	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
+	if (w.other_net)
+		snprintf(why, wl, "process %d has no control endpoint in its network namespace",
+			 (int)pid);
+	try_name(&r, &sa, kk_control_addr(&sa, r.inpid));
+	if (r.fd < 0 && !(w.other_net && r.ns.net < 0))	/* the name itself would not do */
+		scan_endpoints(w.other_net ? pid : 0, try_alt, &r);
+	if (r.ns.user >= 0)
+		close(r.ns.user);
+	if (r.ns.net >= 0)
+		close(r.ns.net);
 	snprintf(via, 128, "%s", r.fd >= 0 && r.refused ? r.addr : "");
 	*again = r.fd < 0 && !r.lasting && proc_exists(pid);
 	return r.fd;
@@ -926,7 +1202,8 @@ static int tlist_add(struct tlist *l, const struct target *t)
 static struct {
 	struct proc {
 		pid_t pid, ppid;
-		bool serves;	/* an endpoint name in /proc/net/unix, or the thread */
+		struct where w;
+		bool serves;	/* an endpoint name in its /proc/PID/net/unix, or the thread */
 		bool in_tree;	/* in one of the --tree trees */
 	} *v;
 	size_t n, cap;
@@ -1026,25 +1303,27 @@ static struct proc *find_proc(pid_t pid)
 	return procs.n ? bsearch(&key, procs.v, procs.n, sizeof(key), cmp_proc) : NULL;
 }
 
-/* Fill procs.  -1 after saying why. */
+/* The endpoint names of one network namespace, by the pid they name. */
+struct netns_eps {
+	unsigned long netns;
+	struct pids eps;
+};
+
+/* Fill procs.  Each distinct network namespace's sockets are read once, from
+ * one of its processes' /proc/PID/net/unix; a process serves if its own
+ * namespace has a name for its pid there.  -1 after saying why. */
 static int load_procs(void)
 {
-	struct pids eps = { 0 };
+	struct netns_eps *ns = NULL;
+	size_t nns = 0;
 	struct dirent *e;
 	DIR *d;
+	int ret = -1;
 
-	if (scan_endpoints(add_endpoint_pid, &eps)) {	/* (it said why) */
-		free(eps.v);
+	if (!(d = opendir("/proc"))) {
+		fprintf(stderr, "%s: /proc: %s\n", prog, strerror(errno));
 		return -1;
 	}
-	if (eps.nomem || !(d = opendir("/proc"))) {
-		fprintf(stderr, "%s: %s%s\n", prog, eps.nomem ? "" : "/proc: ",
-			eps.nomem ? "out of memory" : strerror(errno));
-		free(eps.v);
-		return -1;
-	}
-	if (eps.n)
-		qsort(eps.v, eps.n, sizeof(*eps.v), cmp_pid_t);
 	while ((e = readdir(d))) {
 		struct proc p = { 0 };
 		long pid, threads;
@@ -1054,32 +1333,67 @@ static int load_procs(void)
 		if (*end || pid <= 0 || pid > 0x7fffffff)
 			continue;
 		p.pid = (pid_t)pid;
-		if (proc_stat(p.pid, &p.ppid, &threads))
+		if (proc_stat(p.pid, &p.ppid, &threads) || proc_where(p.pid, &p.w))
 			continue;	/* gone */
+		if (!p.w.other_net)
+			p.w.netns = our_netns();
 		/* The thread is looked for only when there is no name: a
 		 * single-threaded process has none. */
-		p.serves = (eps.n && bsearch(&p.pid, eps.v, eps.n, sizeof(*eps.v), cmp_pid_t)) ||
-			   (threads > 1 && has_control_thread(p.pid));
+		p.serves = threads > 1;		/* for now: may have the thread */
 		if (procs.n == procs.cap) {
 			size_t cap = procs.cap ? 2 * procs.cap : 256;
 			struct proc *v = realloc(procs.v, cap * sizeof(*v));
 
-			if (!v) {
-				fprintf(stderr, "%s: out of memory\n", prog);
-				closedir(d);
-				free(eps.v);
-				return -1;
-			}
+			if (!v)
+				goto nomem;
 			procs.v = v;
 			procs.cap = cap;
 		}
 		procs.v[procs.n++] = p;
 	}
-	closedir(d);
-	free(eps.v);
 	if (procs.n)
 		qsort(procs.v, procs.n, sizeof(*procs.v), cmp_proc);
-	return 0;
+	for (size_t i = 0; i < procs.n; i++) {
+		struct proc *p = &procs.v[i];
+		struct netns_eps *t = NULL;
+		bool named;
+
+		for (size_t j = 0; j < nns && !t; j++)
+			if (ns[j].netns == p->w.netns)
+				t = &ns[j];
+		if (!t) {
+			struct netns_eps *v = realloc(ns, (nns + 1) * sizeof(*v));
+
+			if (!v)
+				goto nomem;
+			ns = v;
+			t = &ns[nns++];
+			memset(t, 0, sizeof(*t));
+			t->netns = p->w.netns;
+			/* A container's namespace we cannot read (it went away
+			 * with its last process) just has no names. */
+			if (scan_endpoints(p->w.other_net ? p->pid : 0, add_endpoint_pid, &t->eps) &&
+			    !p->w.other_net)
+				goto out;	/* (it said why) */
+			if (t->eps.nomem)
+				goto nomem;
+			if (t->eps.n)
+				qsort(t->eps.v, t->eps.n, sizeof(*t->eps.v), cmp_pid_t);
+		}
+		named = t->eps.n && bsearch(&p->w.inpid, t->eps.v, t->eps.n, sizeof(*t->eps.v),
+					    cmp_pid_t);
+		p->serves = named || (p->serves && has_control_thread(p->pid));
+	}
+	ret = 0;
+	goto out;
+nomem:
+	fprintf(stderr, "%s: out of memory\n", prog);
+out:
+	closedir(d);
+	for (size_t j = 0; j < nns; j++)
+		free(ns[j].eps.v);
+	free(ns);
+	return ret;
 }
 
 /* Mark @root and its descendants (by parent links: a process that was
@@ -1138,26 +1452,50 @@ static bool name_matches(const struct target *t, char **names, int nn)
 	return false;
 }
 
+/* The containers of -M, and the pids inside them of -p when -M is given. */
+static struct {
+	char **names;
+	int n;
+	pid_t *pids;
+	int np;
+} machines;
+
+static bool machine_matches(const struct target *t)
+{
+	bool pid = !machines.np;
+
+	for (int i = 0; i < machines.np && !pid; i++)
+		pid = t->inpid == machines.pids[i];
+	for (int i = 0; pid && i < machines.n; i++)
+		if (in_machine(t, machines.names[i]))
+			return true;
+	return false;
+}
+
 /*
  * Add to @l, in pid order, every process that serves and is matched: by
- * @all (yours()), or by the names and trees, which narrow each other (with
- * both, a process must have one of the names and be in one of the trees).
- * How many matched, or -1 (out of memory).
+ * @all (yours()), or by the names, trees and containers (-M, with -p the pids
+ * inside them), which narrow each other (with both -n and --tree, a process
+ * must have one of the names and be in one of the trees).  How many matched,
+ * or -1 (out of memory).
  */
 static long select_procs(struct tlist *l, bool all, char **names, int nn, bool trees)
 {
+	bool narrowed = nn || trees || machines.n;
 	long matched = 0;
 
 	for (size_t i = 0; i < procs.n; i++) {
 		struct proc *p = &procs.v[i];
 		struct target t = { .pid = p->pid, .selected = true };
 
-		if (!p->serves || (!all && !nn && !trees))
+		if (!p->serves || (!all && !narrowed))
 			continue;
 		t.uid = (uid_t)proc_uid(p->pid);
 		proc_names(&t);
-		if (((nn || trees) && (!nn || name_matches(&t, names, nn)) &&
-		     (!trees || p->in_tree)) || (all && yours(p->pid))) {
+		target_where(&t, machines.n || json);
+		if ((narrowed && (!nn || name_matches(&t, names, nn)) && (!trees || p->in_tree) &&
+		     (!machines.n || machine_matches(&t))) ||
+		    (all && !machines.n && yours(p->pid))) {
 			if (tlist_add(l, &t))
 				return -1;
 			matched++;
@@ -1178,6 +1516,9 @@ static int cmd_ls(void)
 		printf("%-8s %-6s %s\n", "PID", "UID", "COMMAND");
 	for (size_t i = 0; i < all.n; i++) {
 		struct target *t = &all.v[i];
+
+		if (t->contained && !t->host[0])
+			proc_hostname(t->pid, t->host, sizeof(t->host));
 		uint64_t deadline = kk_now_ns() + (uint64_t)(bounds.timeout_s * 1e9);
 		struct result r = { 0 };
 		int tries = 1, fd = reach_pid(t->pid, deadline, &tries, &r);
@@ -1187,8 +1528,9 @@ static int cmd_ls(void)
 		if (json) {
 			printf("{\"pid\":%d,\"name\":", (int)t->pid);
 			put_json(stdout, t->name, strlen(t->name));
-			printf(",\"uid\":%ld,\"ok\":%s", t->uid == (uid_t)-1 ? -1L : (long)t->uid,
-			       fd >= 0 ? "true" : "false");
+			printf(",\"uid\":%ld", t->uid == (uid_t)-1 ? -1L : (long)t->uid);
+			put_container(stdout, t);
+			printf(",\"ok\":%s", fd >= 0 ? "true" : "false");
 			if (fd < 0) {
 				fputs(",\"error\":", stdout);
 				put_json(stdout, r.err, strlen(r.err));
@@ -1205,6 +1547,7 @@ static int cmd_ls(void)
 		else
 			printf("%-8d %-6u ", (int)t->pid, (unsigned)t->uid);
 		put_escaped(stdout, t->name, strlen(t->name), "");
+		put_container(stdout, t);
 		if (fd < 0) {
 			fputs("  (unreachable: ", stdout);
 			put_escaped(stdout, r.err, strlen(r.err), "");
@@ -1227,8 +1570,9 @@ static void report(const struct target *t, const struct result *r, bool many)
 	if (json) {
 		printf("{\"pid\":%d,\"name\":", (int)t->pid);
 		put_json(stdout, t->name, strlen(t->name));
-		printf(",\"uid\":%ld,\"ok\":%s,", t->uid == (uid_t)-1 ? -1L : (long)t->uid,
-		       r->ok ? "true" : "false");
+		printf(",\"uid\":%ld", t->uid == (uid_t)-1 ? -1L : (long)t->uid);
+		put_container(stdout, t);
+		printf(",\"ok\":%s,", r->ok ? "true" : "false");
 		if (r->ok) {
 			fputs("\"reply\":", stdout);
 			put_json(stdout, r->body, r->len);
@@ -1376,6 +1720,7 @@ int main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "tree", required_argument, NULL, 'T' },
+		{ "machine", required_argument, NULL, 'M' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
@@ -1394,9 +1739,11 @@ int main(int argc, char **argv)
 
 	names = calloc((size_t)argc + 1, sizeof(char *));
 	trees = calloc((size_t)argc + 1, sizeof(pid_t));
-	if (!names || !trees)
+	machines.names = calloc((size_t)argc + 1, sizeof(char *));
+	machines.pids = calloc((size_t)argc + 1, sizeof(pid_t));
+	if (!names || !trees || !machines.names || !machines.pids)
 		return 1;
-	while ((c = getopt_long(argc, argv, "+p:n:T:ajt:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:n:T:M:ajt:Vh", opts, NULL)) != -1) {
 		struct target t = { 0 };
 		char *end;
 		long pid;
@@ -1413,12 +1760,16 @@ int main(int argc, char **argv)
 				trees[nt++] = (pid_t)pid;
 				break;
 			}
+			machines.pids[machines.np++] = (pid_t)pid;	/* if -M comes */
 			t.pid = (pid_t)pid;
 			if (tlist_add(&targets, &t))
 				return 1;
 			break;
 		case 'n':
 			names[nn++] = optarg;
+			break;
+		case 'M':
+			machines.names[machines.n++] = optarg;
 			break;
 		case 'a':
 			want_all = true;
@@ -1464,7 +1815,7 @@ int main(int argc, char **argv)
 	args = argc - 1;
 	if (!strcmp(verb, "ls")) {
 		if (args || targets.n || nn || nt || want_all) {
-			fprintf(stderr, "%s: ls takes no target and no argument\n", prog);
+			fprintf(stderr, "%s: ls takes no target and no argument (but -M)\n", prog);
 			return 2;
 		}
 		return cmd_ls();
@@ -1475,11 +1826,15 @@ int main(int argc, char **argv)
 			verb, prog);
 		return 2;
 	}
-	if (!targets.n && !nn && !nt && !want_all) {
+	if (!targets.n && !nn && !nt && !want_all && !machines.n) {
 		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME, --tree PID or --all\n",
 			prog, verb);
 		return 2;
 	}
+	if (machines.n)		/* -p PID is the pid inside the container */
+		targets.n = 0;
+	else
+		machines.np = 0;
 	file = args >= 1 ? argv[1] : NULL;
 	if (file && strlen(file) >= KK_CONTROL_NAME_MAX) {
 		fprintf(stderr, "%s: file name too long: %s\n", prog, file);
@@ -1499,7 +1854,7 @@ int main(int argc, char **argv)
 			text = stdin_text;
 		}
 	}
-	if (nn || nt || want_all) {
+	if (nn || nt || want_all || machines.n) {
 		long matched;
 
 		if (load_procs())
@@ -1520,6 +1875,11 @@ int main(int argc, char **argv)
 				geteuid() ? "of yours " : "");
 			return 1;
 		}
+		if (!matched && machines.n) {
+			fprintf(stderr, "%s: no process with a control endpoint in that container%s\n",
+				prog, nn || nt || machines.np ? " matches" : "");
+			return 1;
+		}
 		if (!matched) {
 			fprintf(stderr, "%s: no process %s%s\n", prog,
 				nt ? "in that tree " : "with a control endpoint ",
@@ -1537,6 +1897,7 @@ int main(int argc, char **argv)
 
 			t->uid = (uid_t)uid;
 			proc_names(t);
+			target_where(t, json);
 		}
 		request(t->pid, !strcmp(verb, "files") ? "list" : verb, file, text, tlen, &r);
 		report(t, &r, targets.n > 1);
@@ -1548,6 +1909,8 @@ int main(int argc, char **argv)
 	free(targets.v);
 	free(names);
 	free(trees);
+	free(machines.names);
+	free(machines.pids);
 	if (fflush(stdout))
 		return 1;
 	return failed ? 1 : 0;
