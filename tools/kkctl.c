@@ -7,7 +7,11 @@
  *   kkctl TARGETS files                   the files each target serves
  *   kkctl TARGETS read FILE               print a file of each target
  *   kkctl TARGETS write FILE [TEXT]       write TEXT (or stdin) to each target
- *   TARGETS: -p PID, -n NAME, --tree PID (each repeatable), --all
+ *   TARGETS: -p PID, -n NAME, --tree PID, -M NAME (each repeatable), --all
+ *   kkctl -H [user@]host[:port] ...       the same on other hosts, over ssh
+ *
+ * Processes in containers (other network, pid, user namespaces) are found
+ * and reached by the pid we see them as (the host pid, for root on the host).
  *
  * A process a selector matched but kkctl cannot reach is reported, never
  * skipped: kkctl says what it did not do.
@@ -26,6 +30,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -58,7 +63,7 @@ static struct {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--json] ls\n"
+		"usage: %s [-H HOST]... [-M NAME]... [--json] ls\n"
 		"       %s [--json] TARGET... files\n"
 		"       %s [--json] TARGET... read FILE\n"
 		"       %s [--json] TARGET... write FILE [TEXT]\n"
@@ -79,7 +84,14 @@ static void usage(FILE *f)
 		"                    only those named NAME\n"
 		"  -a, --all         every process with an endpoint that runs as you (real or\n"
 		"                    effective uid; as root: every user's)\n"
+		"  -M, --machine NAME  the processes of the container NAME (its host name, or\n"
+		"                    a component of its cgroup path); with -M, -p PID is the\n"
+		"                    pid inside the container\n"
 		"options:\n"
+		"  -H, --host [USER@]HOST[:PORT]  run the command on HOST over ssh (repeatable:\n"
+		"                    in parallel, each reply after \"==> HOST <==\"; --json\n"
+		"                    objects get \"host\"); $KKCTL_SSH replaces \"ssh -T -x -a\",\n"
+		"                    $KKCTL_REMOTE the remote \"kkctl\"\n"
 		"  -j, --json        one JSON object per line (per process for files/read/write)\n"
 		"  -t, --timeout SECONDS  give up on a target whose whole reply takes longer\n"
 		"                    (default 10, or $KKCTL_TIMEOUT)\n"
@@ -89,7 +101,8 @@ static void usage(FILE *f)
 		"  -h, --help        show this help\n"
 		"\n"
 		"With several targets, each reply is preceded by a line \"==> PID NAME <==\".\n"
-		"A matched process kkctl cannot reach is reported, not skipped.  Process PID\n"
+		"A matched process kkctl cannot reach is reported, not skipped.  Processes in\n"
+		"containers are found and reached by the pid you see them as.  Process PID\n"
 		"serves the abstract Unix socket @kernelkit/PID.  Exit status: 0 ok, 1 failed\n"
 		"(for any target), 2 usage.\n",
 		prog, prog, prog, prog, prog);
@@ -1703,6 +1716,351 @@ static int bounds_from_env(const bool *given)
 	return 0;
 }
 
+/* ---- -H: the same command on other hosts, over ssh ---------------------------
+ *
+ * kkctl -H [user@]host[:port] ... runs `ssh [-p port] [user@]host kkctl ...`
+ * (the systemctl -H convention): the remote host needs kkctl and sshd, nothing
+ * of ours.  Its arguments are rebuilt from what we parsed (no -H) and each is
+ * single-quoted for the remote shell.  $KKCTL_SSH replaces "ssh -T -x -a"
+ * (split at blanks: "ssh -i KEY -o BatchMode=yes"), $KKCTL_REMOTE the remote
+ * command "kkctl" (inserted as it is: "sudo kkctl", "/opt/kk/bin/kkctl").
+ * Hosts run in parallel, at most MAX_SSH at once; their output is printed in
+ * the order of the -H options, each host's after a "==> HOST <==" line when
+ * there are several, its error lines prefixed "HOST: ", and with --json a
+ * "host" field first in each object.  Exit status 1 if any host failed.
+ */
+enum { MAX_SSH = 32 };
+
+static struct {
+	const char **argv;	/* the remote kkctl's arguments */
+	int n;
+} remote;
+
+static int remote_arg(const char *a, const char *b)
+{
+	static int cap;
+
+	if (remote.n + 2 > cap) {
+		int nc = cap ? 2 * cap : 32;
+		const char **v = realloc(remote.argv, (size_t)nc * sizeof(*v));
+
+		if (!v)
+			return -1;
+		remote.argv = v;
+		cap = nc;
+	}
+	remote.argv[remote.n++] = a;
+	if (b)
+		remote.argv[remote.n++] = b;
+	return 0;
+}
+
+struct sshjob {
+	const char *host;	/* as given */
+	pid_t pid;
+	int out, err, in;	/* pipes, -1 once closed */
+	size_t in_off;
+	char *obuf, *ebuf;	/* what came */
+	size_t olen, ocap, elen, ecap;
+	int status;
+	bool started, done, printed;
+};
+
+static int buf_add(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t nc = *cap ? *cap : 4096;
+		char *nb;
+
+		while (nc < *len + n + 1)
+			nc *= 2;
+		if (!(nb = realloc(*buf, nc)))
+			return -1;
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+/* @s quoted for a POSIX shell, appended to @cmd. */
+static int shell_quote(char **cmd, size_t *len, size_t *cap, const char *s)
+{
+	if (buf_add(cmd, len, cap, " '", 2))
+		return -1;
+	for (; *s; s++)
+		if (*s == '\'' ? buf_add(cmd, len, cap, "'\\''", 4) : buf_add(cmd, len, cap, s, 1))
+			return -1;
+	return buf_add(cmd, len, cap, "'", 1);
+}
+
+/* Split "[user@]host[:port]" ("[v6addr]:port" too) into @dest and @port.
+ * -1 if it is no host (empty, or would be read as an ssh option). */
+static int parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl)
+{
+	const char *at = strrchr(h, '@'), *hp = at ? at + 1 : h, *colon;
+	size_t ul = at ? (size_t)(at - h + 1) : 0;
+
+	port[0] = '\0';
+	if (*h == '-' || !*hp || strlen(h) >= dl)
+		return -1;
+	if (*hp == '[') {		/* [::1]:2222 */
+		const char *close = strchr(hp, ']');
+
+		if (!close || close == hp + 1 || (close[1] && close[1] != ':'))
+			return -1;
+		snprintf(dest, dl, "%.*s%.*s", (int)ul, h, (int)(close - hp - 1), hp + 1);
+		colon = close[1] ? close + 1 : NULL;
+	} else {
+		colon = strchr(hp, ':');
+		if (colon && strchr(colon + 1, ':'))	/* a bare IPv6 address */
+			colon = NULL;
+		snprintf(dest, dl, "%.*s", (int)(colon ? (size_t)(colon - h) : strlen(h)), h);
+	}
+	if (colon) {
+		if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+		    strlen(colon + 1) >= pl || atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+			return -1;
+		snprintf(port, pl, "%s", colon + 1);
+	}
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Start @j: ssh with its three pipes.  -1 after saying why. */
+static int ssh_start(struct sshjob *j, const char *cmd)
+{
+	static const char *dflt = "ssh -T -x -a";
+	const char *ssh = getenv("KKCTL_SSH");
+	char dest[512], port[8], *words, *w, *save = NULL;
+	const char *argv[64];
+	int in[2], out[2], err[2], n = 0;
+
+	if (!ssh || !*ssh)
+		ssh = dflt;
+	parse_host(j->host, dest, sizeof(dest), port, sizeof(port));	/* (checked) */
+	if (!(words = strdup(ssh)))
+		return -1;
+	for (w = strtok_r(words, " \t", &save); w && n < 56; w = strtok_r(NULL, " \t", &save))
+		argv[n++] = w;
+	if (port[0]) {
+		argv[n++] = "-p";
+		argv[n++] = port;
+	}
+	argv[n++] = dest;
+	argv[n++] = cmd;
+	argv[n] = NULL;
+	j->started = true;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		fprintf(stderr, "%s: %s: pipe: %s\n", prog, j->host, strerror(errno));
+		free(words);
+		j->done = true;
+		j->status = -1;
+		return -1;
+	}
+	j->pid = fork();
+	if (j->pid == 0) {
+		signal(SIGPIPE, SIG_DFL);	/* ours is ignored, for our pipes */
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+			_exit(127);
+		execvp(argv[0], (char **)argv);
+		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
+		_exit(127);
+	}
+	free(words);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	j->in = in[1];
+	j->out = out[0];
+	j->err = err[0];
+	if (j->pid < 0) {
+		fprintf(stderr, "%s: %s: fork: %s\n", prog, j->host, strerror(errno));
+		close_fd(&j->in);
+		close_fd(&j->out);
+		close_fd(&j->err);
+		j->done = true;
+		j->status = -1;
+		return -1;
+	}
+	fcntl(j->in, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* Print @j's output.  True if it failed. */
+static bool ssh_print(const struct sshjob *j, bool many)
+{
+	bool failed = j->status != 0, any = false;
+	const char *p, *e;
+
+	if (!json && many) {
+		fputs("==> ", stdout);
+		put_escaped(stdout, j->host, strlen(j->host), "");
+		fputs(" <==\n", stdout);
+	}
+	for (p = j->obuf; p && *p; p = e + (*e == '\n')) {
+		e = p + strcspn(p, "\n");
+		if (json && *p == '{') {	/* {"host":"h",...} */
+			fputs("{\"host\":", stdout);
+			put_json(stdout, j->host, strlen(j->host));
+			if (p[1] != '}')
+				putc(',', stdout);
+			put_escaped(stdout, p + 1, (size_t)(e - p - 1), "\t");
+			putc('\n', stdout);
+			any = true;
+		} else {
+			put_escaped(stdout, p, (size_t)(e - p), "\t");
+			putc('\n', stdout);
+		}
+	}
+	fflush(stdout);
+	for (p = j->ebuf; p && *p; p = e + (*e == '\n')) {
+		e = p + strcspn(p, "\n");
+		if (many) {
+			put_escaped(stderr, j->host, strlen(j->host), "");
+			fputs(": ", stderr);
+		}
+		put_escaped(stderr, p, (size_t)(e - p), "\t");
+		putc('\n', stderr);
+	}
+	if (failed) {
+		char what[64];
+
+		if (j->status == -1)
+			snprintf(what, sizeof(what), "could not run ssh");
+		else if (WIFEXITED(j->status))
+			snprintf(what, sizeof(what), "%s exited with status %d",
+				 WEXITSTATUS(j->status) == 255 ? "ssh" : "the remote kkctl",
+				 WEXITSTATUS(j->status));
+		else
+			snprintf(what, sizeof(what), "ssh killed by signal %d",
+				 WTERMSIG(j->status));
+		fprintf(stderr, "%s: host ", prog);
+		put_escaped(stderr, j->host, strlen(j->host), "");
+		fprintf(stderr, ": %s\n", what);
+		if (json && !any) {	/* so that a consumer of the objects sees it */
+			fputs("{\"host\":", stdout);
+			put_json(stdout, j->host, strlen(j->host));
+			fputs(",\"ok\":false,\"error\":", stdout);
+			put_json(stdout, what, strlen(what));
+			fputs("}\n", stdout);
+		}
+	}
+	return failed;
+}
+
+/* Run the remote command on every host.  The exit status. */
+static int run_hosts(const char **hosts, int nh, const char *in, size_t inlen)
+{
+	const char *rk = getenv("KKCTL_REMOTE");
+	struct sshjob *jobs = calloc((size_t)nh, sizeof(*jobs));
+	struct pollfd *pf = calloc((size_t)nh * 3, sizeof(*pf));
+	char *cmd = NULL;
+	size_t clen = 0, ccap = 0;
+	int running = 0, next = 0, printed = 0, failed = 0;
+
+	if (!jobs || !pf || buf_add(&cmd, &clen, &ccap, rk && *rk ? rk : "kkctl",
+				    strlen(rk && *rk ? rk : "kkctl"))) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	for (int i = 0; i < remote.n; i++)
+		if (shell_quote(&cmd, &clen, &ccap, remote.argv[i])) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			return 1;
+		}
+	signal(SIGPIPE, SIG_IGN);	/* a host that stops reading its stdin */
+	for (int i = 0; i < nh; i++) {
+		jobs[i].host = hosts[i];
+		jobs[i].in = jobs[i].out = jobs[i].err = -1;
+	}
+	while (printed < nh) {
+		int np = 0;
+
+		while (running < MAX_SSH && next < nh) {
+			struct sshjob *j = &jobs[next++];
+
+			if (!ssh_start(j, cmd)) {
+				running++;
+				if (!inlen)
+					close_fd(&j->in);
+			}
+		}
+		for (int i = 0; i < nh; i++) {
+			struct sshjob *j = &jobs[i];
+
+			if (!j->started || j->done)
+				continue;
+			if (j->in >= 0)
+				pf[np++] = (struct pollfd){ j->in, POLLOUT, 0 };
+			if (j->out >= 0)
+				pf[np++] = (struct pollfd){ j->out, POLLIN, 0 };
+			if (j->err >= 0)
+				pf[np++] = (struct pollfd){ j->err, POLLIN, 0 };
+			if (j->out < 0 && j->err < 0) {	/* both closed: reap */
+				close_fd(&j->in);
+				while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
+					;
+				j->done = true;
+				running--;
+			}
+		}
+		while (printed < nh && jobs[printed].done)
+			failed |= ssh_print(&jobs[printed++], nh > 1);
+		if (!np)
+			continue;
+		if (poll(pf, (nfds_t)np, -1) < 0 && errno != EINTR)
+			break;
+		for (int k = 0; k < np; k++) {
+			for (int i = 0; i < nh && pf[k].revents; i++) {
+				struct sshjob *j = &jobs[i];
+				char buf[65536];
+				ssize_t r;
+
+				if (pf[k].fd == j->in && j->in >= 0) {
+					r = write(j->in, in + j->in_off, inlen - j->in_off);
+					if (r > 0)
+						j->in_off += (size_t)r;
+					if ((r < 0 && errno != EAGAIN) || j->in_off == inlen)
+						close_fd(&j->in);
+				} else if (pf[k].fd == j->out || pf[k].fd == j->err) {
+					bool o = pf[k].fd == j->out;
+
+					r = read(pf[k].fd, buf, sizeof(buf));
+					if (r > 0 && (o ? buf_add(&j->obuf, &j->olen, &j->ocap, buf,
+								  (size_t)r) :
+						      buf_add(&j->ebuf, &j->elen, &j->ecap, buf,
+							      (size_t)r)))
+						r = 0;	/* out of memory: what came */
+					if (r == 0 || (r < 0 && errno != EINTR))
+						close_fd(o ? &j->out : &j->err);
+				} else
+					continue;
+				break;
+			}
+		}
+	}
+	for (int i = 0; i < nh; i++) {
+		free(jobs[i].obuf);
+		free(jobs[i].ebuf);
+	}
+	free(jobs);
+	free(pf);
+	free(cmd);
+	free(remote.argv);
+	if (fflush(stdout))
+		return 1;
+	return failed ? 1 : 0;
+}
+
 static const char *const commands[] = { "ls", "files", "read", "write" };
 
 static int unknown_command(const char *cmd)
@@ -1721,6 +2079,7 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "tree", required_argument, NULL, 'T' },
 		{ "machine", required_argument, NULL, 'M' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
@@ -1732,22 +2091,37 @@ int main(int argc, char **argv)
 	static struct tlist targets;
 	static char **names, *stdin_text;
 	static pid_t *trees;
+	static const char **hosts;
 	const char *verb, *file = NULL, *text = NULL;
 	bool want_all = false, known = false, given[NR_BOUNDS] = { false };
 	size_t tlen = 0;
-	int c, nn = 0, nt = 0, failed = 0, args;
+	int c, nn = 0, nt = 0, nh = 0, failed = 0, args;
 
 	names = calloc((size_t)argc + 1, sizeof(char *));
 	trees = calloc((size_t)argc + 1, sizeof(pid_t));
 	machines.names = calloc((size_t)argc + 1, sizeof(char *));
 	machines.pids = calloc((size_t)argc + 1, sizeof(pid_t));
-	if (!names || !trees || !machines.names || !machines.pids)
+	hosts = calloc((size_t)argc + 1, sizeof(char *));
+	if (!names || !trees || !machines.names || !machines.pids || !hosts)
 		return 1;
-	while ((c = getopt_long(argc, argv, "+p:n:T:M:ajt:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:n:T:M:H:ajt:Vh", opts, NULL)) != -1) {
+		static const struct {
+			int opt;
+			const char *as;
+		} fwd[] = {
+			{ 'p', "-p" }, { 'n', "-n" }, { 'T', "--tree" }, { 'M', "-M" },
+			{ 'a', "--all" }, { 'j', "--json" }, { 't', "--timeout" },
+			{ OPT_MAX_REPLY, "--max-reply" },
+		};
 		struct target t = { 0 };
 		char *end;
 		long pid;
 
+		/* what a remote kkctl (-H) is given */
+		for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+			if (fwd[i].opt == c && remote_arg(fwd[i].as, c == 'a' || c == 'j' ? NULL :
+							   optarg))
+				return 1;
 		switch (c) {
 		case 'p':
 		case 'T':
@@ -1771,6 +2145,18 @@ int main(int argc, char **argv)
 		case 'M':
 			machines.names[machines.n++] = optarg;
 			break;
+		case 'H': {
+			char dest[512], port[8];
+
+			if (parse_host(optarg, dest, sizeof(dest), port, sizeof(port))) {
+				fprintf(stderr, "%s: bad host: ", prog);
+				put_escaped(stderr, optarg, strlen(optarg), "");
+				fputs(" (want [user@]host[:port])\n", stderr);
+				return 2;
+			}
+			hosts[nh++] = optarg;
+			break;
+		}
 		case 'a':
 			want_all = true;
 			break;
@@ -1813,12 +2199,15 @@ int main(int argc, char **argv)
 	if (!known)
 		return unknown_command(verb);
 	args = argc - 1;
+	for (int i = 0; i < argc; i++)
+		if (remote_arg(argv[i], NULL))
+			return 1;
 	if (!strcmp(verb, "ls")) {
 		if (args || targets.n || nn || nt || want_all) {
 			fprintf(stderr, "%s: ls takes no target and no argument (but -M)\n", prog);
 			return 2;
 		}
-		return cmd_ls();
+		return nh ? run_hosts(hosts, nh, NULL, 0) : cmd_ls();
 	}
 	if ((!strcmp(verb, "files") && args != 0) || (!strcmp(verb, "read") && args != 1) ||
 	    (!strcmp(verb, "write") && args != 1 && args != 2)) {
@@ -1853,6 +2242,12 @@ int main(int argc, char **argv)
 			}
 			text = stdin_text;
 		}
+	}
+	if (nh) {
+		int st = run_hosts(hosts, nh, stdin_text, stdin_text ? tlen : 0);
+
+		free(stdin_text);
+		return st;
 	}
 	if (nn || nt || want_all || machines.n) {
 		long matched;
