@@ -11,7 +11,10 @@
 #     "host" first;
 #  3. a host that cannot be reached: the others still answer, one line says
 #     which failed, exit 1 (an object with "ok":false in --json);
-#  4. arguments reach the remote kkctl as they are, never as shell code.
+#  4. arguments reach the remote kkctl as they are, never as shell code;
+#  5. the Ansible recipe of docs/control.md (an ad-hoc command over an
+#     inventory, kkctl --json) through the same sshd, when ansible is there
+#     (ansible-core; that part alone is skipped without it).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 if ! [ -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || ! command -v ssh >/dev/null; then
@@ -128,4 +131,22 @@ KKCTL_REMOTE=$tmp/args "$K" -H "$H1" --json -t 3 -p "$p" -n 'a b' write f "0 'x'
 	> "$tmp/out" 2> "$tmp/err" || fail "the argument printer: $(cat "$tmp/err")"
 printf '%s\n' '[--json]' '[--timeout]' '[3]' '[-p]' "[$p]" '[-n]' '[a b]' '[write]' '[f]' \
 	"[0 'x' \$y \\ \`id\`]" | cmp -s - "$tmp/out" || fail "the remote arguments: $(cat "$tmp/out")"
+
+# ---- 5. Ansible: ansible all -i INVENTORY -m command -a 'kkctl --json ...'
+if command -v ansible >/dev/null && [ -x /usr/bin/python3 ]; then
+	cat > "$tmp/inventory" <<-EOF
+	[kernelkit]
+	h1 ansible_host=127.0.0.1 ansible_port=$port ansible_user=root ansible_ssh_private_key_file=$tmp/id ansible_python_interpreter=/usr/bin/python3
+	EOF
+	HOME=$tmp ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_LOCAL_TEMP=$tmp/ansible \
+	ANSIBLE_SSH_ARGS="-o UserKnownHostsFile=/dev/null -o ControlMaster=no" \
+	ANSIBLE_NOCOLOR=1 \
+		timeout 120 ansible kernelkit -i "$tmp/inventory" -o -m command \
+		-a "$B/kkctl --json --tree $p read dynamic_debug/all_or_nothing" > "$tmp/out" 2> "$tmp/err" ||
+		fail "ansible: $(cat "$tmp/out" "$tmp/err")"
+	grep -q "^h1 | CHANGED | rc=0 | (stdout) {\"pid\":$p,\"name\":\"jl_target\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}\$" \
+		"$tmp/out" || fail "ansible: $(cat "$tmp/out")"
+else
+	echo "kkctl_ssh: (no ansible: its recipe not run)"
+fi
 echo "kkctl_ssh: ok"
