@@ -1985,7 +1985,7 @@ static int ssh_start(struct sshjob *j, const char *cmd)
 			_exit(127);
 		execvp(argv[0], (char **)argv);
 		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
-		_exit(127);
+		_exit(255);	/* as ssh does when it cannot connect: not the remote's */
 	}
 	free(words);
 	close(in[0]);
@@ -2299,6 +2299,14 @@ int main(int argc, char **argv)
 	}
 	if (bounds_from_env(given))
 		return 2;
+	/* A remote kkctl (-H) gets the bounds of our environment as options:
+	 * the same command, whichever host runs it. */
+	for (size_t i = 0; i < NR_BOUNDS; i++) {
+		const char *v = getenv(bound_opts[i].env);
+
+		if (nh && !given[i] && v && *v && remote_arg(bound_opts[i].option, v))
+			return 1;
+	}
 	userns_load();
 	argc -= optind;
 	argv += optind;
