@@ -709,6 +709,10 @@ static void clients_close_all(void)
  */
 static struct sockaddr_un srv_addr;	/* the name bound (lfd_lock) */
 static socklen_t srv_addrlen;
+/* The ids the socket was made with: what kkctl sees as its owner (SO_PEERCRED
+ * of a listening socket is its maker's at listen()).  See ids_changed(). */
+static uid_t srv_euid;
+static gid_t srv_egid;
 
 #define CTL_RANDOM_TRIES 4	/* a random name taken: a collision, or a guess */
 
@@ -765,7 +769,9 @@ static int listen_new(void)
 	socklen_t sl = 0;
 	int fd, ret = 0, n;
 
-	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	/* Non-blocking: we accept only after poll() says a connection is
+	 * there, and one that went away in between must not block us. */
+	fd = kk_fd_adopt(&lfd, socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return fd == -EBADF ? -errno : fd;
 	for (n = 0; n < KK_CONTROL_ALT_NAMES + CTL_RANDOM_TRIES; n++) {
@@ -785,6 +791,8 @@ static int listen_new(void)
 		say_refused(n < KK_CONTROL_ALT_NAMES ? n : KK_CONTROL_ALT_NAMES, sa.sun_path + 1);
 	srv_addr = sa;
 	srv_addrlen = sl;
+	srv_euid = geteuid();
+	srv_egid = getegid();
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
 	return 0;
 }
@@ -800,16 +808,31 @@ static bool on_our_name(int fd)
 }
 
 /*
- * The thread.  Idle, it waits in accept() on a number it has just checked;
- * with clients in flight, it polls them and that number.  The program may
- * close any of those numbers at any time (closefrom, close_range, dup2):
- *  - while we wait in accept(): accept holds its own reference, so the socket
- *    keeps serving until a connection comes; then the check below finds the
- *    number is not ours any more, forgets it without closing it, and makes a
- *    new socket (the old one, and its name, went away when accept returned);
- *  - while we wait in poll() with clients in flight: the same, except that
- *    connections queued on the old socket when poll returns are reset (at
- *    most 2 s of exposure, and only while another request is in flight);
+ * The process changed its ids since the socket was made (a worker's setuid()
+ * and setgid(), seteuid(), ...).  glibc and musl change every thread's ids,
+ * ours too, by a signal that no mask blocks: it interrupts our poll(), and
+ * we make a new socket, so that kkctl sees the process's new owner.  Root and
+ * that owner reach it; the old owner no longer does.  (A program that calls
+ * the setuid system call itself changes one thread only: ours keeps the old
+ * ids, and so does our socket.)
+ */
+static bool ids_changed(void)
+{
+	return geteuid() != srv_euid || getegid() != srv_egid;
+}
+
+/*
+ * The thread.  It waits in poll(), never in accept(): a blocked accept4()
+ * holds the lowest free descriptor number reserved in the kernel, so a
+ * program that closed fd 2 and puts its log there with dup2() would get
+ * EBUSY.  poll() reserves nothing, and accept4() runs only on a connection
+ * that is there (the socket is non-blocking), for the few microseconds the
+ * call takes.  The program may close any of our numbers at any time
+ * (closefrom, close_range, dup2):
+ *  - while we wait in poll(): poll holds a reference, so the socket lives
+ *    until an event; when poll returns the socket goes, and a connection
+ *    queued on it is reset (kkctl retries a request that got no reply byte:
+ *    it was never served); the check at the top of the loop makes a new one;
  *  - otherwise: closing the number destroys the socket and frees the name;
  *    the check at the top of the loop makes a new one.
  * Left: the program closing the number and opening a listening socket of its
@@ -834,6 +857,8 @@ static void *serve(void *arg)
 
 		if (__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
 			break;
+		if (kk_fd_ours(&lfd) && ids_changed())
+			kk_fd_release(&lfd);	/* frees our name for the new socket */
 		if (!kk_fd_ours(&lfd)) {
 			lfd.fd = -1;		/* the program's number now: forget, never close */
 			err = listen_new();
@@ -865,17 +890,6 @@ static void *serve(void *arg)
 			pfd[n].revents = 0;
 			who[n++] = c;
 		}
-		if (!used && now >= pause_until) {
-			/* Idle: wait in accept(), which holds its own reference to
-			 * the socket; a connection that comes while the program
-			 * closes our number is still served (poll() would drop
-			 * the socket, and reset that connection, when it returns). */
-			pthread_mutex_unlock(&lfd_lock);
-			fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
-			err = errno;
-			pthread_mutex_lock(&lfd_lock);
-			goto accepted;
-		}
 		if (used < CTL_CLIENTS && now >= pause_until) {
 			pfd[n].fd = num;
 			pfd[n].events = POLLIN;
@@ -900,7 +914,6 @@ static void *serve(void *arg)
 			continue;
 		fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
 		err = errno;
-accepted:
 		if (fd < 0) {
 			if (err == EINTR || err == ECONNABORTED || err == EAGAIN)
 				continue;

@@ -3,11 +3,14 @@
  * kkctl: read and write the virtual files that kernelkit processes serve on
  * their control endpoints.
  *
- *   kkctl ls                              processes we may control
+ *   kkctl ls                              your processes that serve, reachable or not
  *   kkctl TARGETS files                   the files each target serves
  *   kkctl TARGETS read FILE               print a file of each target
  *   kkctl TARGETS write FILE [TEXT]       write TEXT (or stdin) to each target
- *   TARGETS: -p PID (repeatable), -n NAME (repeatable), --all
+ *   TARGETS: -p PID, -n NAME, --tree PID (each repeatable), --all
+ *
+ * A process a selector matched but kkctl cannot reach is reported, never
+ * skipped: kkctl says what it did not do.
  *
  * Every target gets one deadline for its whole exchange and a cap on the size
  * of its reply: a process that passes our checks is still not trusted to
@@ -62,16 +65,20 @@ static void usage(FILE *f)
 		"       %s --version | --help\n"
 		"\n"
 		"Talk to the control endpoint of processes that use kernelkit.\n"
-		"  ls      list the live processes you may control (as root: every user's)\n"
+		"  ls      list the live processes of yours that serve an endpoint (as root:\n"
+		"          every user's), those you cannot reach marked with why\n"
 		"  files   list the virtual files a process serves\n"
 		"  read    print a file\n"
 		"  write   write TEXT to a file; without TEXT, read it from standard input\n"
 		"\n"
 		"targets (may be combined and repeated):\n"
 		"  -p, --pid PID     the process PID\n"
-		"  -n, --name NAME   every process you may control named NAME (its command\n"
+		"  -n, --name NAME   every process with an endpoint named NAME (its command\n"
 		"                    name or the base name of argv[0], like pgrep -x)\n"
-		"  -a, --all         every process you may control\n"
+		"  -T, --tree PID    PID and its descendants that have an endpoint; with -n,\n"
+		"                    only those named NAME\n"
+		"  -a, --all         every process with an endpoint that runs as you (real or\n"
+		"                    effective uid; as root: every user's)\n"
 		"options:\n"
 		"  -j, --json        one JSON object per line (per process for files/read/write)\n"
 		"  -t, --timeout SECONDS  give up on a target whose whole reply takes longer\n"
@@ -82,8 +89,9 @@ static void usage(FILE *f)
 		"  -h, --help        show this help\n"
 		"\n"
 		"With several targets, each reply is preceded by a line \"==> PID NAME <==\".\n"
-		"Process PID serves the abstract Unix socket @kernelkit/PID.  Exit status:\n"
-		"0 ok, 1 failed (for any target), 2 usage.\n",
+		"A matched process kkctl cannot reach is reported, not skipped.  Process PID\n"
+		"serves the abstract Unix socket @kernelkit/PID.  Exit status: 0 ok, 1 failed\n"
+		"(for any target), 2 usage.\n",
 		prog, prog, prog, prog, prog);
 }
 
@@ -136,6 +144,7 @@ struct target {
 	uid_t uid;
 	char name[64];		/* comm */
 	char argv0[64];		/* base name of argv[0] */
+	bool selected;		/* by -n, --tree or --all (not only -p) */
 };
 
 /* The effective uid of @pid from /proc/PID/status (and in @all, if given,
@@ -167,6 +176,26 @@ static long proc_uids(pid_t pid, long all[4])
 static long proc_uid(pid_t pid)
 {
 	return proc_uids(pid, NULL);
+}
+
+static bool proc_exists(pid_t pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return access(path, F_OK) == 0;
+}
+
+/* Is @pid in another network namespace than ours?  Its abstract sockets are
+ * out of our sight then.  (False when we may not look: we cannot tell.) */
+static bool other_netns(pid_t pid)
+{
+	struct stat ours, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	return !stat(path, &theirs) && !stat("/proc/self/ns/net", &ours) &&
+	       (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino);
 }
 
 static void proc_names(struct target *t)
@@ -259,8 +288,12 @@ static void userns_load(void)
  * (from /proc/PID/status), and that is our uid, or we are root.  Abstract names
  * have no owner, so without this another user's process could squat
  * @kernelkit/PID and read what we write.  NULL, or why not (in @why).
+ * *@stale is set when the socket's uid is not the one the process runs as
+ * now: an endpoint re-creates its socket after the process changes uid, so
+ * that refusal may not last (request() tries again).
  */
-static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, size_t wl)
+static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, size_t wl,
+			      bool *stale)
 {
 	struct ucred cr;
 	socklen_t sl = sizeof(cr);
@@ -285,6 +318,7 @@ static const char *check_peer(int fd, pid_t pid, const char *addr, char *why, si
 	/* The socket's uid is the one its creator had at listen(): a daemon
 	 * that dropped privileges since still has it as its real or saved uid. */
 	owner = proc_uids(pid, ids);
+	*stale = owner >= 0 && (uid_t)owner != cr.uid;
 	if (owner < 0 || ((uid_t)ids[0] != cr.uid && (uid_t)ids[1] != cr.uid &&
 			  (uid_t)ids[2] != cr.uid && (uid_t)ids[3] != cr.uid)) {
 		snprintf(why, wl, "refusing %s: its socket belongs to uid %u, process %d runs as "
@@ -490,6 +524,7 @@ struct reach {
 	char *why;
 	size_t wl;
 	bool any, refused;
+	bool lasting;		/* a failure that trying again will not change */
 	int fd;			/* the verified connection, or -1 */
 	int nsfd;		/* the pid's user namespace if not ours, or -1 */
 	char addr[128];		/* its name, with '@' */
@@ -500,6 +535,7 @@ struct reach {
 /* Connect to @sa and verify its owner; a refused one is reported in r->why. */
 static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl)
 {
+	bool stale = false;
 	int fd = r->nsfd >= 0 ? connect_in_userns(r->nsfd, r->pid, sa, sl, r->note, r->nl) : -2;
 
 	if (fd == -2) {		/* not entering: as we are, and the endpoint decides */
@@ -510,6 +546,10 @@ static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl
 	}
 
 	if (fd < 0) {
+		/* ECONNREFUSED, ENOENT: no socket has the name (yet, or for a
+		 * moment while the endpoint re-creates it). */
+		if (errno != ECONNREFUSED && errno != ENOENT)
+			r->lasting = true;
 		if (!r->any && errno != ECONNREFUSED && errno != ENOENT)
 			snprintf(r->why, r->wl, "cannot connect to process %d: %s", (int)r->pid,
 				 strerror(errno));
@@ -517,11 +557,12 @@ static void try_name(struct reach *r, const struct sockaddr_un *sa, socklen_t sl
 	}
 	snprintf(r->addr, sizeof(r->addr), "@%s", sa->sun_path + 1);
 	r->any = true;
-	if (!check_peer(fd, r->pid, r->addr, r->why, r->wl)) {
+	if (!check_peer(fd, r->pid, r->addr, r->why, r->wl, &stale)) {
 		r->fd = fd;
 		return;
 	}
 	r->refused = true;
+	r->lasting |= !stale;
 	close(fd);
 }
 
@@ -544,24 +585,32 @@ static void try_alt(pid_t pid, const char *name, void *arg)
  * because that name was held by another socket; from inside @pid's user
  * namespace if it is not ours and we may enter it (else @note says why not).
  * Each is verified before use; a refused one is reported in @why.  -1 with
- * @why set when none will do.
+ * @why set when none will do, and *@again set if the live process may be
+ * between two sockets (no name, or a socket of the uid it had before): worth
+ * another try.  @via (128 bytes): the name we connected to if we passed a
+ * foreign socket on the way, else "".
  */
-static int connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, bool warn)
+static int connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, char *via,
+		       bool *again)
 {
 	struct reach r = { .pid = pid, .why = why, .wl = wl, .fd = -1, .nsfd = userns_of(pid),
 			   .note = note, .nl = nl };
 	struct sockaddr_un sa;
 
-	snprintf(why, wl, "process %d has no control endpoint", (int)pid);
+	if (other_netns(pid))
+		snprintf(why, wl, "process %d has no control endpoint in this network namespace "
+			 "(it is in another: nsenter -t %d -n kkctl -p %d ...)", (int)pid, (int)pid,
+			 (int)pid);
+	else
+		snprintf(why, wl, "process %d has no control endpoint", (int)pid);
 	note[0] = '\0';
 	try_name(&r, &sa, kk_control_addr(&sa, pid));
 	if (r.fd < 0)		/* the name itself would not do */
 		scan_endpoints(try_alt, &r);
 	if (r.nsfd >= 0)
 		close(r.nsfd);
-	if (r.fd >= 0 && r.refused && warn)	/* the squatter we passed by */
-		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
-			"using %s\n", prog, (int)pid, r.addr);
+	snprintf(via, 128, "%s", r.fd >= 0 && r.refused ? r.addr : "");
+	*again = r.fd < 0 && !r.lasting && proc_exists(pid);
 	return r.fd;
 }
 
@@ -719,6 +768,7 @@ struct result {
 	size_t len;
 	char err[512];		/* our own one-line error */
 	char note[192];		/* why we could not enter its user namespace */
+	char via[128];		/* the name we used after passing a foreign socket */
 };
 
 /* Did the exchange run out of its bounds?  Then say which in @res. */
@@ -738,28 +788,83 @@ static bool out_of_bounds(int err, struct result *res)
 	return true;
 }
 
+/*
+ * A process may be between two sockets when we come: its endpoint re-creates
+ * its socket when the process changes uid (a daemon's worker dropping
+ * privileges), so for a moment the name is gone (ECONNREFUSED, ENOENT), or
+ * still the old socket's, of the old uid, or our connection is closed or
+ * reset before any reply.  So a request is tried up to TRIES times, after a
+ * pause growing from 5 ms (75 ms in all), each time looking the names up
+ * again, and never past the target's deadline.
+ */
+enum { TRIES = 5 };
+
+/* Pause before try @n (2 to TRIES).  False if the deadline came first. */
+static bool pause_before(int n, uint64_t deadline)
+{
+	uint64_t now = kk_now_ns(), ns = (uint64_t)5000000 << (n - 2);
+	struct timespec ts;
+
+	if (now >= deadline)
+		return false;
+	if (ns > deadline - now)
+		ns = deadline - now;
+	ts.tv_sec = (time_t)(ns / 1000000000);
+	ts.tv_nsec = (long)(ns % 1000000000);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	return kk_now_ns() < deadline;
+}
+
+/* connect_pid(), tried again (counted in *@tries) while the failure may pass. */
+static int reach_pid(pid_t pid, uint64_t deadline, int *tries, struct result *res)
+{
+	for (;;) {
+		bool again;
+		int fd = connect_pid(pid, res->err, sizeof(res->err), res->note,
+				     sizeof(res->note), res->via, &again);
+
+		if (fd >= 0 || !again || *tries >= TRIES || !pause_before(++*tries, deadline))
+			return fd;
+	}
+}
+
 static void request(pid_t pid, const char *verb, const char *file, const char *body,
 		    size_t blen, struct result *res)
 {
 	uint64_t deadline = kk_now_ns() + (uint64_t)(bounds.timeout_s * 1e9);
-	char head[KK_CONTROL_NAME_MAX + 16], *resp = NULL, *nl;
-	size_t rlen = 0;
-	int fd, status, n, err;
+	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
+	size_t rlen;
+	int fd, status, n, err, tries = 1;
 
-	memset(res, 0, sizeof(*res));
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
-	fd = connect_pid(pid, res->err, sizeof(res->err), res->note, sizeof(res->note), true);
-	if (fd < 0)
-		return;
-	/* A peer that refuses us may close before reading: EPIPE is not fatal,
-	 * its reply (if any) says why. */
-	err = send_by(fd, head, (size_t)n, deadline);
-	if (!err && blen)
-		err = send_by(fd, body, blen, deadline);
-	shutdown(fd, SHUT_WR);
-	if (err != -ETIMEDOUT)
-		err = recv_by(fd, deadline, bounds.max_reply, &resp, &rlen);
-	close(fd);
+	for (;;) {
+		memset(res, 0, sizeof(*res));
+		resp = NULL;
+		rlen = 0;
+		fd = reach_pid(pid, deadline, &tries, res);
+		if (fd < 0)
+			return;
+		/* A peer that refuses us may close before reading: EPIPE is not
+		 * fatal, its reply (if any) says why. */
+		err = send_by(fd, head, (size_t)n, deadline);
+		if (!err && blen)
+			err = send_by(fd, body, blen, deadline);
+		shutdown(fd, SHUT_WR);
+		if (err != -ETIMEDOUT)
+			err = recv_by(fd, deadline, bounds.max_reply, &resp, &rlen);
+		close(fd);
+		/* Closed or reset before the first byte of a reply: the endpoint
+		 * answers every request it runs, so it ran none and sending it
+		 * again is safe.  Never once part of a reply came. */
+		if (rlen || (err && err != -ECONNRESET && err != -EPIPE) || tries >= TRIES ||
+		    !pause_before(++tries, deadline))
+			break;
+		free(resp);
+	}
+	if (res->via[0])	/* the squatter we passed by */
+		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
+			"using %s\n", prog, (int)pid, res->via);
 	if (out_of_bounds(err, res) || err || !(nl = memchr(resp, '\n', rlen))) {
 		if (!res->named)
 			snprintf(res->err, sizeof(res->err), "process %d: no reply%s%s",
@@ -782,7 +887,14 @@ static void request(pid_t pid, const char *verb, const char *file, const char *b
 	res->ok = 1;
 }
 
-/* ---- target selection ------------------------------------------------------- */
+/* ---- target selection -------------------------------------------------------
+ *
+ * -n, --tree and --all match processes that serve an endpoint, whether or not
+ * we may use it: /proc/net/unix lists a name for the pid (its own or one
+ * squatted on it), or the process has the endpoint's thread (its socket may be
+ * gone for a moment while it is re-created).  Each one matched is tried and
+ * reported, reached or not: none is left out because we could not reach it.
+ */
 
 struct tlist {
 	struct target *v;
@@ -807,64 +919,302 @@ static int tlist_add(struct tlist *l, const struct target *t)
 	return 0;
 }
 
-/* Every live process that serves an endpoint we may use (verified by
- * connecting: a dead process has no socket, a squatted name is refused). */
-static void collect_usable(pid_t pid, const char *name, void *arg)
-{
-	struct tlist *l = arg;
-	struct target t = { .pid = pid };
-	char why[512], note[192];
-	int fd;
+/* The name src/control.c gives the endpoint's thread. */
+#define CONTROL_THREAD "kk-control"
 
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].pid == pid)
-			return;
+/* Every live process, from /proc: its parent, and whether it serves. */
+static struct {
+	struct proc {
+		pid_t pid, ppid;
+		bool serves;	/* an endpoint name in /proc/net/unix, or the thread */
+		bool in_tree;	/* in one of the --tree trees */
+	} *v;
+	size_t n, cap;
+} procs;
+
+struct pids {
+	pid_t *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void add_endpoint_pid(pid_t pid, const char *name, void *arg)
+{
+	struct pids *l = arg;
+
 	(void)name;
-	fd = connect_pid(pid, why, sizeof(why), note, sizeof(note), false);
-	if (fd < 0)
-		return;
-	close(fd);
-	t.uid = (uid_t)proc_uid(pid);
-	proc_names(&t);
-	tlist_add(l, &t);
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		pid_t *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v) {
+			l->nomem = true;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = pid;
 }
 
-static int cmp_pid(const void *a, const void *b)
+static int cmp_pid_t(const void *a, const void *b)
 {
-	const struct target *x = a, *y = b;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 
-	return (x->pid > y->pid) - (x->pid < y->pid);
+	return (x > y) - (x < y);
 }
 
-static int discover(struct tlist *l)
+static bool has_control_thread(pid_t pid)
 {
-	if (scan_endpoints(collect_usable, l))
+	char path[96], comm[32];
+	bool found = false;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		FILE *f;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) && !strcmp(comm, CONTROL_THREAD "\n");
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* @pid's parent and number of threads, from /proc/PID/stat.  -1 if gone. */
+static int proc_stat(pid_t pid, pid_t *ppid, long *threads)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+	int pp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
 		return -1;
-	if (l->n)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_pid);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %ld", &pp, threads) != 2)
+		return -1;
+	*ppid = (pid_t)pp;
 	return 0;
 }
 
+static int cmp_proc(const void *a, const void *b)
+{
+	return cmp_pid_t(&((const struct proc *)a)->pid, &((const struct proc *)b)->pid);
+}
+
+static struct proc *find_proc(pid_t pid)
+{
+	struct proc key = { .pid = pid };
+
+	return procs.n ? bsearch(&key, procs.v, procs.n, sizeof(key), cmp_proc) : NULL;
+}
+
+/* Fill procs.  -1 after saying why. */
+static int load_procs(void)
+{
+	struct pids eps = { 0 };
+	struct dirent *e;
+	DIR *d;
+
+	if (scan_endpoints(add_endpoint_pid, &eps)) {	/* (it said why) */
+		free(eps.v);
+		return -1;
+	}
+	if (eps.nomem || !(d = opendir("/proc"))) {
+		fprintf(stderr, "%s: %s%s\n", prog, eps.nomem ? "" : "/proc: ",
+			eps.nomem ? "out of memory" : strerror(errno));
+		free(eps.v);
+		return -1;
+	}
+	if (eps.n)
+		qsort(eps.v, eps.n, sizeof(*eps.v), cmp_pid_t);
+	while ((e = readdir(d))) {
+		struct proc p = { 0 };
+		long pid, threads;
+		char *end;
+
+		pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > 0x7fffffff)
+			continue;
+		p.pid = (pid_t)pid;
+		if (proc_stat(p.pid, &p.ppid, &threads))
+			continue;	/* gone */
+		/* The thread is looked for only when there is no name: a
+		 * single-threaded process has none. */
+		p.serves = (eps.n && bsearch(&p.pid, eps.v, eps.n, sizeof(*eps.v), cmp_pid_t)) ||
+			   (threads > 1 && has_control_thread(p.pid));
+		if (procs.n == procs.cap) {
+			size_t cap = procs.cap ? 2 * procs.cap : 256;
+			struct proc *v = realloc(procs.v, cap * sizeof(*v));
+
+			if (!v) {
+				fprintf(stderr, "%s: out of memory\n", prog);
+				closedir(d);
+				free(eps.v);
+				return -1;
+			}
+			procs.v = v;
+			procs.cap = cap;
+		}
+		procs.v[procs.n++] = p;
+	}
+	closedir(d);
+	free(eps.v);
+	if (procs.n)
+		qsort(procs.v, procs.n, sizeof(*procs.v), cmp_proc);
+	return 0;
+}
+
+/* Mark @root and its descendants (by parent links: a process that was
+ * reparented, a daemon that double-forked, has left the tree).  False if
+ * there is no process @root. */
+static bool mark_tree(pid_t root)
+{
+	struct proc *r = find_proc(root);
+	bool more = true;
+
+	if (!r)
+		return false;
+	r->in_tree = true;
+	while (more) {		/* until no process joins: depth passes at most */
+		more = false;
+		for (size_t i = 0; i < procs.n; i++) {
+			struct proc *p = &procs.v[i], *parent;
+
+			if (p->in_tree || p->ppid <= 0 || !(parent = find_proc(p->ppid)) ||
+			    !parent->in_tree)
+				continue;
+			p->in_tree = more = true;
+		}
+	}
+	return true;
+}
+
+/*
+ * What --all (and ls) matches: a process that runs as you (its real or
+ * effective uid is yours) or, for root, anybody's -- but never one whose uid
+ * your user namespace does not map: it shows as the overflow uid, could be
+ * anyone, and check_peer() refuses it.  So a user's --all on a shared host
+ * stays within that user's processes.
+ */
+static bool yours(pid_t pid)
+{
+	long ids[4] = { -1, -1, -1, -1 };
+	uid_t me = geteuid();
+
+	if (proc_uids(pid, ids) < 0)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		if (ids[i] < 0 || ((uid_t)ids[i] == userns.overflow && !userns.all_mapped))
+			continue;
+		if (me == 0 || (uid_t)ids[i] == me)
+			return true;
+	}
+	return false;
+}
+
+static bool name_matches(const struct target *t, char **names, int nn)
+{
+	for (int i = 0; i < nn; i++)
+		if (!strcmp(t->name, names[i]) || !strcmp(t->argv0, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Add to @l, in pid order, every process that serves and is matched: by
+ * @all (yours()), or by the names and trees, which narrow each other (with
+ * both, a process must have one of the names and be in one of the trees).
+ * How many matched, or -1 (out of memory).
+ */
+static long select_procs(struct tlist *l, bool all, char **names, int nn, bool trees)
+{
+	long matched = 0;
+
+	for (size_t i = 0; i < procs.n; i++) {
+		struct proc *p = &procs.v[i];
+		struct target t = { .pid = p->pid, .selected = true };
+
+		if (!p->serves || (!all && !nn && !trees))
+			continue;
+		t.uid = (uid_t)proc_uid(p->pid);
+		proc_names(&t);
+		if (((nn || trees) && (!nn || name_matches(&t, names, nn)) &&
+		     (!trees || p->in_tree)) || (all && yours(p->pid))) {
+			if (tlist_add(l, &t))
+				return -1;
+			matched++;
+		}
+	}
+	return matched;
+}
+
+/* ls: what --all matches, each tried (as a request would be) and marked if
+ * we cannot reach it. */
 static int cmd_ls(void)
 {
 	struct tlist all = { 0 };
 
-	if (discover(&all))
+	if (load_procs() || select_procs(&all, true, NULL, 0, false) < 0)
 		return 1;
 	if (!json)
 		printf("%-8s %-6s %s\n", "PID", "UID", "COMMAND");
 	for (size_t i = 0; i < all.n; i++) {
 		struct target *t = &all.v[i];
+		uint64_t deadline = kk_now_ns() + (uint64_t)(bounds.timeout_s * 1e9);
+		struct result r = { 0 };
+		int tries = 1, fd = reach_pid(t->pid, deadline, &tries, &r);
 
+		if (fd >= 0)
+			close(fd);
 		if (json) {
 			printf("{\"pid\":%d,\"name\":", (int)t->pid);
 			put_json(stdout, t->name, strlen(t->name));
-			printf(",\"uid\":%u}\n", (unsigned)t->uid);
-		} else {
-			printf("%-8d %-6u ", (int)t->pid, (unsigned)t->uid);
-			put_escaped(stdout, t->name, strlen(t->name), "");
-			putchar('\n');
+			printf(",\"uid\":%ld,\"ok\":%s", t->uid == (uid_t)-1 ? -1L : (long)t->uid,
+			       fd >= 0 ? "true" : "false");
+			if (fd < 0) {
+				fputs(",\"error\":", stdout);
+				put_json(stdout, r.err, strlen(r.err));
+				if (r.note[0]) {
+					fputs(",\"note\":", stdout);
+					put_json(stdout, r.note, strlen(r.note));
+				}
+			}
+			fputs("}\n", stdout);
+			continue;
 		}
+		if (t->uid == (uid_t)-1)
+			printf("%-8d %-6s ", (int)t->pid, "?");
+		else
+			printf("%-8d %-6u ", (int)t->pid, (unsigned)t->uid);
+		put_escaped(stdout, t->name, strlen(t->name), "");
+		if (fd < 0) {
+			fputs("  (unreachable: ", stdout);
+			put_escaped(stdout, r.err, strlen(r.err), "");
+			if (r.note[0]) {
+				fputs("; ", stdout);
+				put_escaped(stdout, r.note, strlen(r.note), "");
+			}
+			putchar(')');
+		}
+		putchar('\n');
 	}
 	free(all.v);
 	return fflush(stdout) ? 1 : 0;
@@ -907,11 +1257,13 @@ static void report(const struct target *t, const struct result *r, bool many)
 		return;
 	}
 	fflush(stdout);
-	if (r->named) {
+	/* A process a selector found is named in its line, even alone: it
+	 * may not be the one the caller thought of. */
+	if (r->named || ((many || t->selected) && strcmp(t->name, "?"))) {
 		fprintf(stderr, "%s: process %d (", prog, (int)t->pid);
 		put_escaped(stderr, t->name, strlen(t->name), "");
 		fputs("): ", stderr);
-	} else if (many)
+	} else if (many || t->selected)
 		fprintf(stderr, "%s: process %d: ", prog, (int)t->pid);
 	else
 		fprintf(stderr, "%s: ", prog);
@@ -923,14 +1275,6 @@ static void report(const struct target *t, const struct result *r, bool many)
 	if (r->note[0])
 		fprintf(stderr, " (%s)", r->note);
 	fputc('\n', stderr);
-}
-
-static bool name_matches(const struct target *t, char **names, int nn)
-{
-	for (int i = 0; i < nn; i++)
-		if (!strcmp(t->name, names[i]) || !strcmp(t->argv0, names[i]))
-			return true;
-	return false;
 }
 
 /* ---- the bounds, from options or the environment ------------------------------ */
@@ -1031,6 +1375,7 @@ int main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "tree", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-reply", required_argument, NULL, OPT_MAX_REPLY },
@@ -1039,27 +1384,34 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Static: still reachable on an early exit (no leak reports). */
-	static struct tlist targets, all;
+	static struct tlist targets;
 	static char **names, *stdin_text;
+	static pid_t *trees;
 	const char *verb, *file = NULL, *text = NULL;
 	bool want_all = false, known = false, given[NR_BOUNDS] = { false };
 	size_t tlen = 0;
-	int c, nn = 0, failed = 0, args;
+	int c, nn = 0, nt = 0, failed = 0, args;
 
 	names = calloc((size_t)argc + 1, sizeof(char *));
-	if (!names)
+	trees = calloc((size_t)argc + 1, sizeof(pid_t));
+	if (!names || !trees)
 		return 1;
-	while ((c = getopt_long(argc, argv, "+p:n:ajt:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:n:T:ajt:Vh", opts, NULL)) != -1) {
 		struct target t = { 0 };
 		char *end;
 		long pid;
 
 		switch (c) {
 		case 'p':
+		case 'T':
 			pid = strtol(optarg, &end, 10);
 			if (*end || pid <= 0 || pid > 0x7fffffff) {
 				fprintf(stderr, "%s: bad pid: %s\n", prog, optarg);
 				return 2;
+			}
+			if (c == 'T') {
+				trees[nt++] = (pid_t)pid;
+				break;
 			}
 			t.pid = (pid_t)pid;
 			if (tlist_add(&targets, &t))
@@ -1111,7 +1463,7 @@ int main(int argc, char **argv)
 		return unknown_command(verb);
 	args = argc - 1;
 	if (!strcmp(verb, "ls")) {
-		if (args || targets.n || nn || want_all) {
+		if (args || targets.n || nn || nt || want_all) {
 			fprintf(stderr, "%s: ls takes no target and no argument\n", prog);
 			return 2;
 		}
@@ -1123,8 +1475,9 @@ int main(int argc, char **argv)
 			verb, prog);
 		return 2;
 	}
-	if (!targets.n && !nn && !want_all) {
-		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME or --all\n", prog, verb);
+	if (!targets.n && !nn && !nt && !want_all) {
+		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME, --tree PID or --all\n",
+			prog, verb);
 		return 2;
 	}
 	file = args >= 1 ? argv[1] : NULL;
@@ -1146,17 +1499,32 @@ int main(int argc, char **argv)
 			text = stdin_text;
 		}
 	}
-	if (nn || want_all) {
-		size_t before = targets.n;
+	if (nn || nt || want_all) {
+		long matched;
 
-		if (discover(&all))
+		if (load_procs())
 			return 1;
-		for (size_t i = 0; i < all.n; i++)
-			if (want_all || name_matches(&all.v[i], names, nn))
-				tlist_add(&targets, &all.v[i]);
-		if (targets.n == before) {
-			fprintf(stderr, "%s: no process you may control %s\n", prog,
-				want_all ? "has an endpoint" : "has that name");
+		/* A tree that is not there is a mistake, not an empty set: say
+		 * so before anything is written anywhere. */
+		for (int i = 0; i < nt; i++)
+			if (!mark_tree(trees[i])) {
+				fprintf(stderr, "%s: --tree %d: no such process\n", prog,
+					(int)trees[i]);
+				return 1;
+			}
+		matched = select_procs(&targets, want_all, names, nn, nt > 0);
+		if (matched < 0)
+			return 1;
+		if (!matched && want_all) {
+			fprintf(stderr, "%s: no process %shas a control endpoint\n", prog,
+				geteuid() ? "of yours " : "");
+			return 1;
+		}
+		if (!matched) {
+			fprintf(stderr, "%s: no process %s%s\n", prog,
+				nt ? "in that tree " : "with a control endpoint ",
+				nn && nt ? "with a control endpoint has that name" :
+				nn ? "has that name" : "has a control endpoint");
 			return 1;
 		}
 	}
@@ -1176,9 +1544,10 @@ int main(int argc, char **argv)
 		free(r.body);
 	}
 	free(stdin_text);
-	free(all.v);
+	free(procs.v);
 	free(targets.v);
 	free(names);
+	free(trees);
 	if (fflush(stdout))
 		return 1;
 	return failed ? 1 : 0;

@@ -18,6 +18,13 @@
  *   stop | start         kk_threads_stop() | kk_threads_start()
  *   debug                run the pr_debug site (its message goes to stderr)
  *   comm                 set the thread name to one with an escape character
+ *   quiet                wait until every other thread sleeps (the endpoint's
+ *                        thread is then in its wait: accept or poll)
+ *   lowfd FILE           open FILE and dup2() it onto the lowest free number
+ *                        (2 when started with 2>&-), as a server puts its log
+ *                        on fd 2; answers "ok N", or the errno of dup2
+ *   ids UID              setgroups(0), setgid(UID), setuid(UID): a worker's
+ *                        privilege drop (every thread, through glibc)
  *   quit                 exit(0)
  * Answers: "ok[ detail]" or "fail what".  A write of anything to the control
  * file guest/dup2 does the dup2 from the endpoint's own thread, while it is
@@ -30,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -214,6 +222,49 @@ static int dup2_write(const char *buf, size_t len, struct kk_buf *out, void *pri
 
 static const struct kk_control_file_ops dup2_ops = { .write = dup2_write };
 
+/* Every other thread of ours is in state S (bounded: 10 s). */
+static int quiet(void)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		char path[300], st[256];
+		struct dirent *d;
+		DIR *dir = opendir("/proc/self/task");
+		int busy = 0;
+
+		if (!dir)
+			return -1;
+		while ((d = readdir(dir))) {
+			FILE *f;
+			char *p;
+
+			if (d->d_name[0] == '.' || atoi(d->d_name) == (int)gettid())
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+			fclose(f);
+			busy |= !p || p[1] != ' ' || p[2] != 'S';
+		}
+		closedir(dir);
+		if (!busy)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* The lowest number no descriptor has. */
+static int lowest_free(void)
+{
+	int n = 0;
+
+	while (fcntl(n, F_GETFD) >= 0)
+		n++;
+	return n;
+}
+
 static int evil_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
@@ -273,6 +324,26 @@ int main(void)
 			puts("ok");
 		} else if (!strcmp(line, "comm")) {
 			puts(prctl(PR_SET_NAME, "gu\033]0;x\aest") ? "fail prctl" : "ok");
+		} else if (!strcmp(line, "quiet")) {
+			puts(quiet() ? "fail other threads kept running" : "ok");
+		} else if (!strncmp(line, "lowfd ", 6)) {
+			int n = lowest_free(), fd = open(line + 6, O_WRONLY | O_APPEND);
+
+			if (fd < 0)
+				printf("fail open: %s\n", strerror(errno));
+			else if (fd != n && dup2(fd, n) != n)
+				printf("fail dup2(%d, %d): %s\n", fd, n, strerror(errno));
+			else
+				printf("ok %d\n", n);
+			if (fd >= 0 && fd != n)
+				close(fd);
+		} else if (!strncmp(line, "ids ", 4)) {
+			uid_t u = (uid_t)atol(line + 4);
+
+			if (setgroups(0, NULL) || setgid(u) || setuid(u))
+				printf("fail set ids: %s\n", strerror(errno));
+			else
+				puts("ok");
 		} else if (!strcmp(line, "quit")) {
 			exit(0);
 		} else {

@@ -27,6 +27,10 @@ complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
 [ "$(complete kkctl re | tr '\n' ' ')" = "read " ] || fail "commands: $(complete kkctl re)"
 complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
 complete kkctl --max | grep -qx -- --max-reply || fail "options: $(complete kkctl --max)"
+complete kkctl --tr | grep -qx -- --tree || fail "options: $(complete kkctl --tr)"
+complete kkctl --tree "" | grep -qx "$$" || fail "--tree pids: $(complete kkctl --tree '' | head -3)"
+# A tree's pid is a target, not the command.
+[ "$(complete kkctl -T 1 re | tr '\n' ' ')" = "read " ] || fail "after -T 1: $(complete kkctl -T 1 re)"
 # A bound's value is not the command.
 [ "$(complete kkctl -t 1 re | tr '\n' ' ')" = "read " ] || fail "after -t 1: $(complete kkctl -t 1 re)"
 complete kkctl -p "" | grep -qx "$pid" || fail "pids: $(complete kkctl -p '')"

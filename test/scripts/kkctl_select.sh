@@ -38,7 +38,7 @@ grep -q "^kkctl: unknown command 'raed' (commands: ls, files, read, write); try 
 grep -q "try 'kkctl --help'" "$tmp/err" || fail "unknown option: $(cat "$tmp/err")"
 "$KKCTL" read static_keys 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] || fail "no target: exit $rc"
-grep -q "needs a target: -p PID, -n NAME or --all" "$tmp/err" || fail "no target: $(cat "$tmp/err")"
+grep -q "needs a target: -p PID, -n NAME, --tree PID or --all" "$tmp/err" || fail "no target: $(cat "$tmp/err")"
 
 # ---- several targets: a report per process, exit 1 if any failed
 "$KKCTL" -p "$p1" -p "$p2" read static_keys > "$tmp/out" 2> "$tmp/err" || fail "two pids: $(cat "$tmp/err")"
@@ -51,14 +51,15 @@ grep -q "^==> $p1 jl_target <==\$" "$tmp/out" || fail "the good target's report 
 grep -q "^kkctl: process 999999: process 999999 has no control endpoint\$" "$tmp/err" ||
 	fail "the bad target's report: $(cat "$tmp/err")"
 
-# ---- -n NAME: both jl_targets, and nothing else
-"$KKCTL" -n jl_target files > "$tmp/out" 2> "$tmp/err" || fail "-n: $(cat "$tmp/err")"
+# ---- -n NAME: both jl_targets, and nothing else (within this script's tree:
+# other tests' jl_targets, of other uids, would be reported as unreachable)
+"$KKCTL" --tree $$ -n jl_target files > "$tmp/out" 2> "$tmp/err" || fail "-n: $(cat "$tmp/err")"
 grep -q "^==> $p1 jl_target <==\$" "$tmp/out" && grep -q "^==> $p2 jl_target <==\$" "$tmp/out" ||
 	fail "-n misses one: $(cat "$tmp/out")"
 grep '^==> ' "$tmp/out" | grep -v ' jl_target <==$' && fail "-n selects others"
 "$KKCTL" -n no_such_program_kk read static_keys 2> "$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "-n without a match: exit $rc"
-grep -q "no process you may control has that name" "$tmp/err" || fail "-n message: $(cat "$tmp/err")"
+grep -q "no process with a control endpoint has that name" "$tmp/err" || fail "-n message: $(cat "$tmp/err")"
 
 # ---- --all: at least ours (other processes of this user may serve too)
 "$KKCTL" --all files > "$tmp/out" 2> /dev/null
@@ -67,7 +68,7 @@ grep -q "^==> $p1 jl_target <==\$" "$tmp/out" && grep -q "^==> $p2 jl_target <==
 
 # ---- --json
 "$KKCTL" --json ls > "$tmp/out" || fail "--json ls"
-grep -q "^{\"pid\":$p1,\"name\":\"jl_target\",\"uid\":$(id -u)}\$" "$tmp/out" || fail "--json ls: $(cat "$tmp/out")"
+grep -q "^{\"pid\":$p1,\"name\":\"jl_target\",\"uid\":$(id -u),\"ok\":true}\$" "$tmp/out" || fail "--json ls: $(cat "$tmp/out")"
 "$KKCTL" --json -p "$p1" -p 999999 read static_keys > "$tmp/out" 2> "$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "--json with a failure: exit $rc"
 [ -s "$tmp/err" ] && fail "--json: errors belong in the objects: $(cat "$tmp/err")"

@@ -1,0 +1,122 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The control endpoint in a server's shape (issue 24, items 1 and 5):
+#  1. started with fd 2 closed (a test harness's or supervisor's 2>&-), the
+#     program puts its log on the lowest free number, 2, with dup2() while
+#     the endpoint's thread waits: 20 starts, every dup2 succeeds (a thread
+#     blocked in accept4() holds the lowest free number reserved in the
+#     kernel, and dup2 onto it fails with EBUSY), and the log then gets the
+#     site's line switched on through kkctl;
+#  2. the program drops privileges (setgroups, setgid, setuid: a worker's
+#     shape): the endpoint follows by itself, so root and the new uid reach it
+#     and a third uid is refused.
+# The program answers each command on a pipe ("quiet" waits until every
+# other thread sleeps): no sleep orders anything.
+set -u
+[ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
+command -v setpriv > /dev/null || { echo "skip: needs setpriv"; exit 77; }
+B=${KK_BUILD:?}
+KKCTL=$B/kkctl
+PROG=$B/test/progs/ctl_guest
+[ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
+U=$((3994000 + $$ % 1000)) U2=$((3995000 + $$ % 1000))
+
+tmp=$(mktemp -d /tmp/kk-ident.XXXXXX)
+chmod 755 "$tmp"
+pid=
+fail() {
+	echo "FAIL: $*"
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	[ -s "$tmp/log" ] && { echo "--- log"; cat "$tmp/log"; }
+	rm -rf "$tmp"
+	exit 1
+}
+# The fallback build has no sites to start the endpoint lazily.
+ctl_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+
+start() {	# start: the program, with fd 2 closed
+	rm -f "$tmp/in" "$tmp/out"
+	mkfifo "$tmp/in" "$tmp/out"
+	env $ctl_env "$PROG" < "$tmp/in" > "$tmp/out" 2>&- &
+	pid=$!
+	exec 3> "$tmp/in" 4< "$tmp/out"
+	cmd tasks
+}
+finish() {
+	echo quit >&3
+	wait "$pid"; rc=$?
+	exec 3>&- 4<&-
+	[ $rc -eq 0 ] || fail "exit status $rc"
+	pid=
+}
+cmd() {
+	echo "$1" >&3
+	IFS= read -r ans <&4 || fail "no answer to '$1'"
+	case $ans in ok*) ;; *) fail "${t:+$t: }'$1': $ans" ;; esac
+}
+# as UID CMD...: CMD as that uid and gid, no groups
+as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
+# reached [UID]: kkctl (as UID, or root) reads from the program.  After a
+# change of ids the endpoint makes its new socket on its own thread: poll.
+reached() {
+	i=0
+	while :; do
+		if [ $# -eq 1 ]; then
+			as "$1" "$KKCTL" -p "$pid" read static_keys
+		else
+			"$KKCTL" -p "$pid" read static_keys
+		fi > /dev/null 2> "$tmp/ctlerr" && return 0
+		i=$((i + 1))
+		[ $i -lt 100 ] || return 1
+		sleep 0.05
+	done
+}
+
+# ---- 1. fd 2 closed at launch
+: > "$tmp/log"
+chmod 666 "$tmp/log"
+bad=0
+for n in $(seq 20); do
+	t="start $n"
+	start
+	cmd quiet
+	echo "lowfd $tmp/log" >&3
+	IFS= read -r ans <&4 || fail "$t: no answer to lowfd"
+	case $ans in
+	"ok 2") ;;
+	*) bad=$((bad + 1)); echo "start $n: $ans" ;;
+	esac
+	finish
+done
+[ $bad -eq 0 ] || fail "dup2 onto fd 2 failed in $bad of 20 starts"
+t="fd 2, then +p"
+start
+cmd quiet
+cmd "lowfd $tmp/log"
+reached || fail "$t: kkctl: $(cat "$tmp/ctlerr")"
+"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
+	fail "$t: +p: $(cat "$tmp/ctlerr")"
+cmd debug
+grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line on fd 2"
+finish
+echo "fd 2: 20 of 20 starts put their log on fd 2"
+
+# ---- 2. the program drops privileges
+: > "$tmp/log"
+t="setuid"
+start
+reached || fail "$t: before: $(cat "$tmp/ctlerr")"
+cmd "ids $U"
+reached || fail "$t: root after the drop: $(cat "$tmp/ctlerr")"
+reached "$U" || fail "$t: uid $U after the drop: $(cat "$tmp/ctlerr")"
+as "$U2" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
+	fail "$t: uid $U2 reached a process of uid $U"
+"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
+	fail "$t: +p: $(cat "$tmp/ctlerr")"
+cmd "lowfd $tmp/log"
+cmd debug
+grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line after the drop"
+finish
+echo "setuid: root and uid $U reach the process after its drop, uid $U2 does not"
+rm -rf "$tmp"
