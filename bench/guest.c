@@ -23,9 +23,9 @@
  *            same source built -DMP_PLAIN (build/guest/mp_server-{kk,plain}):
  *            start-up (posix_spawn to its "ready" line: listening, workers
  *            forked and ready, then SIGTERM and reaped; alternating pairs)
- *            and the cost of a request (MP_REQS sequential requests on one
- *            loopback connection to each, alternating rounds), as medians and
- *            their ratios.
+ *            and the cost of a request (request/reply exchanges on one
+ *            loopback connection to each, interleaved), as medians and their
+ *            ratios.
  *
  * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
  * add noise, hence medians.  The processes get KK_CONTROL=0 except the
@@ -63,8 +63,7 @@ extern char **environ;
 #define FLIP_RUNS	7
 #define GUEST_SITES	16000
 #define MP_PAIRS	40
-#define MP_ROUNDS	9
-#define MP_REQS		2000
+#define MP_REQS		10000
 
 /*
  * The copy-on-write settings, spelled for this code (KK_JUMP_LABEL_COW) and
@@ -782,30 +781,27 @@ static int mp_connect(int port)
 	return fd;
 }
 
-/* Mean ns of @k request/reply exchanges on @fd, one at a time; -1 on error. */
-static double mp_requests(int fd, int k)
+/* ns of one request/reply exchange on @fd; -1 on error. */
+static double mp_request(int fd)
 {
 	static const char req[] = "GET /index.html\n";
 	static const char want[] = "OK /index.html\n";
 	char buf[64];
+	size_t got = 0;
 	uint64_t t0 = kkb_now_ns();
 
-	for (int i = 0; i < k; i++) {
-		size_t got = 0;
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+		return -1;
+	while (got < sizeof(want) - 1) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - got, 0);
 
-		if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+		if (n <= 0)
 			return -1;
-		while (got < sizeof(want) - 1) {
-			ssize_t n = recv(fd, buf + got, sizeof(buf) - got, 0);
-
-			if (n <= 0)
-				return -1;
-			got += (size_t)n;
-		}
-		if (got != sizeof(want) - 1 || memcmp(buf, want, got))
-			return -1;
+		got += (size_t)n;
 	}
-	return (double)(kkb_now_ns() - t0) / k;
+	if (got != sizeof(want) - 1 || memcmp(buf, want, got))
+		return -1;
+	return (double)(kkb_now_ns() - t0);
 }
 
 static const char *const mp_bin[2] = { "guest/mp_server-plain", "guest/mp_server-kk" };
@@ -839,26 +835,34 @@ static int mp_startup(double *plain, double *kk, double *pair_ratio)
 	return ret;
 }
 
+/*
+ * Each server's median exchange over MP_REQS exchanges with each, one at a
+ * time and interleaved (which goes first alternates): load from elsewhere on
+ * the machine hits both alike, and the median ignores its bursts.
+ */
 static int mp_request_cost(double *plain, double *kk)
 {
-	double t[2][MP_ROUNDS];
+	double *t[2] = { calloc(MP_REQS, sizeof(double)), calloc(MP_REQS, sizeof(double)) };
 	struct mp s[2] = { { -1, -1, 0 }, { -1, -1, 0 } };
 	int fd[2] = { -1, -1 }, ret = -1;
 	double dummy;
 
-	for (int j = 0; j < 2; j++)
-		if (mp_start(&s[j], mp_bin[j], &dummy) || (fd[j] = mp_connect(s[j].port)) < 0 ||
-		    mp_requests(fd[j], MP_REQS / 10) < 0)	/* warm: pages, caches */
+	for (int j = 0; j < 2; j++) {
+		if (mp_start(&s[j], mp_bin[j], &dummy) || (fd[j] = mp_connect(s[j].port)) < 0)
 			goto out;
-	for (int i = 0; i < MP_ROUNDS; i++)
+		for (int i = 0; i < MP_REQS / 10; i++)	/* warm: pages, caches */
+			if (mp_request(fd[j]) < 0)
+				goto out;
+	}
+	for (int i = 0; i < MP_REQS; i++)
 		for (int j = 0; j < 2; j++) {
 			int w = (i + j) % 2;
 
-			if ((t[w][i] = mp_requests(fd[w], MP_REQS)) < 0)
+			if ((t[w][i] = mp_request(fd[w])) < 0)
 				goto out;
 		}
-	*plain = median(t[0], MP_ROUNDS);
-	*kk = median(t[1], MP_ROUNDS);
+	*plain = median(t[0], MP_REQS);
+	*kk = median(t[1], MP_REQS);
 	ret = 0;
 out:
 	for (int j = 0; j < 2; j++) {
@@ -867,6 +871,8 @@ out:
 		if (mp_stop(&s[j]))
 			ret = -1;
 	}
+	free(t[0]);
+	free(t[1]);
 	return ret;
 }
 
@@ -913,8 +919,8 @@ static int guest_bench(struct kkb_ctx *ctx)
 		 "world linked to an empty shared library instead (the floor)", HELLO_PAIRS);
 	kkb_note(ctx, "mp_server_*: test/progs/mp_server.c (master + 2 workers, sites off) linked "
 		 "with kernelkit vs built -DMP_PLAIN; ready: posix_spawn to its ready line, median of "
-		 "%d alternating pairs; request: one of %d sequential request/reply exchanges on one "
-		 "loopback connection, median of %d alternating rounds", MP_PAIRS, MP_REQS, MP_ROUNDS);
+		 "%d alternating pairs; request: one request/reply exchange on a loopback connection "
+		 "held open, median of %d to each, interleaved", MP_PAIRS, MP_REQS);
 	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
 		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
 		 DLOPEN_PAIRS);
