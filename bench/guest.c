@@ -29,8 +29,9 @@
  *
  * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
  * add noise, hence medians.  The processes get KK_CONTROL=0 except the
- * machines (driven through kkctl) and the start-up runs, which use the
- * inherited environment (and once more with KK_CONTROL=0).
+ * machines (driven through kkctl) and the start-up runs of hello and
+ * mp_server, which use the inherited environment (and once more with
+ * KK_CONTROL=0); mp_server's request runs use the inherited environment.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -713,11 +714,11 @@ struct mp {
  * time from posix_spawn to that line.  -n: the master does not wait for its
  * other threads to sleep before its dup2 (that is for the fd-2 test).
  */
-static int mp_start(struct mp *s, const char *rel, double *ns)
+static int mp_start(struct mp *s, const char *rel, const char *const *extra, double *ns)
 {
 	char bin[4200], buf[512];
 	char *argv[] = { bin, "-n", "-w", "2", "-l", "/dev/null", NULL };
-	char **env = make_env(NULL, NULL);
+	char **env = make_env(extra, NULL);
 	size_t got = 0;
 	uint64_t t0;
 	int fds[2];
@@ -806,7 +807,7 @@ static double mp_request(int fd)
 
 static const char *const mp_bin[2] = { "guest/mp_server-plain", "guest/mp_server-kk" };
 
-static int mp_startup(double *plain, double *kk, double *pair_ratio)
+static int mp_startup(const char *const *extra, double *plain, double *kk, double *pair_ratio)
 {
 	double *t[2] = { calloc(MP_PAIRS, sizeof(double)), calloc(MP_PAIRS, sizeof(double)) };
 	double *r = calloc(MP_PAIRS, sizeof(double));
@@ -817,7 +818,7 @@ static int mp_startup(double *plain, double *kk, double *pair_ratio)
 			int w = (i + j) % 2;	/* alternate which goes first */
 			struct mp s;
 
-			if (mp_start(&s, mp_bin[w], &t[w][i]))
+			if (mp_start(&s, mp_bin[w], extra, &t[w][i]))
 				ret = -1;
 			if (mp_stop(&s))
 				ret = -1;
@@ -848,7 +849,7 @@ static int mp_request_cost(double *plain, double *kk)
 	double dummy;
 
 	for (int j = 0; j < 2; j++) {
-		if (mp_start(&s[j], mp_bin[j], &dummy) || (fd[j] = mp_connect(s[j].port)) < 0)
+		if (mp_start(&s[j], mp_bin[j], NULL, &dummy) || (fd[j] = mp_connect(s[j].port)) < 0)
 			goto out;
 		for (int i = 0; i < MP_REQS / 10; i++)	/* warm: pages, caches */
 			if (mp_request(fd[j]) < 0)
@@ -880,7 +881,7 @@ static int bench_mp_server(struct kkb_ctx *ctx)
 {
 	double plain, kk, ratio;
 
-	if (mp_startup(&plain, &kk, &ratio)) {
+	if (mp_startup(NULL, &plain, &kk, &ratio)) {
 		fprintf(stderr, "kk-bench: guest/mp_server-* did not start or stop (make all builds "
 			"them)\n");
 		return 1;
@@ -889,6 +890,11 @@ static int bench_mp_server(struct kkb_ctx *ctx)
 	kkb_json_num(ctx, "mp_server_kk_ready_us", kk / 1e3);
 	kkb_json_num(ctx, "mp_server_ready_ratio", kk / plain);
 	kkb_json_num(ctx, "mp_server_ready_pair_ratio", ratio);
+	/* without the three endpoints (master, 2 workers): what the rest costs */
+	if (!mp_startup(control_off, &plain, &kk, &ratio)) {
+		kkb_json_num(ctx, "mp_server_control_off_ready_ratio", kk / plain);
+		kkb_json_num(ctx, "mp_server_control_off_kk_ready_us", kk / 1e3);
+	}
 	if (mp_request_cost(&plain, &kk)) {
 		fprintf(stderr, "kk-bench: guest/mp_server-* did not answer\n");
 		return 1;
@@ -919,7 +925,7 @@ static int guest_bench(struct kkb_ctx *ctx)
 		 "world linked to an empty shared library instead (the floor)", HELLO_PAIRS);
 	kkb_note(ctx, "mp_server_*: test/progs/mp_server.c (master + 2 workers, sites off) linked "
 		 "with kernelkit vs built -DMP_PLAIN; ready: posix_spawn to its ready line, median of "
-		 "%d alternating pairs; request: one request/reply exchange on a loopback connection "
+		 "%d alternating pairs (control_off: KK_CONTROL=0 for both); request: one request/reply exchange on a loopback connection "
 		 "held open, median of %d to each, interleaved", MP_PAIRS, MP_REQS);
 	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
 		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
