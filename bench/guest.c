@@ -17,18 +17,29 @@
  *  first +p  syncs and IPIs of that first '+p' (the machine: its worker
  *            keeps running every site page), and of the first '+p' in a
  *            process whose other thread runs other code (site pages cold),
- *            with KK_JUMP_LABEL_COW=lazy (the default) and eager.
+ *            with KK_JUMP_LABEL_COW=lazy (the default) and eager;
+ *  mp_server the nginx-shaped server of test/progs/mp_server.c (a master and
+ *            2 workers, every site off), linked with kernelkit against the
+ *            same source built -DMP_PLAIN (build/guest/mp_server-{kk,plain}):
+ *            start-up (posix_spawn to its "ready" line: listening, workers
+ *            forked and ready, then SIGTERM and reaped; alternating pairs)
+ *            and the cost of a request (request/reply exchanges on one
+ *            loopback connection to each, interleaved), as medians and their
+ *            ratios.
  *
  * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
  * add noise, hence medians.  The processes get KK_CONTROL=0 except the
- * machines (driven through kkctl) and the start-up runs, which use the
- * inherited environment (and once more with KK_CONTROL=0).
+ * machines (driven through kkctl) and the start-up runs of hello and
+ * mp_server, which use the inherited environment (and once more with
+ * KK_CONTROL=0); mp_server's request runs use the inherited environment.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,6 +63,8 @@ extern char **environ;
 #define MACHINE_RUNS	3
 #define FLIP_RUNS	7
 #define GUEST_SITES	16000
+#define MP_PAIRS	40
+#define MP_REQS		10000
 
 /*
  * The copy-on-write settings, spelled for this code (KK_JUMP_LABEL_COW) and
@@ -687,6 +701,210 @@ static int insns_guest(int argc, char **argv)
 }
 KKB_REGISTER_INSNS("guest", insns_guest)
 
+/* ---- mp_server: an nginx-shaped server ------------------------------------------------ */
+
+struct mp {
+	pid_t pid;
+	int out;		/* its stdout */
+	int port;
+};
+
+/*
+ * Start build/@rel and wait for its "ready PID PORT ..." line; @ns: the wall
+ * time from posix_spawn to that line.  -n: the master does not wait for its
+ * other threads to sleep before its dup2 (that is for the fd-2 test).
+ */
+static int mp_start(struct mp *s, const char *rel, const char *const *extra, double *ns)
+{
+	char bin[4200], buf[512];
+	char *argv[] = { bin, "-n", "-w", "2", "-l", "/dev/null", NULL };
+	char **env = make_env(extra, NULL);
+	size_t got = 0;
+	uint64_t t0;
+	int fds[2];
+
+	s->pid = -1;
+	s->out = -1;
+	if (pipe2(fds, O_CLOEXEC)) {
+		free(env);
+		return -1;
+	}
+	path_in_build(bin, sizeof(bin), rel);
+	t0 = kkb_now_ns();
+	s->pid = spawn(argv, env, fds[1]);
+	free(env);
+	close(fds[1]);
+	s->out = fds[0];
+	while (s->pid > 0 && got + 1 < sizeof(buf)) {
+		ssize_t n = read(s->out, buf + got, sizeof(buf) - 1 - got);
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strchr(buf, '\n')) {
+			*ns = (double)(kkb_now_ns() - t0);
+			return sscanf(buf, "ready %*d %d", &s->port) == 1 ? 0 : -1;
+		}
+	}
+	return -1;
+}
+
+/* SIGTERM: the master tells its workers to exit, reaps them, exits 0. */
+static int mp_stop(struct mp *s)
+{
+	int ok = 1;
+
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		ok = wait_ok(s->pid);
+	}
+	if (s->out >= 0)
+		close(s->out);
+	s->pid = -1;
+	s->out = -1;
+	return ok ? 0 : -1;
+}
+
+static int mp_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ns of one request/reply exchange on @fd; -1 on error. */
+static double mp_request(int fd)
+{
+	static const char req[] = "GET /index.html\n";
+	static const char want[] = "OK /index.html\n";
+	char buf[64];
+	size_t got = 0;
+	uint64_t t0 = kkb_now_ns();
+
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+		return -1;
+	while (got < sizeof(want) - 1) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - got, 0);
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	if (got != sizeof(want) - 1 || memcmp(buf, want, got))
+		return -1;
+	return (double)(kkb_now_ns() - t0);
+}
+
+static const char *const mp_bin[2] = { "guest/mp_server-plain", "guest/mp_server-kk" };
+
+static int mp_startup(const char *const *extra, double *plain, double *kk, double *pair_ratio)
+{
+	double *t[2] = { calloc(MP_PAIRS, sizeof(double)), calloc(MP_PAIRS, sizeof(double)) };
+	double *r = calloc(MP_PAIRS, sizeof(double));
+	int ret = 0;
+
+	for (int i = 0; i < MP_PAIRS && !ret; i++) {
+		for (int j = 0; j < 2 && !ret; j++) {
+			int w = (i + j) % 2;	/* alternate which goes first */
+			struct mp s;
+
+			if (mp_start(&s, mp_bin[w], extra, &t[w][i]))
+				ret = -1;
+			if (mp_stop(&s))
+				ret = -1;
+		}
+		r[i] = t[1][i] / t[0][i];
+	}
+	if (!ret) {
+		*plain = median(t[0], MP_PAIRS);
+		*kk = median(t[1], MP_PAIRS);
+		*pair_ratio = median(r, MP_PAIRS);
+	}
+	free(t[0]);
+	free(t[1]);
+	free(r);
+	return ret;
+}
+
+/*
+ * Each server's median exchange over MP_REQS exchanges with each, one at a
+ * time and interleaved (which goes first alternates): load from elsewhere on
+ * the machine hits both alike, and the median ignores its bursts.
+ */
+static int mp_request_cost(double *plain, double *kk)
+{
+	double *t[2] = { calloc(MP_REQS, sizeof(double)), calloc(MP_REQS, sizeof(double)) };
+	struct mp s[2] = { { -1, -1, 0 }, { -1, -1, 0 } };
+	int fd[2] = { -1, -1 }, ret = -1;
+	double dummy;
+
+	for (int j = 0; j < 2; j++) {
+		if (mp_start(&s[j], mp_bin[j], NULL, &dummy) || (fd[j] = mp_connect(s[j].port)) < 0)
+			goto out;
+		for (int i = 0; i < MP_REQS / 10; i++)	/* warm: pages, caches */
+			if (mp_request(fd[j]) < 0)
+				goto out;
+	}
+	for (int i = 0; i < MP_REQS; i++)
+		for (int j = 0; j < 2; j++) {
+			int w = (i + j) % 2;
+
+			if ((t[w][i] = mp_request(fd[w])) < 0)
+				goto out;
+		}
+	*plain = median(t[0], MP_REQS);
+	*kk = median(t[1], MP_REQS);
+	ret = 0;
+out:
+	for (int j = 0; j < 2; j++) {
+		if (fd[j] >= 0)
+			close(fd[j]);
+		if (mp_stop(&s[j]))
+			ret = -1;
+	}
+	free(t[0]);
+	free(t[1]);
+	return ret;
+}
+
+static int bench_mp_server(struct kkb_ctx *ctx)
+{
+	double plain, kk, ratio;
+
+	if (mp_startup(NULL, &plain, &kk, &ratio)) {
+		fprintf(stderr, "kk-bench: guest/mp_server-* did not start or stop (make all builds "
+			"them)\n");
+		return 1;
+	}
+	kkb_json_num(ctx, "mp_server_plain_ready_us", plain / 1e3);
+	kkb_json_num(ctx, "mp_server_kk_ready_us", kk / 1e3);
+	kkb_json_num(ctx, "mp_server_ready_ratio", kk / plain);
+	kkb_json_num(ctx, "mp_server_ready_pair_ratio", ratio);
+	/* without the three endpoints (master, 2 workers): what the rest costs */
+	if (!mp_startup(control_off, &plain, &kk, &ratio)) {
+		kkb_json_num(ctx, "mp_server_control_off_ready_ratio", kk / plain);
+		kkb_json_num(ctx, "mp_server_control_off_kk_ready_us", kk / 1e3);
+	}
+	if (mp_request_cost(&plain, &kk)) {
+		fprintf(stderr, "kk-bench: guest/mp_server-* did not answer\n");
+		return 1;
+	}
+	kkb_json_num(ctx, "mp_server_plain_request_us", plain / 1e3);
+	kkb_json_num(ctx, "mp_server_kk_request_us", kk / 1e3);
+	kkb_json_num(ctx, "mp_server_request_ratio", kk / plain);
+	return 0;
+}
+
 /* ---- the benchmark ------------------------------------------------------------------ */
 
 static int guest_bench(struct kkb_ctx *ctx)
@@ -694,6 +912,7 @@ static int guest_bench(struct kkb_ctx *ctx)
 	int ret = 0;
 
 	ret |= bench_startup(ctx);
+	ret |= bench_mp_server(ctx);
 	ret |= bench_dlopen(ctx);
 	ret |= bench_sharing(ctx, "machine_lazy", cow_lazy);
 	ret |= bench_sharing(ctx, "machine_eager", cow_eager);
@@ -704,6 +923,10 @@ static int guest_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "hello_*: median of %d alternating pairs, wall time of posix_spawn to exit; "
 		 "hello_pair_ratio: median of the per-pair ratios; hello_empty_so_*: the same hello "
 		 "world linked to an empty shared library instead (the floor)", HELLO_PAIRS);
+	kkb_note(ctx, "mp_server_*: test/progs/mp_server.c (master + 2 workers, sites off) linked "
+		 "with kernelkit vs built -DMP_PLAIN; ready: posix_spawn to its ready line, median of "
+		 "%d alternating pairs (control_off: KK_CONTROL=0 for both); request: one request/reply exchange on a loopback connection "
+		 "held open, median of %d to each, interleaved", MP_PAIRS, MP_REQS);
 	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
 		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
 		 DLOPEN_PAIRS);
@@ -718,5 +941,5 @@ static int guest_bench(struct kkb_ctx *ctx)
 		 "did not run and so could not be sent IPIs, are retried)");
 	return ret;
 }
-KKB_REGISTER("guest", "hosting cost: start-up, dlopen time+memory, shared text, first +p IPIs",
-	     guest_bench)
+KKB_REGISTER("guest", "hosting cost: start-up, an nginx-shaped server, dlopen time+memory, "
+	     "shared text, first +p IPIs", guest_bench)

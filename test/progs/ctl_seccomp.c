@@ -143,9 +143,10 @@ static const struct sock_filter preauth[] = {
 #endif
 
 /*
- * Wait until the endpoint's thread is idle in accept4() (it starts at load,
+ * Wait until the endpoint's thread is idle in poll() (it starts at load,
  * and may not be there yet): under a TSYNC filter its next syscall would be
- * refused.  An idle endpoint makes no syscall until a client connects.
+ * refused.  An idle endpoint makes no syscall until a client connects
+ * (or a signal glibc uses internally, such as setuid()'s, interrupts it).
  * Polls /proc/self/task/TID/syscall; 0 when idle or when there is no endpoint.
  */
 static int wait_endpoint_idle(void)
@@ -181,7 +182,14 @@ static int wait_endpoint_idle(void)
 			nr = -1;
 		if (f)
 			fclose(f);
-		if (nr == __NR_accept4)
+		/* The endpoint waits in poll() (ppoll() where there is no
+		 * poll system call): never in accept4(), which would hold the
+		 * lowest free descriptor number reserved. */
+#ifdef __NR_poll
+		if (nr == __NR_poll)
+			return 0;
+#endif
+		if (nr == __NR_ppoll)
 			return 0;
 		nanosleep(&ms, NULL);
 	}
