@@ -68,6 +68,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <wchar.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
@@ -91,7 +95,7 @@ struct trec {
 	uint16_t flags;
 	int32_t tid;
 	uint32_t unused;
-	uint64_t ts;			/* CLOCK_MONOTONIC ns */
+	uint64_t ts;			/* a time stamp (see now_stamp()) */
 	const struct _ddebug *desc;
 	const char *fmt;
 };
@@ -144,6 +148,114 @@ static bool thread_alive(pid_t tid)
 	return alive;
 }
 
+/* ---- time ------------------------------------------------------------------------------ */
+
+/*
+ * Time stamps.  clock_gettime() costs 20-30 ns here, most of an event, so
+ * records take the CPU's counter where it runs at a constant rate and is
+ * shared by all CPUs (x86-64 with an invariant TSC, aarch64's virtual
+ * counter), and readers convert: CLOCK_MONOTONIC ns = anchor.ns + (counter
+ * - anchor.ctr) * rate, the rate measured between the anchor (the first
+ * event) and the read.  Elsewhere the records hold CLOCK_MONOTONIC ns.
+ */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+static inline uint64_t read_counter(void)
+{
+	return __rdtsc();
+}
+
+static bool counter_usable(void)
+{
+	unsigned int a, b, c, d;
+
+	/* CPUID 0x80000007 EDX bit 8: the TSC is invariant */
+	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d >> 8 & 1);
+}
+#elif defined(__aarch64__)
+static inline uint64_t read_counter(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+
+static bool counter_usable(void)
+{
+	return true;
+}
+#else
+static inline uint64_t read_counter(void)
+{
+	return mono_ns();
+}
+
+static bool counter_usable(void)
+{
+	return false;
+}
+#endif
+
+static atomic_int tr_clock;		/* 0 unknown, 1 the counter, 2 CLOCK_MONOTONIC */
+static struct {
+	_Atomic uint64_t ctr, ns;
+} tr_anchor;
+
+/* Once, from the first ring attach (async-signal-safe). */
+static void clock_setup(void)
+{
+	int want = counter_usable() ? 1 : 2, zero = 0;
+
+	if (want == 1) {
+		uint64_t c = read_counter();
+
+		atomic_store(&tr_anchor.ns, mono_ns());
+		atomic_store(&tr_anchor.ctr, c);
+	}
+	atomic_compare_exchange_strong(&tr_clock, &zero, want);
+}
+
+static inline uint64_t now_stamp(void)
+{
+	return atomic_load_explicit(&tr_clock, memory_order_relaxed) == 1 ? read_counter() :
+									     mono_ns();
+}
+
+/* The conversion of the read: stamps to CLOCK_MONOTONIC ns. */
+struct tr_conv {
+	uint64_t ctr0, ns0;
+	long double ns_per_tick;
+	bool counter;
+};
+
+static void conv_setup(struct tr_conv *cv)
+{
+	uint64_t c1 = read_counter(), n1 = mono_ns();
+
+	cv->counter = atomic_load(&tr_clock) == 1;
+	cv->ctr0 = atomic_load(&tr_anchor.ctr);
+	cv->ns0 = atomic_load(&tr_anchor.ns);
+	cv->ns_per_tick = (cv->counter && c1 > cv->ctr0 && n1 > cv->ns0) ?
+		(long double)(n1 - cv->ns0) / (long double)(c1 - cv->ctr0) : 1.0L;
+}
+
+static uint64_t conv_ns(const struct tr_conv *cv, uint64_t stamp)
+{
+	if (!cv->counter)
+		return stamp;
+	if (stamp >= cv->ctr0)
+		return cv->ns0 + (uint64_t)((long double)(stamp - cv->ctr0) * cv->ns_per_tick);
+	return cv->ns0 - (uint64_t)((long double)(cv->ctr0 - stamp) * cv->ns_per_tick);
+}
+
 /* ---- the writer ------------------------------------------------------------------------ */
 
 static struct ring *ring_new_struct(void)
@@ -189,6 +301,9 @@ static __attribute__((noinline)) struct ring *ring_attach(void)
 	size_t size = atomic_load_explicit(&tr_size, memory_order_relaxed);
 	pid_t me = tr_gettid();
 	struct ring *r = my_ring, *fresh = NULL;
+
+	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
+		clock_setup();
 
 	if (r) {
 		if (r->size == size) {
@@ -258,10 +373,16 @@ static const char *parse_conv(const char *p, struct conv *cv)
 	cv->width = cv->prec = -1;
 	cv->lmod = LM_NONE;
 	cv->c = 0;
-	while (*p && strchr("-+ #0'I", *p)) {
-		if (nf < sizeof(cv->flags) - 1)
-			cv->flags[nf++] = *p;
-		p++;
+	for (;; p++) {
+		switch (*p) {
+		case '-': case '+': case ' ': case '#': case '0': case '\'': case 'I':
+			if (nf < sizeof(cv->flags) - 1)
+				cv->flags[nf++] = *p;
+			continue;
+		default:
+			break;
+		}
+		break;
 	}
 	cv->flags[nf] = '\0';
 	if (*p == '*') {
@@ -317,8 +438,15 @@ static const char *parse_conv(const char *p, struct conv *cv)
 	case 'L': cv->lmod = LM_BIGL; p++; break;
 	default: break;
 	}
-	if (*p && strchr("diouxXcspfFeEgGaAnm%", *p))
+	switch (*p) {
+	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'c': case 's': case 'p':
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+	case 'n': case 'm': case '%':
 		cv->c = *p;
+		break;
+	default:
+		break;
+	}
 	/* wide characters and strings: not recorded (%lc formats by locale) */
 	if ((cv->c == 's' || cv->c == 'c') && cv->lmod != LM_NONE)
 		cv->c = 0;
@@ -479,14 +607,6 @@ stop:
 }
 #undef PUT
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline struct trec *rec_at(unsigned char *buf, uint64_t mask, uint64_t pos)
 {
 	return (struct trec *)(void *)(buf + (pos & mask));
@@ -525,7 +645,7 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 		pos += pad;
 	}
 	h = rec_at(buf, mask, pos);
-	h->ts = now_ns();
+	h->ts = now_stamp();
 	h->tid = tr_gettid();
 	h->desc = d;
 	h->fmt = fmt;
@@ -764,15 +884,17 @@ static bool format_msg(const struct trec *h, const unsigned char *d, size_t left
 #undef GET
 
 /* "TID [SEC.USEC] mod:func:file:line: message\n", decorated as the site's flags say now. */
-static size_t format_line(const struct trec *h, char *buf, size_t cap, kk_dd_snprintf_fn snp)
+static size_t format_line(const struct trec *h, const struct tr_conv *tc, char *buf, size_t cap,
+			  kk_dd_snprintf_fn snp)
 {
+	uint64_t ns = conv_ns(tc, h->ts);
 	struct out ob = { buf, cap, 0 }, *o = &ob;
 	const struct _ddebug *dp = h->desc;
 	unsigned int f = __atomic_load_n(&dp->flags, __ATOMIC_RELAXED);
 	size_t before;
 
-	OUT_SNP("%6d [%5" PRIu64 ".%06" PRIu64 "] ", (int)h->tid, h->ts / 1000000000u,
-		h->ts % 1000000000u / 1000u);
+	OUT_SNP("%6d [%5" PRIu64 ".%06" PRIu64 "] ", (int)h->tid, ns / 1000000000u,
+		ns % 1000000000u / 1000u);
 	before = o->len;
 	if (f & _DPRINTK_FLAGS_INCL_MODNAME)
 		OUT_SNP("%s:", dp->modname ? dp->modname : "?");
@@ -941,6 +1063,7 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 {
 	struct snap s;
 	unsigned long skipped = 0;
+	struct tr_conv tc;
 	char line[2048];
 	int ret;
 
@@ -953,6 +1076,7 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 		return ret;
 	}
 	qsort(s.v, s.n, sizeof(*s.v), rec_cmp);
+	conv_setup(&tc);
 	if (header)
 		kk_buf_printf(out, "# tracer: dyndbg\n"
 			      "# entries-in-buffer/entries-written: %lu/%lu   rings: %zu\n"
@@ -967,7 +1091,7 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 			skipped++;
 			continue;
 		}
-		kk_buf_write(out, line, format_line(s.v[i].h, line, sizeof(line), libc_snprintf));
+		kk_buf_write(out, line, format_line(s.v[i].h, &tc, line, sizeof(line), libc_snprintf));
 	}
 	kk_dd_sites_unlock();
 	if (skipped && header)
@@ -1047,11 +1171,13 @@ void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp)
 	unsigned long total = 0, skip;
 	struct ring *r = NULL;
 	const struct trec *h;
+	struct tr_conv tc;
 	char line[512];
 	size_t n;
 
 	if (!atomic_load(&rings))
 		return;
+	conv_setup(&tc);
 	dump_reset();
 	while ((h = dump_next(&r))) {
 		total++;
@@ -1070,7 +1196,7 @@ void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp)
 			skip--;
 			continue;
 		}
-		write_all(fd, line, format_line(h, line, sizeof(line), snp));
+		write_all(fd, line, format_line(h, &tc, line, sizeof(line), snp));
 	}
 	write_all(fd, "kernelkit: end of trace\n", 24);
 }
