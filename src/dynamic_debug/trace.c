@@ -1264,11 +1264,27 @@ static size_t trim(const char *buf, size_t len)
 	return len;
 }
 
+/* Only comment lines ("# ...") and empty ones: the text of an empty trace. */
+static bool only_comments(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			continue;
+		if (buf[i] != '#')
+			return false;
+		while (i < len && buf[i] != '\n')
+			i++;
+	}
+	return true;
+}
+
+/* As the kernel's: a write of nothing clears ("> trace"); so do "0" and the
+ * header of an empty trace written back. */
 static int trace_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
 	(void)priv;
 	len = trim(buf, len);
-	if (len == 0 || (len == 1 && buf[0] == '0')) {
+	if ((len == 1 && buf[0] == '0') || only_comments(buf, len)) {
 		kk_dyndbg_trace_clear();
 		return 0;
 	}
@@ -1279,7 +1295,7 @@ static int trace_write(const char *buf, size_t len, struct kk_buf *out, void *pr
 static const struct kk_control_file_ops trace_fops = {
 	.show = trace_show,
 	.write = trace_write,
-	.max_write = 64,
+	.max_write = 4096,
 };
 KK_CONTROL_LIB_FILE(trace_file, "dynamic_debug/trace", &trace_fops);
 

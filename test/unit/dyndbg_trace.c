@@ -648,7 +648,14 @@ Test(dyndbg_trace, trace_clears_by_writing_nothing_or_zero)
 	cr_assert_null(strstr(t, "seq 61"), "%s", t);
 	free(t);
 	tr_seq(61, 2);
+	/* the header of an empty trace, written back, clears too */
+	cr_assert_eq(write_file("dynamic_debug/trace", "# tracer: dyndbg\n#\n"), 0);
+	t = read_file("dynamic_debug/trace");
+	cr_assert_null(strstr(t, "seq 61"), "%s", t);
+	free(t);
+	tr_seq(61, 2);
 	cr_assert_eq(write_file("dynamic_debug/trace", "yes"), -EINVAL);
+	cr_assert_eq(write_file("dynamic_debug/trace", "# header\nseq 61 2\n"), -EINVAL);
 	t = read_file("dynamic_debug/trace");
 	cr_assert(strstr(t, "seq 61 2\n"), "a refused write cleared: %s", t);
 	free(t);
