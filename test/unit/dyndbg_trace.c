@@ -126,6 +126,35 @@ Test(dyndbg_trace, flag_refused_where_nothing_would_record)
 	cr_assert_str_eq(dd_flags_of("tr_nodesc"), "p");
 }
 
+Test(dyndbg_trace, flag_is_inherited_by_exec)
+{
+	int p[2], st;
+	char buf[8192];
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	enable("func tr_seq +T");
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "env", NULL };
+
+		dup2(p[1], 1);
+		execv("/usr/bin/env", argv);	/* the library adds KK_DYNDBG_INHERIT */
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	buf[got] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	const char *e = strstr(buf, "KK_DYNDBG_INHERIT=");
+
+	cr_assert(e, "%s", buf);
+	cr_assert(strstr(e, "func tr_seq +T"), "%.300s", e);
+}
+
 static char sunk[4096];
 static size_t sunk_len;
 
