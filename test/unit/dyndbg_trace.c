@@ -6,6 +6,7 @@
  * panic dump, and the control files.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include <kernelkit/panic.h>
 #include "dyndbg_util.h"
+#include "kktest.h"
 #include "panic_kid.h"
 
 __attribute__((noinline)) void tr_seq(int tag, unsigned long i)
@@ -190,6 +192,28 @@ Test(dyndbg_trace, p_prints_T_records_both_do_both)
 	cr_assert_null(strstr(t, "seq 2 3"), "p alone recorded: %s", t);
 	free(t);
 	kk_dyndbg_set_sink(NULL, NULL);
+}
+
+Test(dyndbg_trace, records_of_an_unloaded_object_are_not_formatted)
+{
+	void *h = dlopen(kkt_build_path("test/lib/libdyndbg_mod.so"), RTLD_NOW | RTLD_LOCAL);
+	char *t;
+
+	cr_assert_not_null(h, "%s", dlerror());
+	enable("module dyndbg_mod +T");
+	enable("func tr_seq +T");
+	((void (*)(int))dlsym(h, "ddm_plain"))(5);
+	tr_seq(70, 0);
+	t = trace_text();
+	cr_assert(strstr(t, "ddm plain one 5"), "%s", t);
+	free(t);
+	/* its format and site are gone with it: the record is counted, not read */
+	dlclose(h);
+	t = trace_text();
+	cr_assert_null(strstr(t, "ddm plain"), "%s", t);
+	cr_assert(strstr(t, "seq 70 0\n"), "%s", t);
+	cr_assert(strstr(t, "# 3 records of unloaded objects not shown"), "%s", t);
+	free(t);
 }
 
 /* ---- records ----------------------------------------------------------------- */
