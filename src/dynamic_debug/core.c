@@ -795,8 +795,10 @@ static void del_table(const void *id, const void *id2)
 				t->sites[j]->modname = NULL;
 	}
 	pthread_mutex_unlock(&dd_lock);
-	if (t)
+	if (t) {
+		kk_dd_trace_forget_formats();	/* its formats go with it */
 		free(t->sites);
+	}
 	free(t);
 }
 

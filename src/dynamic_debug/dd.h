@@ -42,6 +42,8 @@ bool kk_dd_site_known_locked(const struct _ddebug *d);
 void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap);
 /* Adds the control files (from dd_init). */
 void kk_dd_trace_init(void);
+/* An object with sites is being unloaded: format addresses may be reused. */
+void kk_dd_trace_forget_formats(void);
 /*
  * The flight recorder: write the last @max records of every thread, merged
  * by time, to @fd.  For the panic path: no lock, no malloc, and @snp (an

@@ -105,6 +105,10 @@ struct trec {
 #define TR_PAD		2u
 _Static_assert(sizeof(struct trec) == 40, "record header");
 
+/* Formats compiled into packing programs, cached per ring by address. */
+#define SIG_OPS		24
+#define SIG_CACHE	64
+
 struct ring {
 	struct ring *next;		/* all rings; pushed at the head, never unlinked */
 	_Atomic int tid;		/* the owner; 0 free, -1 being unmapped */
@@ -118,9 +122,16 @@ struct ring {
 	uint64_t clear_pos, pipe_pos;
 	/* the panic dump's cursor (threads stopped, no lock) */
 	uint64_t dump_pos, dump_end;
+	/* the owner's compiled formats (see compile()); valid while fmt_gen is tr_fmt_gen */
+	unsigned int fmt_gen;
+	struct sig {
+		const char *fmt;
+		uint8_t ops[SIG_OPS];
+	} sigs[SIG_CACHE];
 };
 
 static _Atomic(struct ring *) rings;
+static atomic_uint tr_fmt_gen;		/* bumped when an object with sites is unloaded */
 static atomic_uint tr_gen;
 static _Atomic size_t tr_size = (size_t)TR_DEFAULT_KB << 10;
 static _Atomic size_t tr_total;		/* bytes of buffers mapped */
@@ -460,6 +471,91 @@ static int int_size(int lmod)
 	return (lmod == LM_NONE || lmod == LM_HH || lmod == LM_H) ? 4 : 8;
 }
 
+/*
+ * vbin_printf in two steps: compile() turns a format into a program of one
+ * byte per thing to pack (a star argument, a conversion), and pack() runs
+ * it over the arguments.  A ring keeps the programs of the formats its
+ * thread used, so the format is parsed once, not at every event.
+ */
+enum {
+	OP_END,
+	OP_STAR,			/* int: a '*' width or precision */
+	OP_STARP,			/* int: a '*' precision (it bounds a following %s) */
+	OP_I4, OP_U4,			/* int, unsigned int (and smaller, and %c) */
+	OP_L, OP_LL, OP_J, OP_Z, OP_T,	/* 8-byte integers by their type */
+	OP_DBL, OP_LDBL, OP_PTR,
+	OP_STR,				/* bounded by TR_STR_MAX */
+	OP_STR_P,			/* bounded by the next byte pair (a literal precision) */
+	OP_STR_SP,			/* bounded by the last OP_STARP */
+	OP_N,				/* %n: the pointer is skipped */
+	OP_ERRNO,			/* %m */
+	OP_PCT,				/* %%: nothing */
+	OP_STOP,			/* not recorded: packing stops (TR_INCOMPLETE) */
+};
+
+/* Compile @fmt into @ops (@cap bytes).  False when it needs more. */
+static bool compile(const char *fmt, uint8_t *ops, size_t cap)
+{
+	const char *p = fmt;
+	size_t n = 0;
+	struct conv cv;
+
+#define EMIT(o) do {								\
+		if (n == cap)							\
+			return false;						\
+		ops[n++] = (uint8_t)(o);					\
+	} while (0)
+	for (;;) {
+		while (*p && *p != '%')
+			p++;
+		if (!*p)
+			break;
+		p = parse_conv(p, &cv);
+		if (!cv.c) {
+			EMIT(OP_STOP);
+			break;
+		}
+		if (cv.width == -2)
+			EMIT(OP_STAR);
+		if (cv.prec == -2)
+			EMIT(cv.c == 's' ? OP_STARP : OP_STAR);
+		switch (cv.c) {
+		case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+			switch (cv.lmod) {
+			case LM_L: EMIT(OP_L); break;
+			case LM_LL: EMIT(OP_LL); break;
+			case LM_J: EMIT(OP_J); break;
+			case LM_Z: EMIT(OP_Z); break;
+			case LM_T: EMIT(OP_T); break;
+			default: EMIT(cv.c == 'd' || cv.c == 'i' ? OP_I4 : OP_U4); break;
+			}
+			break;
+		case 'c': EMIT(OP_I4); break;
+		case 'p': EMIT(OP_PTR); break;
+		case 'n': EMIT(OP_N); break;
+		case 'm': EMIT(OP_ERRNO); break;
+		case '%': EMIT(OP_PCT); break;
+		case 's':
+			if (cv.prec == -2) {
+				EMIT(OP_STR_SP);
+			} else if (cv.prec >= 0 && cv.prec < TR_STR_MAX) {
+				EMIT(OP_STR_P);
+				EMIT(cv.prec & 0xff);
+				EMIT(cv.prec >> 8);
+			} else {
+				EMIT(OP_STR);
+			}
+			break;
+		default:	/* floating point */
+			EMIT(cv.lmod == LM_BIGL ? OP_LDBL : OP_DBL);
+			break;
+		}
+	}
+	EMIT(OP_END);
+#undef EMIT
+	return true;
+}
+
 #define PUT(v) do {								\
 		if (room < sizeof(v))						\
 			goto full;						\
@@ -469,106 +565,108 @@ static int int_size(int lmod)
 	} while (0)
 
 /*
- * vbin_printf: pack @ap by @fmt's conversions into @w (@room bytes).
- * Returns the bytes used; *nconv the conversions packed, *flags
- * TR_INCOMPLETE when packing stopped before the end of the format.
+ * Run @ops over @ap into @w (@room bytes).  Returns the bytes used;
+ * *nconv the conversions packed, *flags TR_INCOMPLETE when packing stopped
+ * before the end of the format.
  */
-static size_t pack(unsigned char *w, size_t room, const char *fmt, va_list ap, int err,
+static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, int err,
 		   uint16_t *nconv, uint16_t *flags)
 {
 	unsigned char *w0 = w;
-	const char *p = fmt;
 	unsigned int n = 0;
-	struct conv cv;
+	int starp = -1;
 
 	*flags = 0;
-	for (;;) {
-		while (*p && *p != '%')
-			p++;
-		if (!*p)
-			break;
-		p = parse_conv(p, &cv);
-		if (!cv.c)
-			goto stop;
-		if (cv.width == -2) {
+	for (;; ops++) {
+		switch (*ops) {
+		case OP_END:
+			*nconv = (uint16_t)n;
+			return (size_t)(w - w0);
+		case OP_STAR: {
 			int v = va_arg(ap, int);
 
 			PUT(v);
+			continue;	/* part of the next conversion */
 		}
-		if (cv.prec == -2) {
+		case OP_STARP: {
 			int v = va_arg(ap, int);
 
 			PUT(v);
-			cv.prec = v < 0 ? -1 : v;	/* bounds a %.*s */
+			starp = v;
+			continue;
 		}
-		switch (cv.c) {
-		case 'd': case 'i':
-			if (int_size(cv.lmod) == 4) {
-				int v = va_arg(ap, int);
-
-				PUT(v);
-			} else {
-				long long v;
-
-				switch (cv.lmod) {
-				case LM_L: v = va_arg(ap, long); break;
-				case LM_J: v = (long long)va_arg(ap, intmax_t); break;
-				case LM_Z: v = (long long)va_arg(ap, ssize_t); break;
-				case LM_T: v = (long long)va_arg(ap, ptrdiff_t); break;
-				default: v = va_arg(ap, long long); break;
-				}
-				PUT(v);
-			}
-			break;
-		case 'o': case 'u': case 'x': case 'X':
-			if (int_size(cv.lmod) == 4) {
-				unsigned int v = va_arg(ap, unsigned int);
-
-				PUT(v);
-			} else {
-				unsigned long long v;
-
-				switch (cv.lmod) {
-				case LM_L: v = va_arg(ap, unsigned long); break;
-				case LM_J: v = (unsigned long long)va_arg(ap, uintmax_t); break;
-				case LM_Z: v = (unsigned long long)va_arg(ap, size_t); break;
-				case LM_T: v = (unsigned long long)va_arg(ap, ptrdiff_t); break;
-				default: v = va_arg(ap, unsigned long long); break;
-				}
-				PUT(v);
-			}
-			break;
-		case 'c': {
+		case OP_I4: {
 			int v = va_arg(ap, int);
 
 			PUT(v);
 			break;
 		}
-		case 'p': {
+		case OP_U4: {
+			unsigned int v = va_arg(ap, unsigned int);
+
+			PUT(v);
+			break;
+		}
+		case OP_L: {
+			long long v = va_arg(ap, long);
+
+			PUT(v);
+			break;
+		}
+		case OP_LL: {
+			long long v = va_arg(ap, long long);
+
+			PUT(v);
+			break;
+		}
+		case OP_J: {
+			long long v = (long long)va_arg(ap, intmax_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_Z: {
+			long long v = (long long)va_arg(ap, size_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_T: {
+			long long v = (long long)va_arg(ap, ptrdiff_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_DBL: {
+			double v = va_arg(ap, double);
+
+			PUT(v);
+			break;
+		}
+		case OP_LDBL: {
+			long double v = va_arg(ap, long double);
+
+			PUT(v);
+			break;
+		}
+		case OP_PTR: {
 			void *v = va_arg(ap, void *);
 
 			PUT(v);
 			break;
 		}
-		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
-			if (cv.lmod == LM_BIGL) {
-				long double v = va_arg(ap, long double);
-
-				PUT(v);
-			} else {
-				double v = va_arg(ap, double);
-
-				PUT(v);
-			}
-			break;
-		case 's': {
+		case OP_STR: case OP_STR_P: case OP_STR_SP: {
 			/* copied now: the caller may change or free it after the call */
 			const char *s = va_arg(ap, const char *);
-			uint16_t l;
 			size_t max = TR_STR_MAX;
+			uint16_t l;
 
-			if (cv.prec >= 0 && (size_t)cv.prec < max)
-				max = (size_t)cv.prec;
+			if (*ops == OP_STR_P) {
+				max = (size_t)ops[1] | (size_t)ops[2] << 8;
+				ops += 2;
+			} else if (*ops == OP_STR_SP && starp >= 0 && starp < TR_STR_MAX) {
+				max = (size_t)starp;
+			}
 			if (!s) {
 				l = UINT16_MAX;	/* "(null)", as glibc prints it */
 				PUT(l);
@@ -586,26 +684,57 @@ static size_t pack(unsigned char *w, size_t room, const char *fmt, va_list ap, i
 			room -= l;
 			break;
 		}
-		case 'n':
+		case OP_N:
 			(void)va_arg(ap, void *);	/* never written: the call is over */
 			break;
-		case 'm':
+		case OP_ERRNO:
 			PUT(err);
 			break;
-		default:	/* '%' */
+		case OP_PCT:
 			break;
+		default:	/* OP_STOP */
+			goto full;
 		}
 		n++;
+		starp = -1;
 	}
-	*nconv = (uint16_t)n;
-	return (size_t)(w - w0);
 full:
-stop:
 	*nconv = (uint16_t)n;
 	*flags = TR_INCOMPLETE;
 	return (size_t)(w - w0);
 }
 #undef PUT
+
+/* The packing program of @fmt: from @r's cache, compiled into it, or into @tmp. */
+static const uint8_t *program(struct ring *r, const char *fmt, uint8_t *tmp, size_t tmpcap)
+{
+	unsigned int gen = atomic_load_explicit(&tr_fmt_gen, memory_order_acquire);
+	struct sig *sg = &r->sigs[((uintptr_t)fmt >> 3) % SIG_CACHE];
+
+	if (__builtin_expect(r->fmt_gen != gen, 0)) {
+		/* an object was unloaded: a cached address may be another format now */
+		for (size_t i = 0; i < SIG_CACHE; i++)
+			r->sigs[i].fmt = NULL;
+		r->fmt_gen = gen;
+	}
+	if (__builtin_expect(sg->fmt == fmt, 1))
+		return sg->ops;
+	if (compile(fmt, sg->ops, SIG_OPS)) {
+		sg->fmt = fmt;
+		return sg->ops;
+	}
+	sg->fmt = NULL;
+	if (!compile(fmt, tmp, tmpcap)) {	/* a very long format: what fits, then stop */
+		tmp[tmpcap - 2] = OP_STOP;
+		tmp[tmpcap - 1] = OP_END;
+	}
+	return tmp;
+}
+
+void kk_dd_trace_forget_formats(void)
+{
+	atomic_fetch_add_explicit(&tr_fmt_gen, 1, memory_order_release);
+}
 
 static inline struct trec *rec_at(unsigned char *buf, uint64_t mask, uint64_t pos)
 {
@@ -624,6 +753,7 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	uint64_t end = pos + pad + max, over = 0;
 	struct trec *h;
 	size_t dlen;
+	uint8_t tmp[256];
 
 	/* forget the records we are about to overwrite */
 	while (tail + size < end) {
@@ -650,7 +780,8 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	h->desc = d;
 	h->fmt = fmt;
 	h->unused = 0;
-	dlen = pack((unsigned char *)(h + 1), max - TR_HDR, fmt, ap, err, &h->nconv, &h->flags);
+	dlen = pack(program(r, fmt, tmp, sizeof(tmp)), (unsigned char *)(h + 1), max - TR_HDR, ap, err,
+		    &h->nconv, &h->flags);
 	h->len = (uint32_t)((TR_HDR + dlen + 7) & ~(size_t)7);
 	atomic_store_explicit(&r->written,
 			      atomic_load_explicit(&r->written, memory_order_relaxed) + 1,

@@ -245,6 +245,29 @@ Test(dyndbg_trace, arguments_are_formatted_as_printf_would)
 	free(t);
 }
 
+__attribute__((noinline)) void tr_many(int v)
+{
+	/* more conversions than a cached packing program holds (24) */
+	pr_debug("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d "
+		 "%d %d %d %.3s|\n", v, v + 1, v + 2, v + 3, v + 4, v + 5, v + 6, v + 7, v + 8, v + 9,
+		 v + 10, v + 11, v + 12, v + 13, v + 14, v + 15, v + 16, v + 17, v + 18, v + 19,
+		 v + 20, v + 21, v + 22, v + 23, v + 24, v + 25, v + 26, v + 27, v + 28, "abcdef");
+}
+
+Test(dyndbg_trace, long_formats_are_packed_whole)
+{
+	char *t;
+
+	enable("func tr_many +T");
+	tr_many(100);
+	tr_many(200);
+	t = trace_text();
+	cr_assert(strstr(t, "] 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 "
+			 "118 119 120 121 122 123 124 125 126 127 128 abc|\n"), "%s", t);
+	cr_assert(strstr(t, "] 200 201 202 "), "%s", t);
+	free(t);
+}
+
 Test(dyndbg_trace, unsupported_conversions_show_the_rest_of_the_format)
 {
 	char *t;
