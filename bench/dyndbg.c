@@ -218,6 +218,31 @@ __attribute__((noinline)) static void dd_print_site(int i)
 	pr_debug("bench message %d: %s\n", i, "some payload text");
 }
 
+#define DD_RING_ITERS 2000000
+
+/* ns per event of the same site to the trace ring (T), best of 3 rounds. */
+static double dd_ring_cost(void)
+{
+	double best = 0;
+
+	if (dynamic_debug_exec_queries("func dd_print_site =T", "kkbench") != 1)
+		return -1;
+	dd_print_site(0);		/* the thread's first event maps its ring */
+	for (int r = 0; r < 3; r++) {
+		uint64_t t0 = kkb_now_ns();
+		double ns;
+
+		for (int i = 0; i < DD_RING_ITERS; i++)
+			dd_print_site(i);
+		ns = (double)(kkb_now_ns() - t0) / DD_RING_ITERS;
+		if (!r || ns < best)
+			best = ns;
+	}
+	dynamic_debug_exec_queries("func dd_print_site -T", "kkbench");
+	kk_dyndbg_trace_clear();
+	return best;
+}
+
 /* ns per call, stderr (unbuffered) pointing at /dev/null. */
 static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double *dec_ns)
 {
@@ -311,6 +336,7 @@ static int dd_bench(struct kkb_ctx *ctx)
 
 	if (dd_print_costs(&pr_ns, &fp_ns, &fpbuf_ns, &dec_ns))
 		ret = 1;
+	double ring_ns = dd_ring_cost();
 
 	kkb_json_num(ctx, "sites", (double)sites);
 	kkb_json_num(ctx, "all_on_syncs", (double)max_syncs);
@@ -337,6 +363,13 @@ static int dd_bench(struct kkb_ctx *ctx)
 	kkb_json_num(ctx, "enabled_vs_fprintf", fp_ns > 0 ? pr_ns / fp_ns : 0);
 	kkb_json_num(ctx, "enabled_decorated_pr_debug_ns", dec_ns);
 	kkb_json_num(ctx, "fprintf_buffered_ns", fpbuf_ns);
+	if (ring_ns > 0) {
+		kkb_json_num(ctx, "ring_ns", ring_ns);
+		kkb_json_num(ctx, "stderr_vs_ring", pr_ns / ring_ns);
+	} else {
+		kkb_json_null(ctx, "ring_ns");
+		ret = 1;
+	}
 	kkb_note(ctx, "all_on_*: 'module !kkbench +p' (every demo site) by kkctl, spawn to exit; "
 		 "median of %d (syncs: max)", DD_RUNS);
 	kkb_note(ctx, "IPIs: CAL line of /proc/interrupts, whole machine, during the command");
@@ -344,6 +377,9 @@ static int dd_bench(struct kkb_ctx *ctx)
 		 "minus the empty loop");
 	kkb_note(ctx, "enabled_pr_debug_ns (+p) and fprintf_ns: the same line to stderr = "
 		 "/dev/null, unbuffered; fprintf_buffered_ns: to a buffered FILE on /dev/null");
+	kkb_note(ctx, "ring_ns: the same site with T (its line recorded in binary into this "
+		 "thread's trace ring, %%d and %%s), best of 3 x %d; stderr_vs_ring: "
+		 "enabled_pr_debug_ns / ring_ns, same run", DD_RING_ITERS);
 	kkb_note(ctx, "worker rounds over all sites during the run: %lu; messages %lu",
 		 (unsigned long)atomic_load(&dd_rounds), msgs);
 	for (int i = 0; i < dd_nmods; i++)

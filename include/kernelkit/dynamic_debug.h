@@ -54,7 +54,7 @@
 extern "C" {
 #endif
 
-/* Flag bits of a site (the listing shows them in the order p m f s l t d). */
+/* Flag bits of a site (the listing shows them in the order p T m f s l t d). */
 #define _DPRINTK_FLAGS_NONE		0
 #define _DPRINTK_FLAGS_PRINT		(1u << 0)	/* p */
 #define _DPRINTK_FLAGS_INCL_MODNAME	(1u << 1)	/* m */
@@ -74,6 +74,15 @@ extern "C" {
  * refused and changes nothing (-EOPNOTSUPP).  Not shown in the listing.
  */
 #define _DPRINTK_FLAGS_NO_DESC		(1u << 7)
+/*
+ * T: record the message into the trace ring (binary, formatted when read:
+ * dynamic_debug/trace), the kernel's "trace destination" flag.  Independent
+ * of p, as in the kernel: p prints, T records, both do both.  Either one
+ * switches the site on.  Refused (-EOPNOTSUPP) on _no_desc sites, whose
+ * function is not __dynamic_pr_debug().
+ */
+#define _DPRINTK_FLAGS_TRACE		(1u << 8)
+#define _DPRINTK_FLAGS_ENABLED		(_DPRINTK_FLAGS_PRINT | _DPRINTK_FLAGS_TRACE)
 
 /*
  * `#define DEBUG` before this header: the unit's sites start enabled, as in
@@ -296,6 +305,27 @@ void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg, size_t l
  * choose it without code with KK_DYNDBG_SINK=journal (or stderr, syslog).
  */
 void kk_dyndbg_sink_journal(const struct _ddebug *desc, const char *msg, size_t len, void *arg);
+
+/* ---- the trace ring (the T flag) ----------------------------------------------------- */
+
+/*
+ * Sites with T record their message into a ring of the calling thread, in
+ * binary (the site, the format and the arguments packed by its conversions,
+ * %s strings copied, at most 256 bytes each), formatted only when read:
+ * dynamic_debug/trace (all records, oldest first, every thread merged by
+ * time), dynamic_debug/trace_pipe (what came since the last read of it,
+ * consumed), and a panic's report (the last 200).  Lock-free and
+ * async-signal-safe; see docs/dynamic_debug.md, "Trace ring".
+ *
+ * The size of each thread's ring in bytes: 4 KiB to 16 MiB, rounded up to a
+ * power of two (default 64 KiB).  Clears the trace; each thread takes a ring
+ * of the new size at its next event.  0 or -EINVAL.  Also the control file
+ * dynamic_debug/buffer_size_kb.
+ */
+int kk_dyndbg_trace_set_size(size_t bytes);
+size_t kk_dyndbg_trace_get_size(void);
+/* Forget every record (and the lost counts).  Also: write "" or "0" to dynamic_debug/trace. */
+void kk_dyndbg_trace_clear(void);
 
 void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 	__attribute__((__format__(__printf__, 2, 3)));

@@ -39,10 +39,14 @@ _Static_assert(DDQ_F_INCL_LINENO == _DPRINTK_FLAGS_INCL_LINENO, "flag values");
 _Static_assert(DDQ_F_INCL_TID == _DPRINTK_FLAGS_INCL_TID, "flag values");
 _Static_assert(DDQ_F_INCL_SOURCENAME == _DPRINTK_FLAGS_INCL_SOURCENAME, "flag values");
 _Static_assert(DDQ_F_INCL_STACK == _DPRINTK_FLAGS_INCL_STACK, "flag values");
+_Static_assert(DDQ_F_TRACE == _DPRINTK_FLAGS_TRACE, "flag values");
 _Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
 
-/* What a site whose function gets no descriptor cannot honour: m f l s t d. */
-#define DD_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK)
+/* What a site whose function gets no descriptor cannot honour: m f l s t d,
+ * and T (its function is not __dynamic_pr_debug(), so nothing would record). */
+#define DD_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK | _DPRINTK_FLAGS_TRACE)
+/* The site's key is on when it prints or records. */
+#define DD_ON(f)	(((f) & _DPRINTK_FLAGS_ENABLED) != 0)
 
 #define DD_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
 
@@ -289,7 +293,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 
 			if (old == nf[k])
 				continue;
-			if ((old ^ nf[k]) & _DPRINTK_FLAGS_PRINT)
+			if (DD_ON(old) != DD_ON(nf[k]))
 				flips[nflip++] = (struct flip){ dp, old };
 			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
 		}
@@ -298,7 +302,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		for (size_t i = 0; i < nflip && !ret; i++) {
 			struct static_key *key = &flips[i].dp->key.dd_key_false.key;
 
-			ret = (flips[i].dp->flags & _DPRINTK_FLAGS_PRINT) ?
+			ret = DD_ON(flips[i].dp->flags) ?
 				static_key_enable_queued(key) : static_key_disable_queued(key);
 		}
 		if (!ret)
@@ -311,7 +315,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		for (done = 0; done < nflip; done++) {
 			struct _ddebug *dp = flips[done].dp;
 
-			ret = (dp->flags & _DPRINTK_FLAGS_PRINT) ? static_key_enable(&dp->key.dd_key_false.key) :
+			ret = DD_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
 								    static_key_disable(&dp->key.dd_key_false.key);
 			if (ret)
 				break;
@@ -319,7 +323,7 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 		while (ret && done--) {	/* undo what went through */
 			struct _ddebug *dp = flips[done].dp;
 
-			if (flips[done].old & _DPRINTK_FLAGS_PRINT)
+			if (DD_ON(flips[done].old))
 				static_key_enable(&dp->key.dd_key_false.key);
 			else
 				static_key_disable(&dp->key.dd_key_false.key);
@@ -430,6 +434,28 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
 	if (res)
 		*res = sum;
 	return err;
+}
+
+/*
+ * For the trace ring (trace.c): a record names its site by address, and
+ * formats its message with the site's strings only while the object that
+ * holds the site is still loaded.
+ */
+void kk_dd_sites_lock(void)
+{
+	pthread_mutex_lock(&dd_lock);
+}
+
+void kk_dd_sites_unlock(void)
+{
+	pthread_mutex_unlock(&dd_lock);
+}
+
+static int registered_locked(const struct _ddebug *dp);
+
+bool kk_dd_site_known_locked(const struct _ddebug *d)
+{
+	return registered_locked(d);
 }
 
 KK_EXPORT int kk_dyndbg_set_all_or_nothing(int on)
@@ -769,8 +795,10 @@ static void del_table(const void *id, const void *id2)
 				t->sites[j]->modname = NULL;
 	}
 	pthread_mutex_unlock(&dd_lock);
-	if (t)
+	if (t) {
+		kk_dd_trace_forget_formats();	/* its formats go with it */
 		free(t->sites);
+	}
 	free(t);
 }
 
@@ -1572,6 +1600,7 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_control_add_lib_file(&aon_file);
 	kk_dd_sink_file_add();
 	kk_dd_inherit_init();
+	kk_dd_trace_init();
 	if (env_has_dyndbg()) {
 		pthread_once(&dd_once, dd_init_once);
 		return;

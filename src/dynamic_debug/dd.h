@@ -30,4 +30,27 @@ void kk_dd_inherit_init(void);
  */
 int kk_dd_inherit_spawn(char *const envp[], int (*call)(char *const env[], void *arg), void *arg);
 
+
+/* ---- core.c, for trace.c: is @d a registered site (under the lock) ---- */
+void kk_dd_sites_lock(void);
+void kk_dd_sites_unlock(void);
+bool kk_dd_site_known_locked(const struct _ddebug *d);
+
+/* ---- trace.c: the trace ring (the T flag) ---- */
+#include <stdarg.h>
+/* Record a T site's message: async-signal-safe, no lock, no malloc. */
+void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap);
+/* Adds the control files (from dd_init). */
+void kk_dd_trace_init(void);
+/* An object with sites is being unloaded: format addresses may be reused. */
+void kk_dd_trace_forget_formats(void);
+/*
+ * The flight recorder: write the last @max records of every thread, merged
+ * by time, to @fd.  For the panic path: no lock, no malloc, and @snp (an
+ * async-signal-safe snprintf) formats each argument.  Call with the other
+ * threads stopped.
+ */
+#define KK_DD_TRACE_PANIC_LINES	200
+typedef size_t (*kk_dd_snprintf_fn)(char *buf, size_t size, const char *fmt, ...);
+void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp);
 #endif

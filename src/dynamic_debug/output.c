@@ -215,9 +215,23 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt,
 
 KK_EXPORT void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 {
+	unsigned int flags = __atomic_load_n(&descriptor->flags, __ATOMIC_RELAXED);
 	va_list ap;
 
 	va_start(ap, fmt);
+	if (flags & _DPRINTK_FLAGS_TRACE) {
+		/* T records into the ring; with p as well the line is printed too */
+		if (!(flags & _DPRINTK_FLAGS_PRINT)) {
+			kk_dd_trace_record(descriptor, fmt, ap);
+			va_end(ap);
+			return;
+		}
+		va_list aq;
+
+		va_copy(aq, ap);
+		kk_dd_trace_record(descriptor, fmt, aq);
+		va_end(aq);
+	}
 	vprint(descriptor, fmt, ap);
 	va_end(ap);
 }

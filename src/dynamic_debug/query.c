@@ -97,6 +97,7 @@ static const struct {
 	unsigned int flag;
 } opt_array[] = {
 	{ 'p', DDQ_F_PRINT },
+	{ 'T', DDQ_F_TRACE },
 	{ 'm', DDQ_F_INCL_MODNAME },
 	{ 'f', DDQ_F_INCL_FUNCNAME },
 	{ 's', DDQ_F_INCL_SOURCENAME },

@@ -21,6 +21,7 @@
 #define DDQ_F_INCL_TID		(1u << 4)
 #define DDQ_F_INCL_SOURCENAME	(1u << 5)
 #define DDQ_F_INCL_STACK	(1u << 6)
+#define DDQ_F_TRACE		(1u << 8)	/* T: to the trace ring */
 #define DDQ_CLASS_DFLT		63
 
 /* Error text collected while parsing, one "dyndbg: ..." line per message. */
@@ -70,7 +71,7 @@ size_t ddq_query_len(const char *text, size_t len);
 
 /* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
 int ddq_parse_flags(const char *word, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m);
-/* The listing form of @flags: "pmfsltd" order, or "_". @out holds >= 8 bytes. */
+/* The listing form of @flags: "pTmfsltd" order, or "_". @out holds >= 9 bytes. */
 void ddq_flags_str(unsigned int flags, char *out);
 
 /* Glob with '*' and '?' (the kernel's match_wildcard). */

@@ -33,6 +33,7 @@
 
 #include "common.h"
 #include "panic/internal.h"
+#include "dynamic_debug/dd.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -742,6 +743,12 @@ static void core_dump(void *arg)
 			    WEXITSTATUS(status));
 }
 
+static void dump_trace(void *arg)
+{
+	(void)arg;
+	kk_dd_trace_dump_fd(KKP_FD, KK_DD_TRACE_PANIC_LINES, kkp_snprintf);
+}
+
 static void send_notify(void *arg)
 {
 	(void)arg;
@@ -775,6 +782,9 @@ __attribute__((noreturn)) static void panic_body(void)
 		panic_stage = "stopping threads";
 		kkp_guarded("stopping threads", stop_others, NULL);
 	}
+	/* the flight recorder, with the other threads stopped (ftrace_dump_on_oops) */
+	panic_stage = "trace dump";
+	kkp_guarded("the trace dump", dump_trace, NULL);
 	kkp_control_gone();
 	if (KKP_LOAD(kkp_set.core_dump))
 		kkp_guarded("the core dump", core_dump, NULL);

@@ -1,0 +1,1522 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The trace ring: where sites with the T flag send their messages.  The
+ * kernel's trace_printk() model (bprintk: vbin_printf() at the call,
+ * bstr_printf() when the trace is read): a call records its site, its format
+ * and its arguments in binary, packed by the format's conversions, and the
+ * text is made only when someone reads dynamic_debug/trace (or a panic
+ * dumps it).
+ *
+ * One ring per thread, so a writer shares nothing: no lock, no atomic
+ * read-modify-write, no allocation after the thread's first event.  A ring
+ * is a struct (never freed: writers walk the list of rings without a lock)
+ * and a buffer (mmap'ed, so that a first event in a signal handler is safe;
+ * unmapped only by the control side, under trace_lock, when no thread owns
+ * the ring).
+ *
+ * Positions are byte counts that only grow; the byte of position p is
+ * buf[p & (size - 1)].  The writer owns three positions:
+ *   tail      the oldest record still whole,
+ *   reserved  the end of the bytes being (or last) written,
+ *   head      the end of the committed records.
+ * Before it writes a byte it moves tail past the records it is about to
+ * overwrite and publishes reserved (release), then writes, then publishes
+ * head (release).  A reader copies [start, head) out of the buffer, then
+ * reads reserved and tail: the bytes below reserved - size may have been
+ * overwritten while it copied (the seqlock rule), and tail (>= that, and a
+ * record boundary) is where the good records begin.  So a reader never stops
+ * a writer and a writer never waits for a reader; the reader loses what was
+ * overwritten under it.
+ *
+ * A record that would not fit before the end of the buffer is preceded by a
+ * padding record to the end, so a record is contiguous.  Room for the
+ * largest record (TR_REC_MAX) is reserved before the arguments are packed;
+ * the record is as long as what was packed.
+ *
+ * Signals: a handler that interrupts a writer of its own thread finds the
+ * thread's nesting mark set and drops its event (counted: "nested"), so the
+ * interrupted record is never torn.  A handler that runs while its thread
+ * is not writing records normally.
+ *
+ * Threads: a ring belongs to the thread whose tid it holds.  A thread that
+ * has exited leaves its ring (and its last records, for the flight
+ * recorder) until a new thread claims it: a ring is free when its tid is 0
+ * or names no thread of this process (tgkill(pid, tid, 0) fails with
+ * ESRCH), or names the claiming thread itself, which has no ring (the tid
+ * was reused).  Memory: TR_TOTAL_CAP bytes of buffers at most; a thread
+ * that would need more records nothing (counted: "no buffer").
+ *
+ * fork: the child's thread keeps its ring (with its tid updated); the
+ * others' rings hold threads that do not exist in the child, so they are
+ * free, and are cleared.  No lock is held across fork (trace_lock is taken
+ * in prepare and released in both).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+#include <kernelkit/control.h>
+#include <kernelkit/dynamic_debug.h>
+#include "common.h"
+#include "control_internal.h"
+#include "dynamic_debug/dd.h"
+
+#define TR_STR_MAX	256		/* bytes of one %s kept */
+#define TR_REC_MAX	1024u		/* one record, header included */
+#define TR_MIN_KB	4u
+#define TR_MAX_KB	(16u * 1024)	/* one thread's ring */
+#define TR_DEFAULT_KB	64u
+#define TR_TOTAL_CAP	((size_t)256 << 20)	/* all rings' buffers together */
+
+#define TR_TLS	__thread __attribute__((tls_model("initial-exec")))
+
+/* A record: this header, then the packed arguments, padded to 8 bytes. */
+struct trec {
+	uint32_t len;			/* whole record, a multiple of 8 */
+	uint16_t nconv;			/* conversions packed (fewer than the format's: see flags) */
+	uint16_t flags;
+	int32_t tid;
+	uint32_t unused;
+	uint64_t ts;			/* a time stamp (see now_stamp()) */
+	const struct _ddebug *desc;
+	const char *fmt;
+};
+#define TR_HDR		sizeof(struct trec)
+#define TR_INCOMPLETE	1u		/* packing stopped at conversion nconv */
+/* Padding to the end of the buffer: only len and flags are there (it may be 8 bytes). */
+#define TR_PAD		2u
+_Static_assert(sizeof(struct trec) == 40, "record header");
+
+/* Formats compiled into packing programs, cached per ring by address. */
+#define SIG_OPS		24
+#define SIG_CACHE	64
+
+struct ring {
+	struct ring *next;		/* all rings; pushed at the head, never unlinked */
+	_Atomic int tid;		/* the owner; 0 free, -1 being unmapped */
+	_Atomic(unsigned char *) buf;	/* NULL until a buffer is given */
+	uint64_t size;			/* a power of two; set before buf is published */
+	unsigned int gen;		/* tr_gen when the buffer was given */
+	_Atomic uint64_t tail, reserved, head;
+	/* written by the owner only (relaxed), read by readers */
+	_Atomic uint64_t written, overwritten;
+	/* readers, under trace_lock: cleared up to here; consumed by trace_pipe up to here */
+	uint64_t clear_pos, pipe_pos;
+	/* the panic dump's cursor (threads stopped, no lock) */
+	uint64_t dump_pos, dump_end;
+	/* the owner's compiled formats (see compile()); valid while fmt_gen is tr_fmt_gen */
+	unsigned int fmt_gen;
+	struct sig {
+		const char *fmt;
+		uint8_t ops[SIG_OPS];
+	} sigs[SIG_CACHE];
+};
+
+static _Atomic(struct ring *) rings;
+static atomic_uint tr_fmt_gen;		/* bumped when an object with sites is unloaded */
+static atomic_uint tr_gen;
+static _Atomic size_t tr_size = (size_t)TR_DEFAULT_KB << 10;
+static _Atomic size_t tr_total;		/* bytes of buffers mapped */
+static atomic_ulong tr_nested, tr_nobuf;
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static TR_TLS struct ring *my_ring;
+static TR_TLS int my_nest;
+static TR_TLS pid_t my_tid;
+
+static pid_t tr_gettid(void)
+{
+	if (!my_tid)
+		my_tid = (pid_t)syscall(SYS_gettid);
+	return my_tid;
+}
+
+static bool thread_alive(pid_t tid)
+{
+	int e = errno;
+	long r = syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L);
+	bool alive = r == 0 || errno != ESRCH;
+
+	errno = e;
+	return alive;
+}
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+/*
+ * Time stamps.  clock_gettime() costs 20-30 ns here, most of an event, so
+ * records take the CPU's counter where it runs at a constant rate and is
+ * shared by all CPUs (x86-64 with an invariant TSC, aarch64's virtual
+ * counter), and readers convert: CLOCK_MONOTONIC ns = anchor.ns + (counter
+ * - anchor.ctr) * rate, the rate measured between the anchor (the first
+ * event) and the read.  Elsewhere the records hold CLOCK_MONOTONIC ns.
+ */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+static inline uint64_t read_counter(void)
+{
+	return __rdtsc();
+}
+
+static bool counter_usable(void)
+{
+	unsigned int a, b, c, d;
+
+	/* CPUID 0x80000007 EDX bit 8: the TSC is invariant */
+	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d >> 8 & 1);
+}
+#elif defined(__aarch64__)
+static inline uint64_t read_counter(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+
+static bool counter_usable(void)
+{
+	return true;
+}
+#else
+static inline uint64_t read_counter(void)
+{
+	return mono_ns();
+}
+
+static bool counter_usable(void)
+{
+	return false;
+}
+#endif
+
+static atomic_int tr_clock;		/* 0 unknown, 1 the counter, 2 CLOCK_MONOTONIC */
+static struct {
+	_Atomic uint64_t ctr, ns;
+} tr_anchor;
+
+/* Once, from the first ring attach (async-signal-safe). */
+static void clock_setup(void)
+{
+	int want = counter_usable() ? 1 : 2, zero = 0;
+
+	if (want == 1) {
+		uint64_t c = read_counter();
+
+		atomic_store(&tr_anchor.ns, mono_ns());
+		atomic_store(&tr_anchor.ctr, c);
+	}
+	atomic_compare_exchange_strong(&tr_clock, &zero, want);
+}
+
+static inline uint64_t now_stamp(void)
+{
+	return atomic_load_explicit(&tr_clock, memory_order_relaxed) == 1 ? read_counter() :
+									     mono_ns();
+}
+
+/* The conversion of the read: stamps to CLOCK_MONOTONIC ns. */
+struct tr_conv {
+	uint64_t ctr0, ns0;
+	long double ns_per_tick;
+	bool counter;
+};
+
+static void conv_setup(struct tr_conv *cv)
+{
+	uint64_t c1 = read_counter(), n1 = mono_ns();
+
+	cv->counter = atomic_load(&tr_clock) == 1;
+	cv->ctr0 = atomic_load(&tr_anchor.ctr);
+	cv->ns0 = atomic_load(&tr_anchor.ns);
+	cv->ns_per_tick = (cv->counter && c1 > cv->ctr0 && n1 > cv->ns0) ?
+		(long double)(n1 - cv->ns0) / (long double)(c1 - cv->ctr0) : 1.0L;
+}
+
+static uint64_t conv_ns(const struct tr_conv *cv, uint64_t stamp)
+{
+	if (!cv->counter)
+		return stamp;
+	if (stamp >= cv->ctr0)
+		return cv->ns0 + (uint64_t)((long double)(stamp - cv->ctr0) * cv->ns_per_tick);
+	return cv->ns0 - (uint64_t)((long double)(cv->ctr0 - stamp) * cv->ns_per_tick);
+}
+
+/* ---- the writer ------------------------------------------------------------------------ */
+
+static struct ring *ring_new_struct(void)
+{
+	/* one page-sized mmap for the struct: malloc is not async-signal-safe */
+	struct ring *r = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* Give @r (owned by us, no buffer) a buffer of @size bytes. */
+static bool ring_give_buf(struct ring *r, size_t size, unsigned int gen)
+{
+	size_t total = atomic_load_explicit(&tr_total, memory_order_relaxed);
+	unsigned char *b;
+
+	do {
+		if (total + size > TR_TOTAL_CAP)
+			return false;
+	} while (!atomic_compare_exchange_weak(&tr_total, &total, total + size));
+	b = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		atomic_fetch_sub(&tr_total, size);
+		return false;
+	}
+	r->size = size;
+	r->gen = gen;
+	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->reserved, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->buf, b, memory_order_release);
+	return true;
+}
+
+/* The calling thread's ring, after its first event or a resize.  Not a hot path. */
+static __attribute__((noinline)) struct ring *ring_attach(void)
+{
+	unsigned int gen = atomic_load_explicit(&tr_gen, memory_order_acquire);
+	size_t size = atomic_load_explicit(&tr_size, memory_order_relaxed);
+	pid_t me = tr_gettid();
+	struct ring *r = my_ring, *fresh = NULL;
+
+	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
+		clock_setup();
+
+	if (r) {
+		if (r->size == size) {
+			r->gen = gen;	/* the resize did not change our size */
+			return r;
+		}
+		/* leave it (its records stay readable) and take one of the new size */
+		my_ring = NULL;
+		atomic_store_explicit(&r->tid, 0, memory_order_release);
+	}
+	/* a free ring of our size, or without a buffer */
+	for (r = atomic_load_explicit(&rings, memory_order_acquire); r; r = r->next) {
+		int t = atomic_load_explicit(&r->tid, memory_order_acquire);
+		unsigned char *b;
+
+		if (t < 0 || (t > 0 && t != me && thread_alive(t)))
+			continue;
+		if (!atomic_compare_exchange_strong(&r->tid, &t, me))
+			continue;
+		b = atomic_load_explicit(&r->buf, memory_order_acquire);
+		if (b && r->size == size) {
+			r->gen = gen;
+			return my_ring = r;
+		}
+		if (!b && ring_give_buf(r, size, gen))
+			return my_ring = r;
+		atomic_store_explicit(&r->tid, 0, memory_order_release);	/* not for us */
+	}
+	fresh = ring_new_struct();
+	if (!fresh)
+		return NULL;
+	atomic_store_explicit(&fresh->tid, me, memory_order_relaxed);
+	if (!ring_give_buf(fresh, size, gen)) {
+		/* keep the struct: a later thread may give it a buffer */
+		atomic_store_explicit(&fresh->tid, 0, memory_order_relaxed);
+	}
+	struct ring *h = atomic_load_explicit(&rings, memory_order_relaxed);
+
+	do
+		fresh->next = h;
+	while (!atomic_compare_exchange_weak_explicit(&rings, &h, fresh, memory_order_release,
+						      memory_order_relaxed));
+	if (!atomic_load_explicit(&fresh->buf, memory_order_relaxed))
+		return NULL;
+	return my_ring = fresh;
+}
+
+/* ---- formats ---------------------------------------------------------------------------- */
+
+enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
+
+struct conv {
+	const char *start;		/* the '%' */
+	const char *end;		/* after the conversion character */
+	char flags[8];
+	int width, prec;		/* -1 none, -2 '*' */
+	int lmod;
+	char c;				/* 0: not one we handle */
+};
+
+/* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
+static const char *parse_conv(const char *p, struct conv *cv)
+{
+	size_t nf = 0;
+
+	cv->start = p++;
+	cv->width = cv->prec = -1;
+	cv->lmod = LM_NONE;
+	cv->c = 0;
+	for (;; p++) {
+		switch (*p) {
+		case '-': case '+': case ' ': case '#': case '0': case '\'': case 'I':
+			if (nf < sizeof(cv->flags) - 1)
+				cv->flags[nf++] = *p;
+			continue;
+		default:
+			break;
+		}
+		break;
+	}
+	cv->flags[nf] = '\0';
+	if (*p == '*') {
+		cv->width = -2;
+		p++;
+	} else if (*p >= '0' && *p <= '9') {
+		cv->width = 0;
+		while (*p >= '0' && *p <= '9') {
+			if (cv->width < 100000)
+				cv->width = cv->width * 10 + (*p - '0');
+			p++;
+		}
+		if (*p == '$') {	/* positional arguments: not recorded */
+			cv->end = p + 1;
+			return cv->end;
+		}
+	}
+	if (*p == '.') {
+		p++;
+		if (*p == '*') {
+			cv->prec = -2;
+			p++;
+		} else {
+			cv->prec = 0;
+			while (*p >= '0' && *p <= '9') {
+				if (cv->prec < 100000)
+					cv->prec = cv->prec * 10 + (*p - '0');
+				p++;
+			}
+		}
+	}
+	switch (*p) {
+	case 'h':
+		p++;
+		cv->lmod = LM_H;
+		if (*p == 'h') {
+			cv->lmod = LM_HH;
+			p++;
+		}
+		break;
+	case 'l':
+		p++;
+		cv->lmod = LM_L;
+		if (*p == 'l') {
+			cv->lmod = LM_LL;
+			p++;
+		}
+		break;
+	case 'q': cv->lmod = LM_LL; p++; break;
+	case 'j': cv->lmod = LM_J; p++; break;
+	case 'z': case 'Z': cv->lmod = LM_Z; p++; break;
+	case 't': cv->lmod = LM_T; p++; break;
+	case 'L': cv->lmod = LM_BIGL; p++; break;
+	default: break;
+	}
+	switch (*p) {
+	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'c': case 's': case 'p':
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+	case 'n': case 'm': case '%':
+		cv->c = *p;
+		break;
+	default:
+		break;
+	}
+	/* wide characters and strings: not recorded (%lc formats by locale) */
+	if ((cv->c == 's' || cv->c == 'c') && cv->lmod != LM_NONE)
+		cv->c = 0;
+	cv->end = *p ? p + 1 : p;
+	return cv->end;
+}
+
+/* Bytes an integer conversion stores: 4 for int and below, else 8. */
+static int int_size(int lmod)
+{
+	return (lmod == LM_NONE || lmod == LM_HH || lmod == LM_H) ? 4 : 8;
+}
+
+/*
+ * vbin_printf in two steps: compile() turns a format into a program of one
+ * byte per thing to pack (a star argument, a conversion), and pack() runs
+ * it over the arguments.  A ring keeps the programs of the formats its
+ * thread used, so the format is parsed once, not at every event.
+ */
+enum {
+	OP_END,
+	OP_STAR,			/* int: a '*' width or precision */
+	OP_STARP,			/* int: a '*' precision (it bounds a following %s) */
+	OP_I4, OP_U4,			/* int, unsigned int (and smaller, and %c) */
+	OP_L, OP_LL, OP_J, OP_Z, OP_T,	/* 8-byte integers by their type */
+	OP_DBL, OP_LDBL, OP_PTR,
+	OP_STR,				/* bounded by TR_STR_MAX */
+	OP_STR_P,			/* bounded by the next byte pair (a literal precision) */
+	OP_STR_SP,			/* bounded by the last OP_STARP */
+	OP_N,				/* %n: the pointer is skipped */
+	OP_ERRNO,			/* %m */
+	OP_PCT,				/* %%: nothing */
+	OP_STOP,			/* not recorded: packing stops (TR_INCOMPLETE) */
+};
+
+/* Compile @fmt into @ops (@cap bytes).  False when it needs more. */
+static bool compile(const char *fmt, uint8_t *ops, size_t cap)
+{
+	const char *p = fmt;
+	size_t n = 0;
+	struct conv cv;
+
+#define EMIT(o) do {								\
+		if (n == cap)							\
+			return false;						\
+		ops[n++] = (uint8_t)(o);					\
+	} while (0)
+	for (;;) {
+		while (*p && *p != '%')
+			p++;
+		if (!*p)
+			break;
+		p = parse_conv(p, &cv);
+		if (!cv.c) {
+			EMIT(OP_STOP);
+			break;
+		}
+		if (cv.width == -2)
+			EMIT(OP_STAR);
+		if (cv.prec == -2)
+			EMIT(cv.c == 's' ? OP_STARP : OP_STAR);
+		switch (cv.c) {
+		case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+			switch (cv.lmod) {
+			case LM_L: EMIT(OP_L); break;
+			case LM_LL: EMIT(OP_LL); break;
+			case LM_J: EMIT(OP_J); break;
+			case LM_Z: EMIT(OP_Z); break;
+			case LM_T: EMIT(OP_T); break;
+			default: EMIT(cv.c == 'd' || cv.c == 'i' ? OP_I4 : OP_U4); break;
+			}
+			break;
+		case 'c': EMIT(OP_I4); break;
+		case 'p': EMIT(OP_PTR); break;
+		case 'n': EMIT(OP_N); break;
+		case 'm': EMIT(OP_ERRNO); break;
+		case '%': EMIT(OP_PCT); break;
+		case 's':
+			if (cv.prec == -2) {
+				EMIT(OP_STR_SP);
+			} else if (cv.prec >= 0 && cv.prec < TR_STR_MAX) {
+				EMIT(OP_STR_P);
+				EMIT(cv.prec & 0xff);
+				EMIT(cv.prec >> 8);
+			} else {
+				EMIT(OP_STR);
+			}
+			break;
+		default:	/* floating point */
+			EMIT(cv.lmod == LM_BIGL ? OP_LDBL : OP_DBL);
+			break;
+		}
+	}
+	EMIT(OP_END);
+#undef EMIT
+	return true;
+}
+
+#define PUT(v) do {								\
+		if (room < sizeof(v))						\
+			goto full;						\
+		memcpy(w, &(v), sizeof(v));					\
+		w += sizeof(v);							\
+		room -= sizeof(v);						\
+	} while (0)
+
+/*
+ * Run @ops over @ap into @w (@room bytes).  Returns the bytes used;
+ * *nconv the conversions packed, *flags TR_INCOMPLETE when packing stopped
+ * before the end of the format.
+ */
+static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, int err,
+		   uint16_t *nconv, uint16_t *flags)
+{
+	unsigned char *w0 = w;
+	unsigned int n = 0;
+	int starp = -1;
+
+	*flags = 0;
+	for (;; ops++) {
+		switch (*ops) {
+		case OP_END:
+			*nconv = (uint16_t)n;
+			return (size_t)(w - w0);
+		case OP_STAR: {
+			int v = va_arg(ap, int);
+
+			PUT(v);
+			continue;	/* part of the next conversion */
+		}
+		case OP_STARP: {
+			int v = va_arg(ap, int);
+
+			PUT(v);
+			starp = v;
+			continue;
+		}
+		case OP_I4: {
+			int v = va_arg(ap, int);
+
+			PUT(v);
+			break;
+		}
+		case OP_U4: {
+			unsigned int v = va_arg(ap, unsigned int);
+
+			PUT(v);
+			break;
+		}
+		case OP_L: {
+			long long v = va_arg(ap, long);
+
+			PUT(v);
+			break;
+		}
+		case OP_LL: {
+			long long v = va_arg(ap, long long);
+
+			PUT(v);
+			break;
+		}
+		case OP_J: {
+			long long v = (long long)va_arg(ap, intmax_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_Z: {
+			long long v = (long long)va_arg(ap, size_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_T: {
+			long long v = (long long)va_arg(ap, ptrdiff_t);
+
+			PUT(v);
+			break;
+		}
+		case OP_DBL: {
+			double v = va_arg(ap, double);
+
+			PUT(v);
+			break;
+		}
+		case OP_LDBL: {
+			long double v = va_arg(ap, long double);
+
+			PUT(v);
+			break;
+		}
+		case OP_PTR: {
+			void *v = va_arg(ap, void *);
+
+			PUT(v);
+			break;
+		}
+		case OP_STR: case OP_STR_P: case OP_STR_SP: {
+			/* copied now: the caller may change or free it after the call */
+			const char *s = va_arg(ap, const char *);
+			size_t max = TR_STR_MAX;
+			uint16_t l;
+
+			if (*ops == OP_STR_P) {
+				max = (size_t)ops[1] | (size_t)ops[2] << 8;
+				ops += 2;
+			} else if (*ops == OP_STR_SP && starp >= 0 && starp < TR_STR_MAX) {
+				max = (size_t)starp;
+			}
+			if (!s) {
+				l = UINT16_MAX;	/* "(null)", as glibc prints it */
+				PUT(l);
+				break;
+			}
+			if (room < sizeof(l) + 1)
+				goto full;
+			if (max > room - sizeof(l))
+				max = room - sizeof(l);
+			/* strnlen: a precision may bound a string without a NUL */
+			l = (uint16_t)strnlen(s, max);
+			PUT(l);
+			memcpy(w, s, l);
+			w += l;
+			room -= l;
+			break;
+		}
+		case OP_N:
+			(void)va_arg(ap, void *);	/* never written: the call is over */
+			break;
+		case OP_ERRNO:
+			PUT(err);
+			break;
+		case OP_PCT:
+			break;
+		default:	/* OP_STOP */
+			goto full;
+		}
+		n++;
+		starp = -1;
+	}
+full:
+	*nconv = (uint16_t)n;
+	*flags = TR_INCOMPLETE;
+	return (size_t)(w - w0);
+}
+#undef PUT
+
+/* The packing program of @fmt: from @r's cache, compiled into it, or into @tmp. */
+static const uint8_t *program(struct ring *r, const char *fmt, uint8_t *tmp, size_t tmpcap)
+{
+	unsigned int gen = atomic_load_explicit(&tr_fmt_gen, memory_order_acquire);
+	struct sig *sg = &r->sigs[((uintptr_t)fmt >> 3) % SIG_CACHE];
+
+	if (__builtin_expect(r->fmt_gen != gen, 0)) {
+		/* an object was unloaded: a cached address may be another format now */
+		for (size_t i = 0; i < SIG_CACHE; i++)
+			r->sigs[i].fmt = NULL;
+		r->fmt_gen = gen;
+	}
+	if (__builtin_expect(sg->fmt == fmt, 1))
+		return sg->ops;
+	if (compile(fmt, sg->ops, SIG_OPS)) {
+		sg->fmt = fmt;
+		return sg->ops;
+	}
+	sg->fmt = NULL;
+	if (!compile(fmt, tmp, tmpcap)) {	/* a very long format: what fits, then stop */
+		tmp[tmpcap - 2] = OP_STOP;
+		tmp[tmpcap - 1] = OP_END;
+	}
+	return tmp;
+}
+
+void kk_dd_trace_forget_formats(void)
+{
+	atomic_fetch_add_explicit(&tr_fmt_gen, 1, memory_order_release);
+}
+
+static inline struct trec *rec_at(unsigned char *buf, uint64_t mask, uint64_t pos)
+{
+	return (struct trec *)(void *)(buf + (pos & mask));
+}
+
+static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, va_list ap,
+		      int err)
+{
+	unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_relaxed);
+	uint64_t size = r->size, mask = size - 1;
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t max = TR_REC_MAX < size / 4 ? TR_REC_MAX : size / 4;
+	uint64_t pad = size - (pos & mask) < max ? size - (pos & mask) : 0;
+	uint64_t end = pos + pad + max, over = 0;
+	struct trec *h;
+	size_t dlen;
+	uint8_t tmp[256];
+
+	/* forget the records we are about to overwrite */
+	while (tail + size < end) {
+		tail += rec_at(buf, mask, tail)->len;
+		over++;
+	}
+	if (over) {
+		atomic_store_explicit(&r->tail, tail, memory_order_relaxed);
+		atomic_store_explicit(&r->overwritten,
+				      atomic_load_explicit(&r->overwritten, memory_order_relaxed) + over,
+				      memory_order_relaxed);
+	}
+	atomic_store_explicit(&r->reserved, end, memory_order_release);
+	atomic_thread_fence(memory_order_release);	/* reserved before the bytes */
+	if (pad) {
+		h = rec_at(buf, mask, pos);
+		h->len = (uint32_t)pad;
+		h->flags = TR_PAD;
+		pos += pad;
+	}
+	h = rec_at(buf, mask, pos);
+	h->ts = now_stamp();
+	h->tid = tr_gettid();
+	h->desc = d;
+	h->fmt = fmt;
+	h->unused = 0;
+	dlen = pack(program(r, fmt, tmp, sizeof(tmp)), (unsigned char *)(h + 1), max - TR_HDR, ap, err,
+		    &h->nconv, &h->flags);
+	h->len = (uint32_t)((TR_HDR + dlen + 7) & ~(size_t)7);
+	atomic_store_explicit(&r->written,
+			      atomic_load_explicit(&r->written, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&r->head, pos + h->len, memory_order_release);
+}
+
+void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
+{
+	int err = errno;
+	struct ring *r;
+
+	if (my_nest) {
+		/* a signal handler interrupted this thread's writer: drop, never tear */
+		atomic_fetch_add_explicit(&tr_nested, 1, memory_order_relaxed);
+		return;
+	}
+	my_nest = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	r = my_ring;
+	if (__builtin_expect(!r || r->gen != atomic_load_explicit(&tr_gen, memory_order_relaxed), 0))
+		r = ring_attach();
+	if (r)
+		write_rec(r, d, fmt, ap, err);
+	else
+		atomic_fetch_add_explicit(&tr_nobuf, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	my_nest = 0;
+	errno = err;
+}
+
+/* ---- formatting (bstr_printf) ------------------------------------------------------- */
+
+static size_t libc_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+struct out {
+	char *buf;
+	size_t cap, len;		/* len may pass cap: counted, not written */
+};
+
+static void out_mem(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+
+		memcpy(o->buf + o->len, s, k);
+	}
+	o->len += n;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	out_mem(o, s, strlen(s));
+}
+
+/* One conversion through @snp into @o. */
+#define OUT_SNP(...) do {							\
+		size_t room_ = o->len < o->cap ? o->cap - o->len : 0;		\
+		size_t n_ = snp(room_ ? o->buf + o->len : NULL, room_, __VA_ARGS__); \
+		o->len += n_ < room_ ? n_ : (room_ ? room_ - 1 : 0);		\
+	} while (0)
+
+#define GET(v) do {								\
+		if (left < sizeof(v))						\
+			return false;						\
+		memcpy(&(v), d, sizeof(v));					\
+		d += sizeof(v);							\
+		left -= sizeof(v);						\
+	} while (0)
+
+/*
+ * The message of record @h (its packed data @d, @left bytes) into @o.
+ * @snp formats one conversion at a time, with its flags, width and
+ * precision made literal.  False when the data does not fit the format.
+ */
+static bool format_msg(const struct trec *h, const unsigned char *d, size_t left, struct out *o,
+		       kk_dd_snprintf_fn snp)
+{
+	const char *p = h->fmt, *q;
+	unsigned int n = 0;
+	struct conv cv;
+
+	for (;;) {
+		for (q = p; *q && *q != '%'; q++)
+			;
+		out_mem(o, p, (size_t)(q - p));
+		if (!*q)
+			return true;
+		if (n == h->nconv) {
+			out_str(o, q);	/* not recorded: the rest as written */
+			return true;
+		}
+		p = parse_conv(q, &cv);
+		n++;
+		int width = cv.width, prec = cv.prec;
+		char spec[40];
+		const char *lm = "";
+
+		if (width == -2) {
+			GET(width);
+			if (width < 0) {	/* as printf: a negative width is '-' */
+				width = -width;
+				if (strlen(cv.flags) < sizeof(cv.flags) - 1)
+					strcat(cv.flags, "-");
+			}
+		}
+		if (prec == -2)
+			GET(prec);
+		if (cv.c == '%') {
+			out_mem(o, "%", 1);
+			continue;
+		}
+		if (cv.c == 'n')
+			continue;
+		switch (cv.lmod) {
+		case LM_HH: lm = "hh"; break;
+		case LM_H: lm = "h"; break;
+		case LM_BIGL: lm = "L"; break;
+		case LM_NONE: break;
+		default: lm = int_size(cv.lmod) == 8 ? "ll" : ""; break;
+		}
+		{
+			char *s = spec;
+
+			*s++ = '%';
+			s += strlen(strcpy(s, cv.flags));
+			if (width >= 0)
+				s += snp(s, 12, "%d", width);
+			if (prec >= 0 && cv.c != 's')
+				s += snp(s, 13, ".%d", prec);
+			if (cv.c == 's') {
+				strcpy(s, ".*s");
+			} else if (cv.c == 'm') {
+				strcpy(s, "s");
+			} else if (strchr("fFeEgGaA", cv.c)) {
+				if (cv.lmod == LM_BIGL)
+					*s++ = 'L';
+				*s++ = cv.c;
+				*s = '\0';
+			} else if (cv.c == 'c' || cv.c == 'p') {
+				*s++ = cv.c;
+				*s = '\0';
+			} else {
+				s += strlen(strcpy(s, lm));
+				*s++ = cv.c;
+				*s = '\0';
+			}
+		}
+		switch (cv.c) {
+		case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+			if (int_size(cv.lmod) == 4) {
+				int v;
+
+				GET(v);
+				OUT_SNP(spec, v);
+			} else {
+				long long v;
+
+				GET(v);
+				OUT_SNP(spec, v);
+			}
+			break;
+		case 'c': {
+			int v;
+
+			GET(v);
+			OUT_SNP(spec, v);
+			break;
+		}
+		case 'p': {
+			void *v;
+
+			GET(v);
+			OUT_SNP(spec, v);
+			break;
+		}
+		case 's': {
+			uint16_t l;
+
+			GET(l);
+			if (l == UINT16_MAX) {	/* glibc: "(null)", or nothing if cut */
+				OUT_SNP(spec, prec >= 0 && prec < 6 ? 0 : 6, "(null)");
+				break;
+			}
+			if (left < l)
+				return false;
+			OUT_SNP(spec, (int)l, (const char *)d);
+			d += l;
+			left -= l;
+			break;
+		}
+		case 'm': {
+			int e;
+			char num[24];
+			const char *msg;
+
+			GET(e);
+			msg = strerrordesc_np(e);
+			if (!msg) {
+				snp(num, sizeof(num), "errno %d", e);
+				msg = num;
+			}
+			OUT_SNP(spec, msg);
+			break;
+		}
+		default:	/* floating point */
+			if (cv.lmod == LM_BIGL) {
+				long double v;
+
+				GET(v);
+				OUT_SNP(spec, v);
+			} else {
+				double v;
+
+				GET(v);
+				OUT_SNP(spec, v);
+			}
+			break;
+		}
+	}
+}
+#undef GET
+
+/* "TID [SEC.USEC] mod:func:file:line: message\n", decorated as the site's flags say now. */
+static size_t format_line(const struct trec *h, const struct tr_conv *tc, char *buf, size_t cap,
+			  kk_dd_snprintf_fn snp)
+{
+	uint64_t ns = conv_ns(tc, h->ts);
+	struct out ob = { buf, cap, 0 }, *o = &ob;
+	const struct _ddebug *dp = h->desc;
+	unsigned int f = __atomic_load_n(&dp->flags, __ATOMIC_RELAXED);
+	size_t before;
+
+	OUT_SNP("%6d [%5" PRIu64 ".%06" PRIu64 "] ", (int)h->tid, ns / 1000000000u,
+		ns % 1000000000u / 1000u);
+	before = o->len;
+	if (f & _DPRINTK_FLAGS_INCL_MODNAME)
+		OUT_SNP("%s:", dp->modname ? dp->modname : "?");
+	if (f & _DPRINTK_FLAGS_INCL_FUNCNAME)
+		OUT_SNP("%s:", dp->function);
+	if (f & _DPRINTK_FLAGS_INCL_SOURCENAME)
+		OUT_SNP("%s:", kk_dd_rel_name(dp->filename));
+	if (f & _DPRINTK_FLAGS_INCL_LINENO)
+		OUT_SNP("%u:", (unsigned int)dp->lineno);
+	if (o->len != before)
+		out_mem(o, " ", 1);
+	if (!format_msg(h, (const unsigned char *)(h + 1), h->len - TR_HDR, o, snp))
+		out_str(o, " <bad record>");
+	if (o->len > cap - 1)
+		o->len = cap - 1;	/* the line is cut; it still ends in '\n' */
+	if (!o->len || buf[o->len - 1] != '\n')
+		buf[o->len++] = '\n';
+	return o->len;
+}
+
+/* ---- readers ----------------------------------------------------------------------------- */
+
+/* A sane record of at most @room bytes (a padding record is 8 bytes or more). */
+static bool rec_ok(const struct trec *h, uint64_t room)
+{
+	if (h->len % 8 || h->len > room)
+		return false;
+	return (h->flags & TR_PAD) ? h->len >= 8 : h->len >= TR_HDR;
+}
+
+struct snap_rec {
+	uint64_t ts;
+	unsigned int ring, seq;
+	const struct trec *h;
+};
+
+struct snap {
+	unsigned char **copies;
+	size_t ncopies;
+	struct snap_rec *v;
+	size_t n, cap;
+	unsigned long entries, written, overwritten;
+};
+
+static void snap_free(struct snap *s)
+{
+	for (size_t i = 0; i < s->ncopies; i++)
+		free(s->copies[i]);
+	free(s->copies);
+	free(s->v);
+}
+
+/* Unmap the buffers of free rings whose size is not the current one.  Under trace_lock. */
+static void sweep_locked(void)
+{
+	size_t size = atomic_load(&tr_size);
+
+	for (struct ring *r = atomic_load(&rings); r; r = r->next) {
+		int t = atomic_load(&r->tid);
+		unsigned char *b = atomic_load(&r->buf);
+
+		if (!b || r->size == size || t < 0 || (t > 0 && thread_alive(t)))
+			continue;
+		if (!atomic_compare_exchange_strong(&r->tid, &t, -1))
+			continue;
+		atomic_store(&r->buf, NULL);
+		munmap(b, r->size);
+		atomic_fetch_sub(&tr_total, r->size);
+		r->clear_pos = r->pipe_pos = 0;
+		atomic_store(&r->tid, 0);
+	}
+}
+
+/*
+ * Copy every ring's records after its read position (all since the last
+ * clear for trace; since the last read for trace_pipe, which then consumes
+ * them).  Under trace_lock.
+ */
+static int snapshot_locked(struct snap *s, bool consume)
+{
+	unsigned int ri = 0;
+
+	memset(s, 0, sizeof(*s));
+	for (struct ring *r = atomic_load(&rings); r; r = r->next, ri++) {
+		unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_acquire);
+		uint64_t size, mask, head, tail, start, res, p;
+		unsigned char *c, **nc;
+		unsigned int seq = 0;
+
+		if (!buf)
+			continue;
+		size = r->size;
+		mask = size - 1;
+		s->written += atomic_load_explicit(&r->written, memory_order_relaxed);
+		s->overwritten += atomic_load_explicit(&r->overwritten, memory_order_relaxed);
+		head = atomic_load_explicit(&r->head, memory_order_acquire);
+		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		if (r->clear_pos > head || r->pipe_pos > head) /* a buffer given since */
+			r->clear_pos = r->pipe_pos = 0;
+		start = tail > r->clear_pos ? tail : r->clear_pos;
+		if (consume && r->pipe_pos > start)
+			start = r->pipe_pos;
+		if (head <= start)
+			continue;
+		c = malloc(head - start);
+		nc = realloc(s->copies, (s->ncopies + 1) * sizeof(*nc));
+		if (!c || !nc) {
+			free(c);
+			if (nc)
+				s->copies = nc;
+			return -ENOMEM;
+		}
+		s->copies = nc;
+		s->copies[s->ncopies++] = c;
+		for (p = start; p < head;) {	/* at most two pieces: the buffer wraps */
+			uint64_t off = p & mask, n = size - off < head - p ? size - off : head - p;
+
+			memcpy(c + (p - start), buf + off, n);
+			p += n;
+		}
+		atomic_thread_fence(memory_order_acquire);
+		res = atomic_load_explicit(&r->reserved, memory_order_acquire);
+		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		/* what was overwritten while we copied is below tail */
+		p = tail > start ? tail : start;
+		if (res > p + size)
+			continue;	/* overwritten entirely meanwhile */
+		while (p < head) {
+			const struct trec *h = (const void *)(c + (p - start));
+
+			if (!rec_ok(h, head - p))
+				break;	/* cannot happen for a whole record: stop */
+			if (!(h->flags & TR_PAD)) {
+				if (s->n == s->cap) {
+					size_t ncap = s->cap ? 2 * s->cap : 256;
+					struct snap_rec *v = realloc(s->v, ncap * sizeof(*v));
+
+					if (!v)
+						return -ENOMEM;
+					s->v = v;
+					s->cap = ncap;
+				}
+				s->v[s->n++] = (struct snap_rec){ h->ts, ri, seq++, h };
+			}
+			p += h->len;
+		}
+		if (consume)
+			r->pipe_pos = head;
+	}
+	s->entries = s->n;
+	return 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct snap_rec *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->ring != y->ring)
+		return x->ring < y->ring ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int show_records(struct kk_buf *out, bool consume, bool header)
+{
+	struct snap s;
+	unsigned long skipped = 0;
+	struct tr_conv tc;
+	char line[2048];
+	int ret;
+
+	pthread_mutex_lock(&trace_lock);
+	sweep_locked();
+	ret = snapshot_locked(&s, consume);
+	pthread_mutex_unlock(&trace_lock);
+	if (ret) {
+		snap_free(&s);
+		return ret;
+	}
+	qsort(s.v, s.n, sizeof(*s.v), rec_cmp);
+	conv_setup(&tc);
+	if (header)
+		kk_buf_printf(out, "# tracer: dyndbg\n"
+			      "# entries-in-buffer/entries-written: %lu/%lu   rings: %zu\n"
+			      "# lost: overwritten %lu, nested %lu, no buffer %lu\n"
+			      "#\n#    TID [  TIMESTAMP ] MESSAGE\n",
+			      s.entries, s.written, s.ncopies, s.overwritten,
+			      atomic_load(&tr_nested), atomic_load(&tr_nobuf));
+	/* a site's strings are read only while its object is loaded */
+	kk_dd_sites_lock();
+	for (size_t i = 0; i < s.n; i++) {
+		if (!kk_dd_site_known_locked(s.v[i].h->desc)) {
+			skipped++;
+			continue;
+		}
+		kk_buf_write(out, line, format_line(s.v[i].h, &tc, line, sizeof(line), libc_snprintf));
+	}
+	kk_dd_sites_unlock();
+	if (skipped && header)
+		kk_buf_printf(out, "# %lu records of unloaded objects not shown\n", skipped);
+	snap_free(&s);
+	return out->error;
+}
+
+/* ---- the flight recorder ----------------------------------------------------------------- */
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* The next record of @r at or after its dump cursor, or NULL. */
+static const struct trec *dump_peek(struct ring *r)
+{
+	unsigned char *buf = atomic_load(&r->buf);
+	uint64_t mask = r->size - 1;
+
+	while (r->dump_pos < r->dump_end) {
+		const struct trec *h = rec_at(buf, mask, r->dump_pos);
+
+		if (!rec_ok(h, r->dump_end - r->dump_pos)) {
+			r->dump_pos = r->dump_end;
+			return NULL;
+		}
+		if (!(h->flags & TR_PAD))
+			return h;
+		r->dump_pos += h->len;	/* padding */
+	}
+	return NULL;
+}
+
+/* The oldest record of all rings, by time; its ring in *which. */
+static const struct trec *dump_next(struct ring **which)
+{
+	const struct trec *best = NULL;
+
+	for (struct ring *r = atomic_load(&rings); r; r = r->next) {
+		const struct trec *h;
+
+		if (!atomic_load(&r->buf) || !(h = dump_peek(r)))
+			continue;
+		if (!best || h->ts < best->ts) {
+			best = h;
+			*which = r;
+		}
+	}
+	return best;
+}
+
+static void dump_reset(void)
+{
+	for (struct ring *r = atomic_load(&rings); r; r = r->next) {
+		uint64_t tail = atomic_load(&r->tail);
+
+		r->dump_pos = tail > r->clear_pos ? tail : r->clear_pos;
+		r->dump_end = atomic_load(&r->head);
+		if (r->dump_pos > r->dump_end)
+			r->dump_pos = r->dump_end;
+	}
+}
+
+void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp)
+{
+	unsigned long total = 0, skip;
+	struct ring *r = NULL;
+	const struct trec *h;
+	struct tr_conv tc;
+	char line[512];
+	size_t n;
+
+	if (!atomic_load(&rings))
+		return;
+	conv_setup(&tc);
+	dump_reset();
+	while ((h = dump_next(&r))) {
+		total++;
+		r->dump_pos += h->len;
+	}
+	if (!total)
+		return;
+	skip = total > max ? total - max : 0;
+	n = snp(line, sizeof(line), "kernelkit: dynamic debug trace, last %lu of %lu records:\n",
+		total - skip, total);
+	write_all(fd, line, n < sizeof(line) ? n : sizeof(line) - 1);
+	dump_reset();
+	while ((h = dump_next(&r))) {
+		r->dump_pos += h->len;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		write_all(fd, line, format_line(h, &tc, line, sizeof(line), snp));
+	}
+	write_all(fd, "kernelkit: end of trace\n", 24);
+}
+
+/* ---- settings and control files ---------------------------------------------------------- */
+
+static void clear_locked(void);
+
+static size_t pow2_up(size_t v)
+{
+	size_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+KK_EXPORT int kk_dyndbg_trace_set_size(size_t bytes)
+{
+	if (bytes < ((size_t)TR_MIN_KB << 10) || bytes > ((size_t)TR_MAX_KB << 10))
+		return -EINVAL;
+	pthread_mutex_lock(&trace_lock);
+	atomic_store(&tr_size, pow2_up(bytes));
+	/* each thread takes a ring of the new size at its next event */
+	atomic_fetch_add_explicit(&tr_gen, 1, memory_order_release);
+	/* and what the old rings hold is cleared, so a read shows one size's records */
+	clear_locked();
+	sweep_locked();
+	pthread_mutex_unlock(&trace_lock);
+	return 0;
+}
+
+KK_EXPORT size_t kk_dyndbg_trace_get_size(void)
+{
+	return atomic_load(&tr_size);
+}
+
+static void clear_locked(void)
+{
+	for (struct ring *r = atomic_load(&rings); r; r = r->next)
+		if (atomic_load_explicit(&r->buf, memory_order_acquire))
+			r->clear_pos = r->pipe_pos =
+				atomic_load_explicit(&r->head, memory_order_acquire);
+	atomic_store(&tr_nested, 0);
+	atomic_store(&tr_nobuf, 0);
+}
+
+KK_EXPORT void kk_dyndbg_trace_clear(void)
+{
+	pthread_mutex_lock(&trace_lock);
+	clear_locked();
+	pthread_mutex_unlock(&trace_lock);
+}
+
+static int trace_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return show_records(out, false, true);
+}
+
+static size_t trim(const char *buf, size_t len)
+{
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	return len;
+}
+
+/* Only comment lines ("# ...") and empty ones: the text of an empty trace. */
+static bool only_comments(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			continue;
+		if (buf[i] != '#')
+			return false;
+		while (i < len && buf[i] != '\n')
+			i++;
+	}
+	return true;
+}
+
+/* As the kernel's: a write of nothing clears ("> trace"); so do "0" and the
+ * header of an empty trace written back. */
+static int trace_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	len = trim(buf, len);
+	if ((len == 1 && buf[0] == '0') || only_comments(buf, len)) {
+		kk_dyndbg_trace_clear();
+		return 0;
+	}
+	kk_buf_printf(out, "write nothing (or 0) to clear the trace\n");
+	return -EINVAL;
+}
+
+static const struct kk_control_file_ops trace_fops = {
+	.show = trace_show,
+	.write = trace_write,
+	.max_write = 4096,
+};
+KK_CONTROL_LIB_FILE(trace_file, "dynamic_debug/trace", &trace_fops);
+
+static int pipe_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return show_records(out, true, false);
+}
+
+static const struct kk_control_file_ops pipe_fops = {
+	.show = pipe_show,
+};
+KK_CONTROL_LIB_FILE(pipe_file, "dynamic_debug/trace_pipe", &pipe_fops);
+
+static int size_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%zu\n", kk_dyndbg_trace_get_size() >> 10) < 0 ? -ENOMEM : 0;
+}
+
+static int size_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
+{
+	unsigned long kb = 0;
+	size_t i;
+
+	(void)priv;
+	len = trim(buf, len);
+	for (i = 0; i < len && buf[i] >= '0' && buf[i] <= '9' && kb <= TR_MAX_KB; i++)
+		kb = kb * 10 + (unsigned long)(buf[i] - '0');
+	if (!len || i != len || kb < TR_MIN_KB || kb > TR_MAX_KB) {
+		kk_buf_printf(out, "expected a size in KiB per thread, %u to %u\n", TR_MIN_KB,
+			      TR_MAX_KB);
+		return -EINVAL;
+	}
+	return kk_dyndbg_trace_set_size((size_t)kb << 10);
+}
+
+static const struct kk_control_file_ops size_fops = {
+	.show = size_show,
+	.write = size_write,
+	.max_write = 64,
+};
+KK_CONTROL_LIB_FILE(size_file, "dynamic_debug/buffer_size_kb", &size_fops);
+
+static int total_show(struct kk_buf *out, void *priv)
+{
+	(void)priv;
+	return kk_buf_printf(out, "%zu\n", atomic_load(&tr_total) >> 10) < 0 ? -ENOMEM : 0;
+}
+
+static const struct kk_control_file_ops total_fops = {
+	.show = total_show,
+};
+KK_CONTROL_LIB_FILE(total_file, "dynamic_debug/buffer_total_size_kb", &total_fops);
+
+static void tr_prepare(void)
+{
+	pthread_mutex_lock(&trace_lock);
+}
+
+static void tr_parent(void)
+{
+	pthread_mutex_unlock(&trace_lock);
+}
+
+static void tr_child(void)
+{
+	/* only the forking thread exists here: its ring stays, the others are free */
+	my_tid = 0;
+	for (struct ring *r = atomic_load(&rings); r; r = r->next) {
+		if (r == my_ring) {
+			atomic_store(&r->tid, tr_gettid());
+			continue;
+		}
+		atomic_store(&r->tid, 0);
+		if (atomic_load(&r->buf))
+			r->clear_pos = r->pipe_pos = atomic_load(&r->head);
+	}
+	pthread_mutex_unlock(&trace_lock);
+}
+
+static const struct kk_fork_ops tr_fork_ops = {
+	KK_INIT_DYNDBG, tr_prepare, tr_parent, tr_child
+};
+
+void kk_dd_trace_init(void)
+{
+	kk_fork_register(&tr_fork_ops);
+	kk_control_add_lib_file(&trace_file);
+	kk_control_add_lib_file(&pipe_file);
+	kk_control_add_lib_file(&size_file);
+	kk_control_add_lib_file(&total_file);
+}
