@@ -536,7 +536,10 @@ struct survey {
  * run); unblocked, or still running so, it is signalled like the others and
  * waited for (check_pending()).  Only stops pay this: a round leaves a
  * thread that is truly passing through nothing to fear, and the library
- * writes by page swaps where such threads exist.
+ * writes by page swaps where such threads exist.  And only stops of a
+ * protocol with traps (x86: a stop writes whole pages, 5-byte sites in more
+ * than one store): where a site is one word (aarch64) the stop writes each
+ * with one store, which a running thread sees whole, as in a round.
  */
 #define KK_SYNC_SETTLE_NS	(50 * 1000000ull)
 
@@ -757,7 +760,11 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	} else if (!m) {
 		m = choose(force, sig, &s, traps, err, errlen);
 	}
-	if (m == M_STOP)
+	/* Without traps a stop writes each site with one aligned store, as a
+	 * round does: a deaf thread left running sees the old or the new
+	 * instruction, so there is nothing to settle (and no 30 s wait for a
+	 * busy worker that blocks every signal). */
+	if (m == M_STOP && traps)
 		undeafen(sig);
 	if (m >= 0)
 		__atomic_store_n(&method, m, __ATOMIC_RELAXED);

@@ -8,15 +8,22 @@
  *   text_poke_torture [READERS [FLIPS]]     defaults: 2 readers, 500 flips
  *
  * 512 functions f_abc (octal index abc), each aligned to 64 bytes and padded
- * with b*8+c one-byte NOPs before its site: every offset 0..63 of a line
- * holds the first byte of 8 sites, those at 60..63 cross into the next line.
- * Five more functions, aligned to a page, put their site at page offsets
- * 4091..4095: four of them cross a page.  Every function returns 2*index,
- * plus 1 if it took the branch.
+ * before its site.  x86_64 (5-byte sites, at any byte): b*8+c one-byte NOPs,
+ * so every offset 0..63 of a line holds the first byte of 8 sites, those at
+ * 60..63 cross into the next line; five more functions, aligned to a page,
+ * put their site at page offsets 4091..4095: four of them cross a page.
+ * aarch64 (a site is one aligned word, it never crosses anything): (b*8+c)%16
+ * 4-byte instructions, so every word offset 0..60 of a line holds 32 sites,
+ * those at 60 end a line; the page functions put theirs at 4076..4092, and
+ * the one at 4092 ends a page with the rest of its function on the next (a
+ * binary translator's block across two pages, which a write to either must
+ * throw away; the cache maintenance is per line).  Every function returns
+ * 2*index, plus 1 if it took the branch.
  *
  * Checks (exit 1 on any failure, with the first few printed):
- *  - the layout: every site found where expected, all 64 line offsets, at
- *    least one site across a line and one across a page;
+ *  - the layout: every site found where expected, all 64 line offsets (16
+ *    word offsets on aarch64), at least one site across a line and one
+ *    across a page (on aarch64: ending one);
  *  - every flip succeeds;
  *  - main, after each flip returns, runs every function: each must reflect
  *    the key (and return its own index);
@@ -63,17 +70,39 @@
 #endif
 #define BURST		8		/* flips back to back, then the readers catch up */
 
+/*
+ * The padding before a site.  PAD(n): n bytes of instructions that do
+ * nothing.  LINE_PAD(k): the padding of the k-th function (0..63) of a group
+ * of 64; PAGE_PADS: those of the page-aligned ones.  SITE_ALIGN: the
+ * alignment of a site, so the line offsets a site can start at.
+ * aarch64 pads with "mov x16, x16" rather than NOP: a NOP is also what a
+ * site holds (key off), and site_of() looks for the first one.
+ */
+#if defined(__aarch64__)
+#define PAD(n)		".rept (" n ")/4\n\tmov x16, x16\n\t.endr"
+#define LINE_PAD(k)	((k) % 16 * 4)
+#define PAGE_PADS	4076, 4080, 4084, 4088, 4092
+#define SITE_ALIGN	4
+#else
+#define PAD(n)		".fill " n ", 1, 0x90"
+#define LINE_PAD(k)	(k)
+#define PAGE_PADS	4091, 4092, 4093, 4094, 4095
+#define SITE_ALIGN	1
+#endif
+#define STR_(x)		#x
+#define STR(x)		STR_(x)
+
 DEFINE_STATIC_KEY_FALSE(tk);
 
 /*
- * Function with index 0abc (octal: a*64 + b*8 + c), its site after b*8+c
- * bytes of NOPs.  The distinct return values keep the compiler from merging
+ * Function with index 0abc (octal: a*64 + b*8 + c), its site after
+ * LINE_PAD(b*8+c) bytes of padding.  The distinct return values keep the compiler from merging
  * functions.
  */
 #define F(a, b, c)								\
 	__attribute__((noinline, aligned(64))) static int f_##a##b##c(void)	\
 	{									\
-		__asm__ volatile(".fill " #b "*8+" #c ", 1, 0x90");		\
+		__asm__ volatile(PAD(STR(LINE_PAD(b*8+c))));			\
 		if (static_branch_unlikely(&tk))				\
 			return 2 * 0##a##b##c + 1;				\
 		return 2 * 0##a##b##c;						\
@@ -87,12 +116,14 @@ F64(0) F64(1) F64(2) F64(3) F64(4) F64(5) F64(6) F64(7)
 #define G(i, pad)								\
 	__attribute__((noinline, aligned(4096))) static int g_##i(void)	\
 	{									\
-		__asm__ volatile(".fill " #pad ", 1, 0x90");			\
+		__asm__ volatile(PAD(#pad));					\
 		if (static_branch_unlikely(&tk))				\
 			return 2 * (NLINE + i) + 1;				\
 		return 2 * (NLINE + i);						\
 	}
-G(0, 4091) G(1, 4092) G(2, 4093) G(3, 4094) G(4, 4095)
+#define G5(p0, p1, p2, p3, p4)	G(0, p0) G(1, p1) G(2, p2) G(3, p3) G(4, p4)
+#define G5_(...)		G5(__VA_ARGS__)
+G5_(PAGE_PADS)
 
 #define P(a, b, c)	f_##a##b##c,
 #define P8(a, b)	P(a, b, 0) P(a, b, 1) P(a, b, 2) P(a, b, 3) \
@@ -102,7 +133,7 @@ static int (*const funcs[NFUNCS])(void) = {
 	P64(0) P64(1) P64(2) P64(3) P64(4) P64(5) P64(6) P64(7)
 	g_0, g_1, g_2, g_3, g_4,
 };
-static const int gpad[NPAGE] = { 4091, 4092, 4093, 4094, 4095 };
+static const int gpad[NPAGE] = { PAGE_PADS };
 
 static unsigned long seq;		/* odd while a flip is in progress */
 static int want;			/* the key's value while seq is even */
@@ -165,7 +196,7 @@ static void *reader(void *arg)
 static uintptr_t site_of(int i)
 {
 	const uint8_t *f = (const uint8_t *)(uintptr_t)funcs[i];
-	int pad = i < NLINE ? i % 64 : gpad[i - NLINE];
+	int pad = i < NLINE ? LINE_PAD(i % 64) : gpad[i - NLINE];
 
 	/* Allow a prologue (endbr64, a frame pointer) before the padding. */
 	for (int skip = 0; skip <= 16; skip++)
@@ -174,11 +205,25 @@ static uintptr_t site_of(int i)
 	return 0;
 }
 
-/* The sites cover every line offset, cross lines and pages. */
+/*
+ * Does [s, e] cross a multiple of @unit?  A site that is one aligned word
+ * (aarch64) never does: the boundary case there is a site whose last byte
+ * is the unit's last.
+ */
+static int at_edge(uintptr_t s, uintptr_t e, uintptr_t unit)
+{
+	return SITE_ALIGN == KKT_SITE_LEN ? (e + 1) % unit == 0 : s / unit != e / unit;
+}
+
+/* The sites cover every line offset a site can start at, cross (or end)
+ * lines and pages. */
 static int check_layout(void)
 {
-	uint64_t offsets = 0;
+	uint64_t offsets = 0, every = 0;
 	int cross_line = 0, cross_page = 0;
+
+	for (int k = 0; k < 64; k += SITE_ALIGN)
+		every |= 1ull << k;
 
 	for (int i = 0; i < NFUNCS; i++) {
 		uintptr_t s = site_of(i), e;
@@ -189,12 +234,14 @@ static int check_layout(void)
 		}
 		e = s + KKT_SITE_LEN - 1;
 		offsets |= 1ull << (s % 64);
-		cross_line += s / 64 != e / 64;
-		cross_page += s / 4096 != e / 4096;
+		cross_line += at_edge(s, e, 64);
+		cross_page += at_edge(s, e, 4096);
 	}
-	printf("layout: %d sites, %d line offsets, %d across a line, %d across a page\n",
-	       NFUNCS, __builtin_popcountll(offsets), cross_line, cross_page);
-	if (offsets != ~0ull || !cross_line || !cross_page) {
+	printf("layout: %d sites, %d line offsets, %d %s a line, %d %s a page\n",
+	       NFUNCS, __builtin_popcountll(offsets), cross_line,
+	       SITE_ALIGN == KKT_SITE_LEN ? "ending" : "across", cross_page,
+	       SITE_ALIGN == KKT_SITE_LEN ? "ending" : "across");
+	if (offsets != every || !cross_line || !cross_page) {
 		fprintf(stderr, "text_poke_torture: the sites do not cover the layout\n");
 		return 1;
 	}

@@ -719,6 +719,12 @@ Test(text_sync, thread_passing_with_both_blocked_is_stopped)
  * deaf even when the plan finds it running: settle() sees it fall asleep.
  * The stop_machine fix as first merged signalled it and waited 30 s for it
  * (stop_machine::failed_write_is_undone failed 1 run in 5 in Criterion).
+ *
+ * Its bursts end after 0.3 ms of wall time, not after a count of work: a
+ * count (100000 atomic adds, 0.3 ms natively) took tens of milliseconds
+ * under qemu's TCG with another test's busy threads on both CPUs, the
+ * thread was running through the whole 50 ms the plan gives it, and the
+ * stop failed after 30 s (unit/text_sync in make check-aarch64, 2 runs of 5).
  */
 static void *deaf_runner(void *arg)
 {
@@ -730,8 +736,11 @@ static void *deaf_runner(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	atomic_store(&blocker_state, 1);
 	while (atomic_load(&blocker_state) == 1) {
-		for (int k = 0; k < 100000; k++)
-			atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+		uint64_t end = kk_now_ns() + 300 * 1000;
+
+		while (kk_now_ns() < end)
+			for (int k = 0; k < 1000; k++)
+				atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
 		nanosleep(&nap, NULL);	/* the thread's shape: mostly asleep */
 	}
 	return NULL;
@@ -749,6 +758,43 @@ Test(text_sync, running_deaf_thread_is_not_waited_for)
 	while (atomic_load(&blocker_state) != 1)
 		sched_yield();
 	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
+	atomic_store(&blocker_state, 2);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Without traps (aarch64's protocol) a stop writes each site with one
+ * aligned store, which a thread left running sees whole: a thread that
+ * runs with every signal blocked and never sleeps (a busy sigwait()
+ * daemon's worker) is left alone, not signalled and waited for until the
+ * stop fails after 30 s as with traps.
+ */
+static void *busy_deaf(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&blocker_state, 1);
+	while (atomic_load(&blocker_state) == 1)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	return NULL;
+}
+
+Test(text_sync, busy_deaf_thread_is_left_running_by_a_stop_without_traps)
+{
+	char err[256] = "";
+	pthread_t t;
+
+	force("stop-machine");
+	kk_sync_arm();
+	atomic_store(&blocker_state, 0);
+	cr_assert_eq(pthread_create(&t, NULL, busy_deaf, NULL), 0);
+	while (atomic_load(&blocker_state) != 1)
+		sched_yield();
+	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	atomic_store(&blocker_state, 2);
 	pthread_join(t, NULL);
