@@ -1206,7 +1206,8 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 		snap_free(&s);
 		return ret;
 	}
-	qsort(s.v, s.n, sizeof(*s.v), rec_cmp);
+	if (s.n)	/* s.v is NULL when the trace is empty */
+		qsort(s.v, s.n, sizeof(*s.v), rec_cmp);
 	conv_setup(&tc);
 	if (header)
 		kk_buf_printf(out, "# tracer: dyndbg\n"
