@@ -258,7 +258,8 @@ static void pr_sessiond_stop(void)
 		pr_wait(pr_sessiond);
 		pr_sessiond = 0;
 	}
-	pr_run(rm);
+	if (!strstr(pr_lttng_home, "XXXXXX"))	/* mkdtemp made it */
+		pr_run(rm);
 	unsetenv("LTTNG_HOME");
 }
 
@@ -383,7 +384,7 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 				}
 		}
 		if (!ok)
-			*why = "bpftrace attached no probe in 90 s (no BPF permission?)";
+			*why = "bpftrace exited or saw no hit in 90 s (no BPF permission?)";
 	}
 	if (ok)
 		ms = (double)(kkb_now_ns() - t0) / 1e6;
