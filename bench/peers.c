@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kk-bench peers: kernelkit's pr_debug against the tools a user would pick
+ * instead (issue 26), in one run, with the same workloads (bench/peers/peer.h)
+ * built once per tracer into $(B)/peers/:
+ *   kernelkit  pr_debug, to stderr (+p) and to its trace ring (+T)
+ *   LTTng-UST  tracepoint(), into its ring with a real session (a private
+ *              lttng-sessiond that this bench starts and stops)
+ *   USDT       <sys/sdt.h> probes without and with a semaphore; bpftrace
+ *              switches them on and counts hits
+ *   spdlog     logger->debug() at level info (a run-time level check)
+ * For each: instructions per disabled site (callgrind), ns per disabled site
+ * over PEER_NSITES distinct sites, ns per enabled event to its natural sink,
+ * and ms from "switch on every site" to the first event in 1 and 10
+ * processes.  A peer that cannot run (not built, daemon or BPF refused) is
+ * reported as "skipped: why" and its figures are null.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "peers/peer_rep.h"
+
+extern char **environ;
+
+#define PR_INSN_ITERS 1000000
+#define PR_COLD_ROUNDS 2000
+#define PR_NPROC 10
+#define PR_TIMEOUT_MS 30000
+#define PR_BT_SITES 100
+
+static char pr_dir[4200];
+
+static const char *pr_path(const char *prog)
+{
+	static char path[4][4400];
+	static int next;
+	char *p = path[next++ & 3];
+
+	snprintf(p, sizeof(path[0]), "%s/%s", pr_dir, prog);
+	return p;
+}
+
+static int pr_have(const char *prog)
+{
+	return access(pr_path(prog), X_OK) == 0;
+}
+
+/* Spawn argv with the given fds as 0, 1, 2 (-1: /dev/null).  Returns the pid or -1. */
+static pid_t pr_spawn(char *const argv[], int in, int out, int err)
+{
+	posix_spawn_file_actions_t fa;
+	int fds[3] = { in, out, err };
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] < 0)
+			posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i ? O_WRONLY : O_RDONLY, 0);
+		else
+			posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+	}
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ))
+		pid = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	return pid;
+}
+
+static int pr_wait(pid_t pid)
+{
+	int st;
+
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run a command to completion, output discarded; its exit status. */
+static int pr_run(char *const argv[])
+{
+	return pr_wait(pr_spawn(argv, -1, -1, -1));
+}
+
+/* Read one line from fd within timeout_ms (unbuffered: byte by byte). */
+static int pr_readline(int fd, char *buf, size_t size, int timeout_ms)
+{
+	size_t n = 0;
+	uint64_t end = kkb_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	while (n + 1 < size) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = (int64_t)(end - kkb_now_ns()) / 1000000;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -1;
+		if (read(fd, buf + n, 1) != 1)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* A peer program with its stdin and stdout on pipes. */
+struct pr_child {
+	pid_t pid;
+	int in, out;
+};
+
+static int pr_start(struct pr_child *c, char *const argv[], int err)
+{
+	int ip[2], op[2];
+
+	if (pipe(ip))
+		return -1;
+	if (pipe(op)) {
+		close(ip[0]);
+		close(ip[1]);
+		return -1;
+	}
+	fcntl(ip[1], F_SETFD, FD_CLOEXEC);
+	fcntl(op[0], F_SETFD, FD_CLOEXEC);
+	c->pid = pr_spawn(argv, ip[0], op[1], err);
+	close(ip[0]);
+	close(op[1]);
+	c->in = ip[1];
+	c->out = op[0];
+	return c->pid < 0 ? -1 : 0;
+}
+
+/* Stop (if still running: it is ours) and reap a peer program. */
+static int pr_stop(struct pr_child *c, int kill_it)
+{
+	int rc;
+
+	if (c->pid <= 0)
+		return -1;
+	if (kill_it)
+		kill(c->pid, SIGKILL);
+	close(c->in);
+	close(c->out);
+	rc = pr_wait(c->pid);
+	c->pid = 0;
+	return rc;
+}
+
+/* Run "PROG on N MODE" (or another mode) and return the number it prints. */
+static double pr_number(char *const argv[], int err)
+{
+	struct pr_child c;
+	char line[128];
+	double v = -1;
+
+	if (pr_start(&c, argv, err))
+		return -1;
+	while (!pr_readline(c.out, line, sizeof(line), 120000)) {
+		if (!strcmp(line, "ready")) {
+			if (write(c.in, "go\n", 3) != 3)
+				break;
+			continue;
+		}
+		v = atof(line);
+		break;
+	}
+	if (pr_stop(&c, 0))
+		v = -1;
+	return v;
+}
+
+/* callgrind: instructions per iteration of the hot loop, site minus empty loop. */
+static double pr_insns(const char *prog)
+{
+	char n[32], *fns[2] = { "peer_loop_site", "peer_loop_empty" }, *modes[2] = { "loop", "empty" };
+	long long ir[2];
+
+	snprintf(n, sizeof(n), "%d", PR_INSN_ITERS);
+	for (int k = 0; k < 2; k++) {
+		char out[] = "/tmp/kk-bench-peers-cg.XXXXXX", toggle[64], outopt[64], line[256];
+		int fd = mkstemp(out);
+		FILE *f;
+
+		if (fd < 0)
+			return -1;
+		close(fd);
+		snprintf(toggle, sizeof(toggle), "--toggle-collect=%s", fns[k]);
+		snprintf(outopt, sizeof(outopt), "--callgrind-out-file=%s", out);
+		char *const argv[] = { "valgrind", "--tool=callgrind", toggle, outopt,
+				       (char *)pr_path(prog), modes[k], n, NULL };
+
+		ir[k] = -1;
+		if (!pr_run(argv) && (f = fopen(out, "r"))) {
+			while (fgets(line, sizeof(line), f))
+				if (sscanf(line, "summary: %lld", &ir[k]) == 1)
+					break;
+			fclose(f);
+		}
+		unlink(out);
+		if (ir[k] < 0)
+			return -1;
+	}
+	return (double)(ir[0] - ir[1]) / PR_INSN_ITERS;
+}
+
+/* ---- lttng-sessiond, started and stopped by this bench ---- */
+
+static pid_t pr_sessiond;
+static char pr_lttng_home[] = "/tmp/kk-bench-lttng.XXXXXX";
+
+static int pr_lttng(const char *a, const char *b, const char *c, const char *d)
+{
+	char *const argv[] = { "lttng", (char *)a, (char *)b, (char *)c, (char *)d, NULL };
+
+	return pr_run(argv);
+}
+
+static const char *pr_sessiond_start(void)
+{
+	char *const argv[] = { "lttng-sessiond", "--no-kernel", NULL };
+
+	if (!pr_have("peer-lttng"))
+		return "peer-lttng not built (liblttng-ust-dev missing at make time)";
+	if (!mkdtemp(pr_lttng_home))
+		return "mkdtemp failed";
+	/* A private home: the session's configuration and traces stay in it. */
+	setenv("LTTNG_HOME", pr_lttng_home, 1);
+	pr_sessiond = pr_spawn(argv, -1, -1, -1);
+	if (pr_sessiond < 0)
+		return "lttng-sessiond not found (lttng-tools missing)";
+	for (int i = 0; i < 200; i++) {
+		if (!pr_lttng("list", NULL, NULL, NULL))
+			return NULL;
+		if (waitpid(pr_sessiond, NULL, WNOHANG) == pr_sessiond) {
+			pr_sessiond = 0;
+			return "lttng-sessiond exited (another one running?)";
+		}
+		usleep(50000);
+	}
+	return "lttng-sessiond did not answer in 10 s";
+}
+
+static void pr_sessiond_stop(void)
+{
+	char *const rm[] = { "rm", "-rf", pr_lttng_home, NULL };
+
+	if (pr_sessiond > 0) {
+		kill(pr_sessiond, SIGTERM);
+		pr_wait(pr_sessiond);
+		pr_sessiond = 0;
+	}
+	if (!strstr(pr_lttng_home, "XXXXXX"))	/* mkdtemp made it */
+		pr_run(rm);
+	unsetenv("LTTNG_HOME");
+}
+
+/* A snapshot session: overwrite-mode channels, nothing written to disk. */
+static int pr_session_create(void)
+{
+	return pr_lttng("create", "kkpeers", "--snapshot", NULL);
+}
+
+static void pr_session_destroy(void)
+{
+	pr_lttng("stop", "kkpeers", NULL, NULL);
+	pr_lttng("destroy", "kkpeers", NULL, NULL);
+}
+
+/* ns per event of peer-lttng's hot site, into the ring of a started session. */
+static double pr_lttng_enabled(void)
+{
+	char *const argv[] = { (char *)pr_path("peer-lttng"), "on", "1000000", NULL };
+	struct pr_child c;
+	char line[128];
+	double v = -1;
+
+	if (pr_start(&c, argv, -1))
+		return -1;
+	if (!pr_readline(c.out, line, sizeof(line), PR_TIMEOUT_MS) && !strcmp(line, "ready") &&
+	    !pr_session_create() && !pr_lttng("enable-event", "-u", "kkpeer:hot", NULL) &&
+	    !pr_lttng("start", NULL, NULL, NULL) && write(c.in, "go\n", 3) == 3 &&
+	    !pr_readline(c.out, line, sizeof(line), 120000))
+		v = atof(line);
+	if (pr_stop(&c, v < 0))
+		v = -1;
+	pr_session_destroy();
+	return v;
+}
+
+/* ---- switching every site on, until the first event in every process ---- */
+
+/*
+ * Start nproc copies of PROG in mode "first" (each runs all its sites until
+ * one fires), switch on with @on (which may start helpers into @helpers),
+ * and return ms from just before @on to "fired" from every copy (or, for
+ * bpftrace, which sees the events itself, to its own lines).
+ */
+enum pr_how { PR_KKCTL, PR_LTTNG, PR_BPFTRACE };
+
+static double pr_first(const char *prog, int nproc, enum pr_how how, const char **why)
+{
+	struct pr_child c[PR_NPROC], bt = { 0, -1, -1 };
+	pid_t kk[PR_NPROC];
+	char *const argv[] = { (char *)pr_path(prog), "first", NULL };
+	char line[256], pid[32];
+	int ok = 1, started = 0;
+	uint64_t t0 = 0;
+	double ms = -1;
+
+	*why = NULL;
+	for (int i = 0; i < nproc; i++) {
+		if (pr_start(&c[i], argv, -1)) {
+			ok = 0;
+			break;
+		}
+		started++;
+		if (pr_readline(c[i].out, line, sizeof(line), PR_TIMEOUT_MS) || strcmp(line, "ready")) {
+			ok = 0;
+			break;
+		}
+	}
+	if (ok && how == PR_LTTNG)
+		ok = !pr_session_create();
+	if (ok) {
+		t0 = kkb_now_ns();
+		if (how == PR_KKCTL) {
+			char kkctl[4300];
+
+			snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
+			for (int i = 0; i < nproc; i++) {
+				snprintf(pid, sizeof(pid), "%d", (int)c[i].pid);
+				char *const ka[] = { kkctl, "-p", pid, "write", "dynamic_debug/control",
+						     "module kkpeer +p", NULL };
+
+				kk[i] = pr_spawn(ka, -1, -1, -1);
+			}
+		} else if (how == PR_LTTNG) {
+			ok = !pr_lttng("enable-event", "-u", "kkpeer:*", NULL) &&
+			     !pr_lttng("start", NULL, NULL, NULL);
+		} else {
+			/*
+			 * One bpftrace over the binary, PR_BT_SITES probes (s000-s099):
+			 * the kernel takes about 2 minutes to remove 1000 uprobes after
+			 * bpftrace exits, which would double this bench's run time.
+			 */
+			char prog_text[5000];
+
+			snprintf(prog_text, sizeof(prog_text),
+				 "usdt:%s:kkpeer:s0* /!@seen[pid]/ { @seen[pid] = 1; "
+				 "printf(\"kkfired %%d\\n\", pid); }", pr_path(prog));
+			char *const ba[] = { "bpftrace", "-B", "line", "-e", prog_text, NULL };
+
+			/* bpftrace refuses more than 512 probes and programs unless told. */
+			setenv("BPFTRACE_MAX_BPF_PROGS", "4096", 1);
+			setenv("BPFTRACE_MAX_PROBES", "4096", 1);
+
+			ok = !pr_start(&bt, ba, -1);
+		}
+	}
+	if (ok && how != PR_BPFTRACE) {
+		for (int i = 0; i < nproc && ok; i++)
+			ok = !pr_readline(c[i].out, line, sizeof(line), 60000) && !strcmp(line, "fired");
+	} else if (ok) {
+		int seen[PR_NPROC] = { 0 }, nseen = 0;
+
+		while (nseen < nproc && (ok = !pr_readline(bt.out, line, sizeof(line), 90000))) {
+			int p;
+
+			if (sscanf(line, "kkfired %d", &p) != 1)
+				continue;
+			for (int i = 0; i < nproc; i++)
+				if (c[i].pid == p && !seen[i]) {
+					seen[i] = 1;
+					nseen++;
+				}
+		}
+		if (!ok)
+			*why = "bpftrace exited or saw no hit in 90 s (no BPF permission?)";
+	}
+	if (ok)
+		ms = (double)(kkb_now_ns() - t0) / 1e6;
+	if (how == PR_KKCTL && t0)
+		for (int i = 0; i < nproc; i++)
+			if (pr_wait(kk[i]))
+				ms = -1;
+	for (int i = 0; i < started; i++)
+		pr_stop(&c[i], 1);
+	if (bt.pid > 0)
+		pr_stop(&bt, 1);
+	if (how == PR_LTTNG)
+		pr_session_destroy();
+	return ms;
+}
+
+/* ns per hit of a USDT probe (with semaphore) that bpftrace counts. */
+static double pr_bpftrace_enabled(const char **why)
+{
+	char *const argv[] = { (char *)pr_path("peer-usdt-sem"), "on", "200000", NULL };
+	struct pr_child c, bt;
+	char prog_text[5000], pid[32], line[128];
+	double v = -1;
+
+	if (pr_start(&c, argv, -1))
+		return -1;
+	snprintf(pid, sizeof(pid), "%d", (int)c.pid);
+	/* BEGIN runs once every probe is attached: "attached" says the hits count. */
+	snprintf(prog_text, sizeof(prog_text), "BEGIN { printf(\"attached\\n\"); } "
+		 "usdt:%s:kkpeersem:hot { @hits = count(); }", pr_path("peer-usdt-sem"));
+	char *const ba[] = { "bpftrace", "-B", "line", "-p", pid, "-e", prog_text, NULL };
+
+	if (pr_start(&bt, ba, -1)) {
+		pr_stop(&c, 1);
+		*why = "bpftrace did not start";
+		return -1;
+	}
+	/* peer-usdt-sem waits (30 s at most) for bpftrace to raise its semaphore. */
+	while (!pr_readline(bt.out, line, sizeof(line), 60000) && strcmp(line, "attached"))
+		;
+	if (!strcmp(line, "attached") &&
+	    !pr_readline(c.out, line, sizeof(line), 60000) && !strcmp(line, "ready") &&
+	    write(c.in, "go\n", 3) == 3 && !pr_readline(c.out, line, sizeof(line), 120000))
+		v = atof(line);
+	else
+		*why = "bpftrace did not attach (no BPF permission?)";
+	pr_stop(&c, v < 0);
+	pr_stop(&bt, 1);
+	return v;
+}
+
+static int pr_have_cmd(const char *cmd)
+{
+	char *const argv[] = { "sh", "-c", "command -v \"$0\"", (char *)cmd, NULL };
+
+	return !pr_run(argv);
+}
+
+static void pr_num(struct kkb_ctx *ctx, const char *key, double v)
+{
+	if (v < 0)
+		kkb_json_null(ctx, key);
+	else
+		kkb_json_num(ctx, key, v);
+}
+
+static void pr_ratio(struct kkb_ctx *ctx, const char *key, double a, double b)
+{
+	pr_num(ctx, key, a >= 0 && b > 0 ? a / b : -1);
+}
+
+static int pr_bench(struct kkb_ctx *ctx)
+{
+	static const struct { const char *prog, *key; } peers[] = {
+		{ "peer-kk", "kk" }, { "peer-lttng", "lttng" }, { "peer-usdt", "usdt" },
+		{ "peer-usdt-sem", "usdt_sem" }, { "peer-spdlog", "spdlog" },
+	};
+	char key[64], rounds[16];
+	const char *why, *lttng_why;
+	int have_bt = pr_have_cmd("bpftrace"), have_vg = pr_have_cmd("valgrind");
+	uint64_t t_start = kkb_now_ns();
+
+	snprintf(pr_dir, sizeof(pr_dir), "%s/peers", kkb_self_dir());
+	snprintf(rounds, sizeof(rounds), "%d", PR_COLD_ROUNDS);
+	if (!pr_have("peer-kk")) {
+		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", pr_path("peer-kk"));
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
+		if (!pr_have(peers[i].prog))
+			kkb_note(ctx, "skipped: %s: %s not built (its package was missing at make time)",
+				 peers[i].key, peers[i].prog);
+
+	/* Disabled: instructions per site (callgrind) and ns per distinct site. */
+	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		int have = pr_have(peers[i].prog);
+		char *const argv[] = { (char *)pr_path(peers[i].prog), "cold", rounds, NULL };
+
+		snprintf(key, sizeof(key), "%s_disabled_insns", peers[i].key);
+		pr_num(ctx, key, have && have_vg ? pr_insns(peers[i].prog) : -1);
+		snprintf(key, sizeof(key), "%s_disabled_%d_sites_ns", peers[i].key, PEER_NSITES);
+		pr_num(ctx, key, have ? pr_number(argv, -1) : -1);
+	}
+	if (!have_vg)
+		kkb_note(ctx, "skipped: instruction counts: valgrind not installed");
+
+	/* Enabled: ns per event to each one's natural sink. */
+	{
+		char *const kst[] = { (char *)pr_path("peer-kk"), "on", "200000", "stderr", NULL };
+		char *const krg[] = { (char *)pr_path("peer-kk"), "on", "2000000", "ring", NULL };
+		char *const spd[] = { (char *)pr_path("peer-spdlog"), "on", "200000", NULL };
+		double kk_stderr, kk_ring, lttng = -1, spdlog = -1, bt = -1;
+
+		kk_stderr = pr_number(kst, -1);
+		kk_ring = pr_number(krg, -1);
+		lttng_why = pr_sessiond_start();
+		if (!lttng_why && (lttng = pr_lttng_enabled()) < 0)
+			lttng_why = "lttng session or peer-lttng failed";
+		if (pr_have("peer-spdlog"))
+			spdlog = pr_number(spd, -1);
+		why = !have_bt ? "bpftrace not installed" :
+		      !pr_have("peer-usdt-sem") ? "peer-usdt-sem not built" : NULL;
+		if (!why)
+			bt = pr_bpftrace_enabled(&why);
+		pr_num(ctx, "kk_stderr_ns", kk_stderr);
+		pr_num(ctx, "kk_ring_ns", kk_ring);
+		pr_num(ctx, "lttng_ring_ns", lttng);
+		pr_num(ctx, "bpftrace_usdt_ns", bt);
+		pr_num(ctx, "spdlog_stderr_ns", spdlog);
+		pr_ratio(ctx, "lttng_vs_kk_ring", lttng, kk_ring);
+		pr_ratio(ctx, "kk_stderr_vs_lttng", kk_stderr, lttng);
+		pr_ratio(ctx, "bpftrace_vs_kk_ring", bt, kk_ring);
+		pr_ratio(ctx, "spdlog_vs_kk_stderr", spdlog, kk_stderr);
+		if (lttng_why)
+			kkb_note(ctx, "skipped: lttng: %s", lttng_why);
+		if (why)
+			kkb_note(ctx, "skipped: bpftrace: %s", why);
+	}
+
+	/* Switching every site on until the first event, in 1 and PR_NPROC processes. */
+	{
+		double kk1, kkn, lt1 = -1, ltn = -1, bt1 = -1;
+		const char *w = NULL;
+
+		kk1 = pr_first("peer-kk", 1, PR_KKCTL, &w);
+		kkn = pr_first("peer-kk", PR_NPROC, PR_KKCTL, &w);
+		if (!lttng_why) {
+			lt1 = pr_first("peer-lttng", 1, PR_LTTNG, &w);
+			ltn = pr_first("peer-lttng", PR_NPROC, PR_LTTNG, &w);
+		}
+		why = !have_bt ? "bpftrace not installed" :
+		      !pr_have("peer-usdt") ? "peer-usdt not built" : NULL;
+		if (!why && (bt1 = pr_first("peer-usdt", 1, PR_BPFTRACE, &why)) < 0 && !why)
+			why = "bpftrace failed";
+		pr_num(ctx, "kk_first_ms", kk1);
+		pr_num(ctx, "kk_first_10proc_ms", kkn);
+		pr_num(ctx, "lttng_first_ms", lt1);
+		pr_num(ctx, "lttng_first_10proc_ms", ltn);
+		pr_num(ctx, "bpftrace_first_ms", bt1);
+		pr_ratio(ctx, "lttng_vs_kk_first", lt1, kk1);
+		pr_ratio(ctx, "lttng_vs_kk_first_10proc", ltn, kkn);
+		pr_ratio(ctx, "bpftrace_vs_kk_first", bt1, kk1);
+		if (why)
+			kkb_note(ctx, "skipped: bpftrace first event: %s", why);
+	}
+	pr_sessiond_stop();
+
+	kkb_note(ctx, "*_disabled_insns: per iteration of a store loop, with a disabled site minus "
+		 "without (callgrind, %d iterations)", PR_INSN_ITERS);
+	kkb_note(ctx, "*_disabled_%d_sites_ns: ns per site over %d distinct disabled sites, "
+		 "%d rounds", PEER_NSITES, PEER_NSITES, PR_COLD_ROUNDS);
+	kkb_note(ctx, "enabled, one message with %%d and %%s: kk +p to stderr=/dev/null, kk +T "
+		 "to its trace ring, LTTng into a snapshot session's ring (lttng-sessiond "
+		 "started here), bpftrace counting a USDT probe (with semaphore), spdlog "
+		 "stderr sink=/dev/null");
+	kkb_note(ctx, "*_first_ms: %d sites switched on until the first event in every process: "
+		 "kkctl 'module kkpeer +p' (one per process, in parallel); lttng "
+		 "enable-event -u 'kkpeer:*' + start (session created before); bpftrace "
+		 "attaching usdt:kkpeer:s0* (only %d probes: the kernel takes minutes to remove "
+		 "1000; 1 process only), spawn to first hit", PEER_NSITES, PR_BT_SITES);
+	kkb_note(ctx, "bpftrace is stopped with SIGKILL: without tracefs mounted its detach "
+		 "takes minutes, and the kernel drops its perf-event uprobes when its fds close");
+	kkb_note(ctx, "run time %.0f s", (double)(kkb_now_ns() - t_start) / 1e9);
+	return 0;
+}
+KKB_REGISTER("peers", "pr_debug against LTTng-UST, USDT (+bpftrace) and spdlog: off, on, switching",
+	     pr_bench)

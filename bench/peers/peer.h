@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the kk-bench peers programs (bench/peers/peer-*.c): the same
+ * workloads around each tracer's site, so that bench/peers.c can compare them.
+ *
+ * A program defines, before including this file:
+ *   PEER_HOT(i)      the hot site (one message with an int and a string)
+ *   PEER_SITE(n)     distinct site number n (PEER_NSITES of them), argument i
+ *   peer_on(mode)    switch the hot site on from inside (0 ok, -1: not here)
+ *   peer_fired       set by a site's sink when it sees an event (or unused)
+ *
+ * Modes (argv[1]):
+ *   loop N / empty N   the hot loop with / without the site, disabled (callgrind)
+ *   cold R             R rounds over all distinct sites, disabled: ns per site
+ *   on N MODE          switch on (peer_on, or wait for the tracer from outside:
+ *                      a line on stdin), then ns per event of the hot site
+ *   first              print "ready", run every distinct site until peer_fired,
+ *                      print "fired"
+ */
+#ifndef KK_PEER_H
+#define KK_PEER_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "peer_rep.h"
+
+static volatile long peer_out;
+static volatile int peer_fired;
+
+static unsigned long long peer_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* C linkage: callgrind --toggle-collect finds them by these names, C or C++. */
+#ifdef __cplusplus
+#define PEER_C extern "C"
+#else
+#define PEER_C
+#endif
+
+/* Both loops store the counter; the difference per iteration is the site. */
+PEER_C __attribute__((noinline)) long peer_loop_empty(long n)
+{
+	for (long i = 0; i < n; i++)
+		peer_out = i;
+	return 0;
+}
+
+PEER_C __attribute__((noinline)) long peer_loop_site(long n)
+{
+	for (long i = 0; i < n; i++) {
+		PEER_HOT((int)i);
+		peer_out = i;
+	}
+	return 0;
+}
+
+__attribute__((noinline)) static void peer_all_sites(int i)
+{
+	PEER_R1000
+}
+
+static int peer_main(int argc, char **argv)
+{
+	long n = argc > 2 ? atol(argv[2]) : 0;
+	unsigned long long t0;
+
+	if (argc < 2)
+		return 2;
+	if (!strcmp(argv[1], "loop"))
+		return (int)(peer_loop_site(n) & 1);
+	if (!strcmp(argv[1], "empty"))
+		return (int)(peer_loop_empty(n) & 1);
+	if (!strcmp(argv[1], "cold")) {
+		peer_all_sites(0);
+		t0 = peer_now_ns();
+		for (long r = 0; r < n; r++)
+			peer_all_sites((int)r);
+		printf("%.3f\n", (double)(peer_now_ns() - t0) / ((double)n * PEER_NSITES));
+		return 0;
+	}
+	if (!strcmp(argv[1], "on")) {
+		char line[64];
+
+		int rc = peer_on(argc > 3 ? argv[3] : "");
+
+		if (rc < -1)
+			return 1;
+		if (rc) {
+			/* switched on from outside: wait until the tracer says so */
+			printf("ready\n");
+			fflush(stdout);
+			if (!fgets(line, sizeof(line), stdin))
+				return 1;
+#ifdef PEER_WAIT_ON
+			PEER_WAIT_ON();
+#endif
+		}
+		PEER_HOT(-1);		/* first event: maps buffers, warms caches */
+		t0 = peer_now_ns();
+		for (long i = 0; i < n; i++)
+			PEER_HOT((int)i);
+		printf("%.3f\n", (double)(peer_now_ns() - t0) / (double)n);
+		return 0;
+	}
+	if (!strcmp(argv[1], "first")) {
+		unsigned long long deadline = peer_now_ns() + 120000000000ull;
+		int r = 0;
+
+		printf("ready\n");
+		fflush(stdout);
+		while (!peer_fired && peer_now_ns() < deadline)
+			peer_all_sites(r++);
+		printf("fired\n");
+		return peer_fired ? 0 : 1;
+	}
+	return 2;
+}
+#endif
