@@ -10,9 +10,9 @@
  *              switches them on and counts hits
  *   spdlog     logger->debug() at level info (a run-time level check)
  * For each: instructions per disabled site (callgrind), ns per disabled site
- * over PEER_NSITES distinct sites, ns per enabled event to its natural sink,
- * and ms from "switch on every site" to the first event in 1 and 10
- * processes.  A peer that cannot run (not built, daemon or BPF refused) is
+ * over PEER_NCOLD distinct sites, ns per enabled event to its natural sink,
+ * and ms from "switch on all PEER_NSITES sites" to the first event in 1, 10
+ * and 100 processes.  A peer that cannot run (not built, daemon or BPF refused) is
  * reported as "skipped: why" and its figures are null.
  */
 #include <errno.h>
@@ -34,8 +34,11 @@ extern char **environ;
 
 #define PR_INSN_ITERS 1000000
 #define PR_COLD_ROUNDS 2000
-#define PR_NPROC 10
+#define PR_NPROC_MAX 100
 #define PR_TIMEOUT_MS 30000
+/* Switching on, to the first event in every process: longer is reported as null. */
+#define PR_FIRST_MS 300000
+#define PR_FIRST_TEXT "300 s"
 #define PR_BT_SITES 100
 
 static char pr_dir[4200];
@@ -308,8 +311,9 @@ enum pr_how { PR_KKCTL, PR_LTTNG, PR_BPFTRACE };
 
 static double pr_first(const char *prog, int nproc, enum pr_how how, const char **why)
 {
-	struct pr_child c[PR_NPROC], bt = { 0, -1, -1 };
-	pid_t kk[PR_NPROC];
+	static struct pr_child c[PR_NPROC_MAX];
+	struct pr_child bt = { 0, -1, -1 };
+	pid_t kk = -1;
 	char *const argv[] = { (char *)pr_path(prog), "first", NULL };
 	char line[256], pid[32];
 	int ok = 1, started = 0;
@@ -333,29 +337,29 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	if (ok) {
 		t0 = kkb_now_ns();
 		if (how == PR_KKCTL) {
+			/* What a user types: -p for one process, -n for all of them. */
 			char kkctl[4300];
 
 			snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
-			for (int i = 0; i < nproc; i++) {
-				snprintf(pid, sizeof(pid), "%d", (int)c[i].pid);
-				char *const ka[] = { kkctl, "-p", pid, "write", "dynamic_debug/control",
-						     "module kkpeer +p", NULL };
+			snprintf(pid, sizeof(pid), "%d", (int)c[0].pid);
+			char *const ka[] = { kkctl, nproc > 1 ? "-n" : "-p", nproc > 1 ? "peer-kk" : pid,
+					     "write", "dynamic_debug/control", "module kkpeer +p", NULL };
 
-				kk[i] = pr_spawn(ka, -1, -1, -1);
-			}
+			kk = pr_spawn(ka, -1, -1, -1);
+			ok = kk > 0;
 		} else if (how == PR_LTTNG) {
 			ok = !pr_lttng("enable-event", "-u", "kkpeer:*", NULL) &&
 			     !pr_lttng("start", NULL, NULL, NULL);
 		} else {
 			/*
-			 * One bpftrace over the binary, PR_BT_SITES probes (s000-s099):
+			 * One bpftrace over the binary, PR_BT_SITES probes (s00000-s00099):
 			 * the kernel takes about 2 minutes to remove 1000 uprobes after
 			 * bpftrace exits, which would double this bench's run time.
 			 */
 			char prog_text[5000];
 
 			snprintf(prog_text, sizeof(prog_text),
-				 "usdt:%s:kkpeer:s0* /!@seen[pid]/ { @seen[pid] = 1; "
+				 "usdt:%s:kkpeer:s000* /!@seen[pid]/ { @seen[pid] = 1; "
 				 "printf(\"kkfired %%d\\n\", pid); }", pr_path(prog));
 			char *const ba[] = { "bpftrace", "-B", "line", "-e", prog_text, NULL };
 
@@ -367,10 +371,16 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 		}
 	}
 	if (ok && how != PR_BPFTRACE) {
-		for (int i = 0; i < nproc && ok; i++)
-			ok = !pr_readline(c[i].out, line, sizeof(line), 60000) && !strcmp(line, "fired");
+		for (int i = 0; i < nproc && ok; i++) {
+			int64_t left = PR_FIRST_MS - (int64_t)(kkb_now_ns() - t0) / 1000000;
+
+			ok = left > 0 && !pr_readline(c[i].out, line, sizeof(line), (int)left) &&
+			     !strcmp(line, "fired");
+		}
+		if (!ok)
+			*why = "not every process saw an event in " PR_FIRST_TEXT;
 	} else if (ok) {
-		int seen[PR_NPROC] = { 0 }, nseen = 0;
+		int seen[PR_NPROC_MAX] = { 0 }, nseen = 0;
 
 		while (nseen < nproc && (ok = !pr_readline(bt.out, line, sizeof(line), 90000))) {
 			int p;
@@ -388,10 +398,8 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	}
 	if (ok)
 		ms = (double)(kkb_now_ns() - t0) / 1e6;
-	if (how == PR_KKCTL && t0)
-		for (int i = 0; i < nproc; i++)
-			if (pr_wait(kk[i]))
-				ms = -1;
+	if (how == PR_KKCTL && kk > 0 && pr_wait(kk))
+		ms = -1;
 	for (int i = 0; i < started; i++)
 		pr_stop(&c[i], 1);
 	if (bt.pid > 0)
@@ -456,6 +464,20 @@ static void pr_ratio(struct kkb_ctx *ctx, const char *key, double a, double b)
 	pr_num(ctx, key, a >= 0 && b > 0 ? a / b : -1);
 }
 
+/* kk_first[_Nproc]_ms, lttng_first[_Nproc]_ms and their ratio. */
+static void pr_first_keys(struct kkb_ctx *ctx, int nproc, double kk, double lt)
+{
+	char sfx[32], key[64], key2[64];
+
+	snprintf(sfx, sizeof(sfx), nproc > 1 ? "_%dproc" : "", nproc);
+	snprintf(key, sizeof(key), "kk_first%s_ms", sfx);
+	pr_num(ctx, key, kk);
+	snprintf(key2, sizeof(key2), "lttng_first%s_ms", sfx);
+	pr_num(ctx, key2, lt);
+	snprintf(key, sizeof(key), "lttng_vs_kk_first%s", sfx);
+	pr_ratio(ctx, key, lt, kk);
+}
+
 static int pr_bench(struct kkb_ctx *ctx)
 {
 	static const struct { const char *prog, *key; } peers[] = {
@@ -470,7 +492,7 @@ static int pr_bench(struct kkb_ctx *ctx)
 	snprintf(pr_dir, sizeof(pr_dir), "%s/peers", kkb_self_dir());
 	snprintf(rounds, sizeof(rounds), "%d", PR_COLD_ROUNDS);
 	if (!pr_have("peer-kk")) {
-		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", pr_path("peer-kk"));
+		fprintf(stderr, "kk-bench: %s missing (make peers builds it)\n", pr_path("peer-kk"));
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
@@ -524,29 +546,29 @@ static int pr_bench(struct kkb_ctx *ctx)
 			kkb_note(ctx, "skipped: bpftrace: %s", why);
 	}
 
-	/* Switching every site on until the first event, in 1 and PR_NPROC processes. */
+	/* Switching every site on until the first event, in 1, 10 and 100 processes. */
 	{
-		double kk1, kkn, lt1 = -1, ltn = -1, bt1 = -1;
+		static const int nprocs[] = { 1, 10, PR_NPROC_MAX };
+		double kk[3], lt[3] = { -1, -1, -1 }, bt1 = -1;
 		const char *w = NULL;
 
-		kk1 = pr_first("peer-kk", 1, PR_KKCTL, &w);
-		kkn = pr_first("peer-kk", PR_NPROC, PR_KKCTL, &w);
-		if (!lttng_why) {
-			lt1 = pr_first("peer-lttng", 1, PR_LTTNG, &w);
-			ltn = pr_first("peer-lttng", PR_NPROC, PR_LTTNG, &w);
+		for (int k = 0; k < 3; k++) {
+			kk[k] = pr_first("peer-kk", nprocs[k], PR_KKCTL, &w);
+			if (kk[k] < 0)
+				kkb_note(ctx, "kk, %d processes: %s", nprocs[k], w ? w : "kkctl failed");
+			if (!lttng_why && (lt[k] = pr_first("peer-lttng", nprocs[k], PR_LTTNG, &w)) < 0)
+				kkb_note(ctx, "lttng, %d processes: %s", nprocs[k],
+					 w ? w : "lttng enable-event or start failed");
+			pr_first_keys(ctx, nprocs[k], kk[k], lt[k]);
 		}
 		why = !have_bt ? "bpftrace not installed" :
 		      !pr_have("peer-usdt") ? "peer-usdt not built" : NULL;
 		if (!why && (bt1 = pr_first("peer-usdt", 1, PR_BPFTRACE, &why)) < 0 && !why)
 			why = "bpftrace failed";
-		pr_num(ctx, "kk_first_ms", kk1);
-		pr_num(ctx, "kk_first_10proc_ms", kkn);
-		pr_num(ctx, "lttng_first_ms", lt1);
-		pr_num(ctx, "lttng_first_10proc_ms", ltn);
-		pr_num(ctx, "bpftrace_first_ms", bt1);
-		pr_ratio(ctx, "lttng_vs_kk_first", lt1, kk1);
-		pr_ratio(ctx, "lttng_vs_kk_first_10proc", ltn, kkn);
-		pr_ratio(ctx, "bpftrace_vs_kk_first", bt1, kk1);
+		pr_num(ctx, "bpftrace_first_100probes_ms", bt1);
+		/* A bound: bpftrace attaching 100 probes against kernelkit switching 16154. */
+		pr_ratio(ctx, "bpftrace100_vs_kk_first", bt1, kk[0]);
+		pr_num(ctx, "bpftrace_ms_per_probe", bt1 >= 0 ? bt1 / PR_BT_SITES : -1);
 		if (why)
 			kkb_note(ctx, "skipped: bpftrace first event: %s", why);
 	}
