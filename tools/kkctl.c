@@ -1875,7 +1875,7 @@ struct sshjob {
 	char *obuf, *ebuf;	/* what came */
 	size_t olen, ocap, elen, ecap;
 	int status;
-	bool started, done, printed;
+	bool started, done;
 };
 
 static int buf_add(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
