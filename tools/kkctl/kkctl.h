@@ -156,7 +156,6 @@ struct kkctl_sel {
 };
 
 int kkctl_tlist_add(struct tlist *l, const struct target *t);
-void kkctl_target_load(struct target *t, bool host);
 int kkctl_load_procs(void);
 void kkctl_free_procs(void);
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s);

@@ -54,7 +54,7 @@ static void target_where(struct target *t, bool host)
 
 /* Fill in @t, known by its pid: its uid, names and container (its host name
  * too if @host: that takes a fork). */
-void kkctl_target_load(struct target *t, bool host)
+static void target_load(struct target *t, bool host)
 {
 	t->uid = (uid_t)kkctl_proc_uid(t->pid);
 	kkctl_proc_names(t);
@@ -372,7 +372,7 @@ long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s)
 
 		if (!p->serves || (!s->all && !narrowed))
 			continue;
-		kkctl_target_load(&t, s->nm || kkctl_json);
+		target_load(&t, s->nm || kkctl_json);
 		if (matches(s, p, &t)) {
 			if (kkctl_tlist_add(l, &t))
 				return -1;
@@ -438,6 +438,6 @@ int kkctl_select(struct kkctl_sel *s)
 		return 1;
 	for (size_t i = 0; i < s->targets.n; i++)
 		if (!s->targets.v[i].name[0])	/* a -p pid: not described yet */
-			kkctl_target_load(&s->targets.v[i], kkctl_json);
+			target_load(&s->targets.v[i], kkctl_json);
 	return 0;
 }
