@@ -152,11 +152,13 @@ $(B)/.flags:
 FORCE:
 
 # kkctl does not link the library (it must not start an endpoint of its own);
-# it shares only the socket-path rules.
-$(B)/kkctl: tools/kkctl.c src/control_path.c src/control_path.h $(B)/.flags
+# it shares only the socket-path rules.  tools/kkctl.c is its entry point,
+# tools/kkctl/ the rest (one file per job, kkctl/kkctl.h their header).
+KKCTL_SRCS := tools/kkctl.c $(sort $(wildcard tools/kkctl/*.c)) src/control_path.c
+$(B)/kkctl: $(KKCTL_SRCS) tools/kkctl/kkctl.h src/control_path.h $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \
-		tools/kkctl.c src/control_path.c $(KK_LDFLAGS)
+		$(KKCTL_SRCS) $(KK_LDFLAGS)
 
 $(B)/kk-bench: $(BENCH_SRCS) bench/bench.h $(B)/libkernelkit.so $(HDRS)
 	$(CC) $(KK_CPPFLAGS) -Ibench $(CFLAGS) $(KK_CFLAGS) -rdynamic -o $@ $(BENCH_SRCS) \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The bash completion: commands, options, pids from kkctl ls, and file names
-# from kkctl -p PID files.
+# from kkctl -p PID files; every option --help lists.
 set -u
 command -v bash > /dev/null || { echo "skip: no bash"; exit 77; }
 B=${KK_BUILD:?}
@@ -28,6 +28,10 @@ complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
 complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
 complete kkctl --max | grep -qx -- --max-reply || fail "options: $(complete kkctl --max)"
 complete kkctl --tr | grep -qx -- --tree || fail "options: $(complete kkctl --tr)"
+# Every long option --help lists (kkctl.c's option table prints it) completes.
+for o in $("$B/kkctl" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+	complete kkctl "$o" | grep -qx -- "$o" || fail "--help lists $o, completion does not"
+done
 complete kkctl --tree "" | grep -qx "$$" || fail "--tree pids: $(complete kkctl --tree '' | head -3)"
 # A tree's pid is a target, not the command.
 [ "$(complete kkctl -T 1 re | tr '\n' ' ')" = "read " ] || fail "after -T 1: $(complete kkctl -T 1 re)"

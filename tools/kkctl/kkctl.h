@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kkctl's private header: what its files share.  Not installed; nothing of
+ * the library's is linked in (kkctl must not start an endpoint of its own),
+ * only src/control_path.c's socket-name rules.
+ *
+ *   tools/kkctl.c        the entry point: the command and option tables that
+ *                        drive parsing, dispatch and --help
+ *   tools/kkctl/proc.c     what /proc says about a process
+ *   tools/kkctl/ns.c       entering a target's user, network and UTS namespaces
+ *   tools/kkctl/connect.c  reaching a pid's endpoint, its owner verified
+ *   tools/kkctl/request.c  one request and its reply, within the bounds
+ *   tools/kkctl/select.c   -p, -n, --tree, -M, --all: the targets
+ *   tools/kkctl/serve.c    serving the targets --jobs at a time, in order
+ *   tools/kkctl/output.c   text and --json, nothing a process sent raw
+ *   tools/kkctl/bounds.c   --timeout, --max-reply, --jobs and their $KKCTL_*
+ *   tools/kkctl/remote.c   -H: the same command on other hosts, over ssh
+ */
+#ifndef KKCTL_H
+#define KKCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+extern const char kkctl_prog[];	/* "kkctl": the prefix of every message */
+extern bool kkctl_json;		/* --json */
+
+/* ---- bounds.c: what one target may cost us (--timeout, --max-reply, --jobs) */
+
+extern struct kkctl_bounds {
+	double timeout_s;	/* connection to the reply's last byte */
+	size_t max_reply;	/* bytes, status line included */
+	unsigned jobs;		/* targets served at once */
+} kkctl_bounds;
+
+enum { KKCTL_OPT_MAX_REPLY = 256, KKCTL_OPT_JOBS };	/* long options without a short one */
+
+int kkctl_bound_option(int key, const char *value);
+int kkctl_bounds_from_env(void);
+int kkctl_bounds_forward(void);
+
+/* ---- proc.c: a process, as /proc describes it ------------------------------ */
+
+struct target {
+	pid_t pid;
+	uid_t uid;
+	char name[64];		/* comm */
+	char argv0[64];		/* base name of argv[0] */
+	bool selected;		/* by -n, --tree or --all (not only -p) */
+	/* In a container (another network or pid namespace than ours): */
+	bool contained;
+	pid_t inpid;		/* its pid there */
+	unsigned long netns;	/* its network namespace's inode */
+	char host[72];		/* its UTS namespace's host name, if not ours */
+	char cgroup[160];	/* its cgroup's path */
+};
+
+/*
+ * Where a process lives, seen from us.  Its endpoint is named after its pid
+ * in its own pid namespace (the last field of NSpid in /proc/PID/status) and
+ * bound in its network namespace: a container's process (docker, podman, a
+ * Kubernetes pod: `unshare -n -p -f`) serves @kernelkit/1 where we cannot see
+ * it.  /proc/PID/net/unix lists the sockets of PID's network namespace, and a
+ * child of ours that enters it (setns) can connect (kkctl_connect_in()).
+ */
+struct where {
+	pid_t inpid;		/* its pid in its own pid namespace */
+	unsigned long netns;	/* /proc/PID/ns/net's inode; 0: we may not look */
+	bool other_net;		/* its network namespace is not ours */
+	bool other_pid;		/* its pid namespace is not ours (inpid != pid) */
+};
+
+long kkctl_proc_uids(pid_t pid, long all[4]);
+long kkctl_proc_uid(pid_t pid);
+bool kkctl_proc_exists(pid_t pid);
+unsigned long kkctl_our_netns(void);
+int kkctl_proc_where(pid_t pid, struct where *w);
+void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl);
+void kkctl_proc_names(struct target *t);
+int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads);
+bool kkctl_has_control_thread(pid_t pid);
+int kkctl_scan_endpoints(pid_t in, void (*each)(pid_t pid, const char *name, void *arg),
+			 void *arg);
+
+/* ---- ns.c: entering a target's namespaces ---------------------------------- */
+
+/*
+ * Our user namespace, for reading what SO_PEERCRED reports: a uid it does not
+ * map shows as the overflow uid, which is then anyone at all.  Only the
+ * initial namespace maps every uid; there the overflow uid is a real one
+ * (nobody), and a process running as it may be root's to control.
+ */
+extern struct kkctl_userns {
+	uid_t overflow;		/* /proc/sys/kernel/overflowuid */
+	bool all_mapped;	/* /proc/self/uid_map is "0 0 4294967295" */
+} kkctl_userns;
+
+/* The namespaces a child enters (-1: stay in ours). */
+struct nsfds {
+	int net, user, uts;
+};
+
+void kkctl_userns_load(void);
+int kkctl_ns_of(pid_t pid, const char *ns);
+int kkctl_connect_in(struct nsfds *ns, pid_t pid, const struct sockaddr_un *sa, socklen_t sl,
+		     char *note, size_t nl);
+void kkctl_proc_hostname(pid_t pid, char *buf, size_t bl);
+
+/* ---- connect.c: a pid's endpoint, verified before anything is sent ---------- */
+
+int kkctl_connect_addr(const struct sockaddr_un *sa, socklen_t sl);
+int kkctl_connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, char *via,
+		      bool *again);
+
+/* ---- request.c: one request to one process, within its bounds --------------- */
+
+struct result {
+	int ok;
+	bool named;		/* err is about the target: "process PID (NAME): err" */
+	char *body;		/* the reply body (ok) or the process's message */
+	size_t len;
+	char err[512];		/* our own one-line error */
+	char note[192];		/* why we could not enter its user namespace */
+	char via[128];		/* the name we used after passing a foreign socket */
+};
+
+int kkctl_reach_pid(pid_t pid, uint64_t deadline, int *tries, struct result *res);
+void kkctl_request(pid_t pid, const char *verb, const char *file, const char *body,
+		   size_t blen, struct result *res);
+
+/* ---- select.c: the targets ------------------------------------------------- */
+
+struct tlist {
+	struct target *v;
+	size_t n, cap;
+};
+
+/* What the command line selects.  Arrays of argc entries: enough for every
+ * option to be one of them. */
+struct kkctl_sel {
+	struct tlist targets;	/* -p, then those the selectors matched */
+	char **names;		/* -n */
+	int nn;
+	pid_t *trees;		/* --tree */
+	int nt;
+	char **machines;	/* -M */
+	int nm;
+	pid_t *mpids;		/* -p, read as pids inside -M's containers */
+	int nmp;
+	bool all;		/* --all */
+};
+
+int kkctl_tlist_add(struct tlist *l, const struct target *t);
+int kkctl_load_procs(void);
+void kkctl_free_procs(void);
+long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s);
+int kkctl_select(struct kkctl_sel *s);
+
+/* ---- serve.c, output.c ------------------------------------------------------ */
+
+bool kkctl_serve_all(struct tlist *l, const char *verb, const char *file, const char *body,
+		     size_t blen);
+
+void kkctl_put_escaped(FILE *f, const char *s, size_t n, const char *keep);
+void kkctl_put_json(FILE *f, const char *s, size_t n);
+void kkctl_report(const struct target *t, const struct result *r, bool many);
+void kkctl_report_ls_header(void);
+void kkctl_report_ls(const struct target *t, bool ok, const struct result *r);
+
+/* ---- remote.c: -H ------------------------------------------------------------ */
+
+int kkctl_remote_arg(const char *a, const char *b);
+int kkctl_parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl);
+int kkctl_run_hosts(const char **hosts, int nh, const char *in, size_t inlen);
+
+#endif

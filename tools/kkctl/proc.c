@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kkctl: what /proc says about a process: its uids, names, namespaces, cgroup,
+ * parent, threads, and the endpoint names its network namespace lists.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control_path.h"
+#include "kkctl.h"
+
+/* The effective uid of @pid from /proc/PID/status (and in @all, if given,
+ * its real, effective, saved and filesystem uids).  -1 if gone. */
+long kkctl_proc_uids(pid_t pid, long all[4])
+{
+	char path[64], line[256];
+	long uid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			long u[4] = { -1, -1, -1, -1 };
+
+			if (sscanf(line + 4, "%ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) >= 2)
+				uid = u[1];
+			if (all)
+				memcpy(all, u, sizeof(u));
+			break;
+		}
+	fclose(f);
+	return uid;
+}
+
+long kkctl_proc_uid(pid_t pid)
+{
+	return kkctl_proc_uids(pid, NULL);
+}
+
+bool kkctl_proc_exists(pid_t pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return access(path, F_OK) == 0;
+}
+
+static unsigned long ino_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+unsigned long kkctl_our_netns(void)
+{
+	static unsigned long ino;
+
+	if (!ino)
+		ino = ino_of("/proc/self/ns/net");
+	return ino;
+}
+
+/* Fill @w for @pid.  -1 if it is gone.  A network namespace we may not look
+ * at (another user's process, when we are not root) counts as ours: that is
+ * where we would look for it, as before namespaces were looked at. */
+int kkctl_proc_where(pid_t pid, struct where *w)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	w->inpid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			char *tok = line + 6, *end;
+			long v;
+
+			/* the last field: the pid in its innermost namespace */
+			while ((v = strtol(tok, &end, 10)) > 0 && end != tok) {
+				w->inpid = (pid_t)v;
+				tok = end;
+			}
+			break;
+		}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	w->netns = ino_of(path);
+	w->other_net = w->netns && w->netns != kkctl_our_netns();
+	w->other_pid = w->inpid != pid;
+	return 0;
+}
+
+/* The container @pid belongs to, as the host names it: the path of its
+ * cgroup (the unified hierarchy's, else systemd's), e.g.
+ * /system.slice/docker-<id>.scope or /kubepods.slice/.../cri-containerd-<id>.scope.
+ * "" if unknown. */
+void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl)
+{
+	char path[64], line[512], uni[256] = "", sysd[256] = "", *q;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "0::", 3))
+			snprintf(uni, sizeof(uni), "%.255s", line + 3);
+		else if ((q = strstr(line, ":name=systemd:")))
+			snprintf(sysd, sizeof(sysd), "%.255s", q + 14);
+	}
+	if (f)
+		fclose(f);
+	snprintf(buf, bl, "%s", (uni[0] && strcmp(uni, "/")) || !sysd[0] ? uni : sysd);
+}
+
+/* @t's comm and the base name of its argv[0], what -n matches ("?" and ""
+ * if it is gone). */
+void kkctl_proc_names(struct target *t)
+{
+	char path[64], buf[4096];
+	FILE *f;
+	size_t n;
+
+	strcpy(t->name, "?");
+	t->argv0[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(t->name, sizeof(t->name), f))
+			t->name[strcspn(t->name, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)t->pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		const char *b = strrchr(buf, '/');
+
+		b = b ? b + 1 : buf;
+		n = strnlen(b, sizeof(t->argv0) - 1);
+		memcpy(t->argv0, b, n);
+		t->argv0[n] = '\0';
+	}
+}
+
+/* The endpoint names in the network namespace of process @in (0: ours):
+ * listening stream sockets (flag __SO_ACCEPTCON, 0x10000) in its
+ * /proc/PID/net/unix named "@kernelkit/<pid>", "@kernelkit/<pid>/<n>" or
+ * "@kernelkit/<pid>.<random>" (a process whose other names were squatted);
+ * <pid> is a pid in the pid namespace of the process that bound it.  @each
+ * gets that pid and the name without its '@' ("kernelkit/..."). */
+int kkctl_scan_endpoints(pid_t in, void (*each)(pid_t pid, const char *name, void *arg),
+			 void *arg)
+{
+	static const char prefix[] = "@" KK_CONTROL_ABSTRACT_PREFIX;
+	char line[512], path[64];
+	FILE *f;
+
+	if (in > 0)
+		snprintf(path, sizeof(path), "/proc/%d/net/unix", (int)in);
+	else
+		snprintf(path, sizeof(path), "/proc/net/unix");
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", kkctl_prog, path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char name[256] = "", *end;
+		unsigned long flags;
+		unsigned type, st;
+		long pid, alt = 0;
+
+		if (sscanf(line, "%*s %*s %*s %lx %x %x %*s %255s", &flags, &type, &st, name) != 4 ||
+		    !(flags & 0x10000) || type != SOCK_STREAM ||
+		    strncmp(name, prefix, sizeof(prefix) - 1))
+			continue;
+		pid = strtol(name + sizeof(prefix) - 1, &end, 10);
+		if (*end == '/')
+			alt = strtol(end + 1, &end, 10);
+		else if (*end == KK_CONTROL_RANDOM_SEP && end[1])
+			end += strspn(end + 1, "0123456789abcdef") + 1;
+		if (pid <= 0 || alt < 0 || *end)
+			continue;
+		each((pid_t)pid, name + 1, arg);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* The name src/control.c gives the endpoint's thread. */
+#define CONTROL_THREAD "kk-control"
+
+/* Has @pid the endpoint's thread?  Its socket may be gone for a moment
+ * while the endpoint re-creates it, the thread is not. */
+bool kkctl_has_control_thread(pid_t pid)
+{
+	char path[96], comm[32];
+	bool found = false;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		FILE *f;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = fgets(comm, sizeof(comm), f) && !strcmp(comm, CONTROL_THREAD "\n");
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* @pid's parent and number of threads, from /proc/PID/stat.  -1 if gone. */
+int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+	int pp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %ld", &pp, threads) != 2)
+		return -1;
+	*ppid = (pid_t)pp;
+	return 0;
+}
