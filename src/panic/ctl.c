@@ -146,13 +146,13 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 		if (parse_flag(v, vn, &x))
 			return err_out(err, errlen, line, key,
 				       "not a boolean (1/0, y/n, yes/no, on/off, true/false)");
-		if (key[3] == 'w')
+		if (!strcmp(key, "on_warn"))
 			st->s.on_warn = x;
-		else if (key[3] == 'o')
+		else if (!strcmp(key, "on_oops"))
 			st->s.on_oops = x;
-		else if (key[0] == 'c')
+		else if (!strcmp(key, "core_dump"))
 			st->s.core_dump = x;
-		else if (key[0] == 'n')
+		else if (!strcmp(key, "notifiers_first"))
 			st->s.notifiers_first = x;
 		else
 			st->s.sd_watchdog = x;
