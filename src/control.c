@@ -822,6 +822,122 @@ static bool ids_changed(void)
 }
 
 /*
+ * Our listening socket, made again when the program took its number or the
+ * process changed its ids.  0, or -errno: the thread serves no more.
+ */
+static int renew_socket(void)
+{
+	int err;
+
+	if (kk_fd_ours(&lfd) && ids_changed())
+		kk_fd_release(&lfd);	/* frees our name for the new socket */
+	if (kk_fd_ours(&lfd))
+		return 0;
+	lfd.fd = -1;		/* the program's number now: forget, never close */
+	err = listen_new();
+	if (err && err != -EADDRINUSE)
+		kk_warn_once(warned_renew, "control endpoint: cannot make a new "
+			     "socket (%s); serving none", strerror(-err));
+	return err;
+}
+
+/* What one poll() waits on: the clients, then maybe the listening socket. */
+struct pollset {
+	struct pollfd pfd[CTL_CLIENTS + 1];
+	struct ctl_client *who[CTL_CLIENTS + 1];	/* NULL: the listening socket */
+	int n;
+	int timeout;		/* ms, -1: none */
+	bool listening;		/* pfd[n - 1] is the listening socket */
+};
+
+static void pollset_add(struct pollset *ps, int fd, short events, struct ctl_client *c)
+{
+	ps->pfd[ps->n].fd = fd;
+	ps->pfd[ps->n].events = events;
+	ps->pfd[ps->n].revents = 0;
+	ps->who[ps->n++] = c;
+}
+
+static void pollset_wake_by(struct pollset *ps, uint64_t now, uint64_t when)
+{
+	int left = (int)(when - now);
+
+	if (ps->timeout < 0 || left < ps->timeout)
+		ps->timeout = left;
+}
+
+/*
+ * Fill @ps for this turn: every open client (one whose whole request's time
+ * is up is closed instead), and the listening socket while a client slot is
+ * free and accepting is not paused (see accept_failed()).
+ */
+static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
+{
+	uint64_t now = now_ms();
+	int used = 0;
+
+	ps->n = 0;
+	ps->timeout = -1;
+	ps->listening = false;
+	for (int i = 0; i < CTL_CLIENTS; i++) {
+		struct ctl_client *c = &clients[i];
+
+		if (!c->used)
+			continue;
+		if (now >= c->deadline) {
+			client_close(c);
+			continue;
+		}
+		used++;
+		pollset_wake_by(ps, now, c->deadline);
+		pollset_add(ps, c->fd.fd, POLLIN | (c->answered && !c->shut ? POLLOUT : 0), c);
+	}
+	if (used < CTL_CLIENTS && now >= pause_until) {
+		pollset_add(ps, lfd_num, POLLIN, NULL);
+		ps->listening = true;
+	} else if (now < pause_until) {
+		pollset_wake_by(ps, now, pause_until);
+	}
+}
+
+/* accept4() failed with @err: true to go on, false when the thread must stop. */
+static bool accept_failed(int err, uint64_t *pause_until)
+{
+	if (err == EINTR || err == ECONNABORTED || err == EAGAIN)
+		return true;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		/* Out of descriptors or memory: the connection stays queued; try again later. */
+		kk_warn_once(warned_nofile, "control endpoint: cannot accept (%s); "
+			     "retrying every 100 ms", strerror(err));
+		*pause_until = now_ms() + 100;
+		return true;
+	}
+	/* Stopped, refused after a panic (EINVAL on our own socket),
+	 * or the number is not ours any more (the loop rechecks). */
+	return !(err == EINVAL && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE) &&
+		 kk_fd_ours(&lfd));
+}
+
+/* Take the connection poll() saw on @lfd_num: true to go on, false to stop serving. */
+static bool accept_one(int lfd_num, uint64_t *pause_until)
+{
+	int fd = accept4(lfd_num, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return accept_failed(errno, pause_until);
+	if (!on_our_name(fd) || __atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
+		close(fd);	/* accept4 just made it: ours */
+		return true;
+	}
+	if (!peer_allowed(fd)) {
+		refuse_stranger(fd);
+		return true;
+	}
+	client_new(fd);
+	return true;
+}
+
+/*
  * The thread.  It waits in poll(), never in accept(): a blocked accept4()
  * holds the lowest free descriptor number reserved in the kernel, so a
  * program that closed fd 2 and puts its log there with dup2() would get
@@ -832,9 +948,9 @@ static bool ids_changed(void)
  *  - while we wait in poll(): poll holds a reference, so the socket lives
  *    until an event; when poll returns the socket goes, and a connection
  *    queued on it is reset (kkctl retries a request that got no reply byte:
- *    it was never served); the check at the top of the loop makes a new one;
+ *    it was never served); renew_socket() at the top of the loop makes a new one;
  *  - otherwise: closing the number destroys the socket and frees the name;
- *    the check at the top of the loop makes a new one.
+ *    renew_socket() at the top of the loop makes a new one.
  * Left: the program closing the number and opening a listening socket of its
  * own there between our check and accept().  Then we may take one of its
  * connections; on_our_name() notices and we close that connection unread.
@@ -842,103 +958,27 @@ static bool ids_changed(void)
  */
 static void *serve(void *arg)
 {
-	struct pollfd pfd[CTL_CLIENTS + 1];
-	struct ctl_client *who[CTL_CLIENTS + 1];
 	uint64_t pause_until = 0;
 
 	(void)arg;
 	on_srv_thread = true;
 	rules_load();
 	pthread_mutex_lock(&lfd_lock);
-	for (;;) {
-		int n = 0, timeout = -1, num, fd, err, used = 0;
-		bool polled_l = false;
-		uint64_t now;
+	while (!__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE) && !renew_socket()) {
+		struct pollset ps;
+		int num = lfd.fd, ready;
 
-		if (__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE))
-			break;
-		if (kk_fd_ours(&lfd) && ids_changed())
-			kk_fd_release(&lfd);	/* frees our name for the new socket */
-		if (!kk_fd_ours(&lfd)) {
-			lfd.fd = -1;		/* the program's number now: forget, never close */
-			err = listen_new();
-			if (err) {
-				if (err != -EADDRINUSE)
-					kk_warn_once(warned_renew, "control endpoint: cannot make a new "
-						     "socket (%s); serving none", strerror(-err));
-				break;
-			}
-		}
-		num = lfd.fd;
-		now = now_ms();
-		for (int i = 0; i < CTL_CLIENTS; i++) {
-			struct ctl_client *c = &clients[i];
-			int left;
-
-			if (!c->used)
-				continue;
-			if (now >= c->deadline) {	/* the whole request's time is up */
-				client_close(c);
-				continue;
-			}
-			used++;
-			left = (int)(c->deadline - now);
-			if (timeout < 0 || left < timeout)
-				timeout = left;
-			pfd[n].fd = c->fd.fd;
-			pfd[n].events = POLLIN | (c->answered && !c->shut ? POLLOUT : 0);
-			pfd[n].revents = 0;
-			who[n++] = c;
-		}
-		if (used < CTL_CLIENTS && now >= pause_until) {
-			pfd[n].fd = num;
-			pfd[n].events = POLLIN;
-			pfd[n].revents = 0;
-			who[n++] = NULL;
-			polled_l = true;
-		} else if (now < pause_until) {
-			int left = (int)(pause_until - now);
-
-			if (timeout < 0 || left < timeout)
-				timeout = left;
-		}
+		pollset_fill(&ps, num, pause_until);
 		pthread_mutex_unlock(&lfd_lock);
-		err = poll(pfd, (nfds_t)n, timeout);
+		ready = poll(ps.pfd, (nfds_t)ps.n, ps.timeout);
 		pthread_mutex_lock(&lfd_lock);
-		if (err <= 0)
+		if (ready <= 0)
 			continue;		/* a deadline, or EINTR */
-		for (int i = 0; i < n; i++)
-			if (who[i] && who[i]->used && pfd[i].revents)
-				client_io(who[i]);
-		if (!polled_l || !pfd[n - 1].revents)
-			continue;
-		fd = accept4(num, NULL, NULL, SOCK_CLOEXEC);
-		err = errno;
-		if (fd < 0) {
-			if (err == EINTR || err == ECONNABORTED || err == EAGAIN)
-				continue;
-			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-				kk_warn_once(warned_nofile, "control endpoint: cannot accept (%s); "
-					     "retrying every 100 ms", strerror(err));
-				pause_until = now_ms() + 100;
-				continue;
-			}
-			/* Stopped, refused after a panic (EINVAL on our own socket),
-			 * or the number is not ours any more (the loop rechecks). */
-			if (err == EINVAL && !__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE) &&
-			    kk_fd_ours(&lfd))
-				break;
-			continue;
-		}
-		if (!on_our_name(fd) || __atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE)) {
-			close(fd);	/* accept4 just made it: ours */
-			continue;
-		}
-		if (!peer_allowed(fd)) {
-			refuse_stranger(fd);
-			continue;
-		}
-		client_new(fd);
+		for (int i = 0; i < ps.n; i++)
+			if (ps.who[i] && ps.who[i]->used && ps.pfd[i].revents)
+				client_io(ps.who[i]);
+		if (ps.listening && ps.pfd[ps.n - 1].revents && !accept_one(num, &pause_until))
+			break;
 	}
 	clients_close_all();
 	pthread_mutex_unlock(&lfd_lock);

@@ -159,134 +159,175 @@ struct flip {
 };
 
 /*
- * Evaluate every query of @b in order against the sites (of table @only, or
- * all), then switch the sites whose print state changed in ONE queued batch
- * (or one key at a time when unbatched).  All or nothing.  Called with
- * dd_lock held.  @rep (may be NULL) gets the per-query lines.
+ * The tables a block is applied to: every table, or only @only (a table on
+ * the list).  Every stage walks them in the same order, so the k-th site
+ * seen is always nf[k] in exec_locked().
  */
-static int exec_locked(const struct ddq_block *b, struct dd_table *only,
-		       struct kk_dyndbg_result *res, struct kk_buf *rep)
+static struct dd_table *next_target(struct dd_table *t, const struct dd_table *only)
 {
-	struct kk_jump_label_stats s0, s1;
-	size_t ntab = 0, nsites = 0, k = 0, nflip = 0;
-	unsigned int *nf = NULL;
-	struct flip *flips = NULL;
-	unsigned long long t0;
-	int ret = 0;
+	while (t && only && t != only)
+		t = t->next;
+	return t;
+}
 
-	memset(res, 0, sizeof(*res));
-	for (struct dd_table *t = tables; t; t = t->next) {
-		if (only && t != only)
-			continue;
-		ntab++;
-		nsites += t->nsites;
-	}
-	if (!b->n || !nsites) {
-		res->queries = (unsigned int)b->n;
-		for (size_t i = 0; rep && i < b->n; i++)
-			kk_buf_printf(rep, "query %zu \"%s\": matched 0 changed 0\n", i + 1,
-				      b->q[i].text);
-		return 0;
-	}
-	nf = malloc(nsites * sizeof(*nf));
-	flips = malloc(nsites * sizeof(*flips));
-	if (!nf || !flips) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	k = 0;
-	for (struct dd_table *t = tables; t; t = t->next) {
-		if (only && t != only)
-			continue;
+#define for_each_target(t, only) \
+	for (struct dd_table *t = next_target(tables, (only)); t; t = next_target(t->next, (only)))
+
+static size_t count_sites(const struct dd_table *only)
+{
+	size_t n = 0;
+
+	for_each_target(t, only)
+		n += t->nsites;
+	return n;
+}
+
+/* The flags every stage works on: a copy, so a refused block publishes nothing. */
+static void snapshot_flags(const struct dd_table *only, unsigned int *nf)
+{
+	size_t k = 0;
+
+	for_each_target(t, only)
 		for (size_t j = 0; j < t->nsites; j++)
 			nf[k++] = site_flags(t->sites[j]);
-	}
+}
 
+/*
+ * The class a site must have for @q to match it: the id of q's class name in
+ * the site's module, the exact id, or the default class.  The sites of one
+ * module are adjacent in a table, so the name is looked up once per run of
+ * them (cached in @c, reset per table).
+ */
+struct class_want {
+	const char *mod;
+	int id;
+};
+
+static int wanted_class(const struct ddq_query *q, const struct dd_table *t,
+			const struct _ddebug *dp, struct class_want *c)
+{
+	if (!q->class_string)
+		return q->exact_class_id >= 0 ? q->exact_class_id : _DPRINTK_CLASS_DFLT;
+	if (dp->modname != c->mod) {
+		c->mod = dp->modname;
+		c->id = class_id(t, c->mod, q->class_string);
+	}
+	return c->id;
+}
+
+/* Everything but the class; the relative name is made only when the query has a file term. */
+static bool site_matches(const struct ddq_query *q, const struct _ddebug *dp)
+{
+	struct ddq_site s = {
+		.module = dp->modname,
+		.filename = dp->filename,
+		.filename_rel = q->filename ? rel_name(dp->filename) : dp->filename,
+		.function = dp->function,
+		.format = dp->format,
+		.lineno = dp->lineno,
+	};
+
+	return ddq_match(q, &s);
+}
+
+/* What one query did to the pending flags. */
+struct query_tally {
+	unsigned long matched, changed, refused;
+	const struct _ddebug *first_refused;
+	unsigned int refused_flags;
+};
+
+/* Apply @q to the pending flags *nf of the matched site @dp. */
+static void query_site(const struct ddq_query *q, const struct _ddebug *dp, unsigned int *nf,
+		       struct query_tally *qt)
+{
+	/* the NO_DESC mark is the site's, not the query's */
+	unsigned int v = (*nf & (q->mask | _DPRINTK_FLAGS_NO_DESC)) | q->flags;
+
+	qt->matched++;
+	if ((*nf & _DPRINTK_FLAGS_NO_DESC) && (v & ~*nf & DD_DECORATIONS)) {
+		/* its function gets no descriptor: it cannot decorate */
+		if (!qt->refused++)
+			qt->first_refused = dp;
+		qt->refused_flags |= v & ~*nf & DD_DECORATIONS;
+	}
+	if (v != *nf) {
+		qt->changed++;
+		*nf = v;
+	}
+}
+
+static void eval_query(const struct ddq_query *q, const struct dd_table *only, unsigned int *nf,
+		       struct query_tally *qt)
+{
+	size_t k = 0;
+
+	for_each_target(t, only) {
+		struct class_want cw = { NULL, _DPRINTK_CLASS_DFLT };
+
+		for (size_t j = 0; j < t->nsites; j++, k++) {
+			const struct _ddebug *dp = t->sites[j];
+
+			if ((int)dp->class_id == wanted_class(q, t, dp, &cw) && site_matches(q, dp))
+				query_site(q, dp, &nf[k], qt);
+		}
+	}
+}
+
+static void report_refused(struct kk_buf *rep, size_t i, const struct ddq_query *q,
+			   const struct query_tally *qt)
+{
+	const struct _ddebug *dp = qt->first_refused;
+	char fl[16];
+
+	if (!rep)
+		return;
+	ddq_flags_str(qt->refused_flags, fl);
+	kk_buf_printf(rep, "dyndbg: query %zu \"%s\": '%s' asks %lu site%s "
+		      "for decorations that a function called without its "
+		      "descriptor (_dynamic_func_call_no_desc) cannot print, "
+		      "first %s:%u [%s]%s: nothing was changed\n", i + 1,
+		      q->text, fl, qt->refused, qt->refused == 1 ? "" : "s",
+		      rel_name(dp->filename), (unsigned int)dp->lineno, dp->modname, dp->function);
+}
+
+/*
+ * Evaluate the queries of @b in order into the pending flags @nf.  A query
+ * that asks a site for what it cannot do refuses the whole block, before
+ * anything is published.
+ */
+static int eval_block(const struct ddq_block *b, const struct dd_table *only, unsigned int *nf,
+		      struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
 	for (size_t i = 0; i < b->n; i++) {
 		const struct ddq_query *q = &b->q[i];
-		unsigned long matched = 0, changed = 0, refused = 0;
-		const struct _ddebug *first_refused = NULL;
-		unsigned int refused_flags = 0;
+		struct query_tally qt = { 0 };
 
-		k = 0;
-		for (struct dd_table *t = tables; t; t = t->next) {
-			const char *cmod = NULL;
-			int want = _DPRINTK_CLASS_DFLT;
-
-			if (only && t != only)
-				continue;
-			for (size_t j = 0; j < t->nsites; j++, k++) {
-				struct _ddebug *dp = t->sites[j];
-				struct ddq_site s;
-				unsigned int v;
-
-				/* the class rule, resolved per module */
-				if (q->class_string) {
-					if (dp->modname != cmod) {
-						cmod = dp->modname;
-						want = class_id(t, cmod, q->class_string);
-					}
-				} else if (q->exact_class_id >= 0) {
-					want = q->exact_class_id;
-				}
-				if ((int)dp->class_id != want)
-					continue;
-				s.module = dp->modname;
-				s.filename = dp->filename;
-				s.filename_rel = (q->filename) ? rel_name(dp->filename) : dp->filename;
-				s.function = dp->function;
-				s.format = dp->format;
-				s.lineno = dp->lineno;
-				if (!ddq_match(q, &s))
-					continue;
-				matched++;
-				/* the NO_DESC mark is the site's, not the query's */
-				v = (nf[k] & (q->mask | _DPRINTK_FLAGS_NO_DESC)) | q->flags;
-				if ((nf[k] & _DPRINTK_FLAGS_NO_DESC) && (v & ~nf[k] & DD_DECORATIONS)) {
-					/* its function gets no descriptor: it cannot decorate */
-					if (!refused++)
-						first_refused = dp;
-					refused_flags |= v & ~nf[k] & DD_DECORATIONS;
-				}
-				if (v != nf[k]) {
-					changed++;
-					nf[k] = v;
-				}
-			}
-		}
-		if (refused) {
-			/* Failure changes nothing: refused before anything is published. */
-			char fl[16];
-
-			ddq_flags_str(refused_flags, fl);
-			if (rep)
-				kk_buf_printf(rep, "dyndbg: query %zu \"%s\": '%s' asks %lu site%s "
-					      "for decorations that a function called without its "
-					      "descriptor (_dynamic_func_call_no_desc) cannot print, "
-					      "first %s:%u [%s]%s: nothing was changed\n", i + 1,
-					      q->text, fl, refused, refused == 1 ? "" : "s",
-					      rel_name(first_refused->filename),
-					      (unsigned int)first_refused->lineno,
-					      first_refused->modname, first_refused->function);
+		eval_query(q, only, nf, &qt);
+		if (qt.refused) {
+			report_refused(rep, i, q, &qt);
 			memset(res, 0, sizeof(*res));
-			ret = -EOPNOTSUPP;
-			goto out;
+			return -EOPNOTSUPP;
 		}
-		res->matched += matched;
-		res->changed += changed;
+		res->matched += qt.matched;
+		res->changed += qt.changed;
 		if (rep)
 			kk_buf_printf(rep, "query %zu \"%s\": matched %lu changed %lu\n", i + 1,
-				      q->text, matched, changed);
+				      q->text, qt.matched, qt.changed);
 	}
 	res->queries = (unsigned int)b->n;
+	return 0;
+}
 
-	/* Publish: flags first (decorations are ready when a site turns on). */
-	kk_jump_label_get_stats(&s0);
-	t0 = now_ns();
-	k = 0;
-	for (struct dd_table *t = tables; t; t = t->next) {
-		if (only && t != only)
-			continue;
+/*
+ * Store the pending flags: flags first, so decorations are ready when a site
+ * turns on.  @flips gets the sites whose print state changed; returns their number.
+ */
+static size_t store_flags(const struct dd_table *only, const unsigned int *nf, struct flip *flips)
+{
+	size_t k = 0, nflip = 0;
+
+	for_each_target(t, only) {
 		for (size_t j = 0; j < t->nsites; j++, k++) {
 			struct _ddebug *dp = t->sites[j];
 			unsigned int old = site_flags(dp);
@@ -298,48 +339,113 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
 			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
 		}
 	}
-	if (atomic_load(&dd_batched)) {
-		for (size_t i = 0; i < nflip && !ret; i++) {
-			struct static_key *key = &flips[i].dp->key.dd_key_false.key;
+	return nflip;
+}
 
-			ret = DD_ON(flips[i].dp->flags) ?
-				static_key_enable_queued(key) : static_key_disable_queued(key);
-		}
-		if (!ret)
-			ret = static_key_apply_queued();
-		if (ret)
-			kk_static_key_discard_queued();
-	} else {
-		size_t done;
+/* All the keys in one queued batch (one stop of the threads); on failure, none. */
+static int switch_keys_batched(const struct flip *flips, size_t nflip)
+{
+	int ret = 0;
 
-		for (done = 0; done < nflip; done++) {
-			struct _ddebug *dp = flips[done].dp;
+	for (size_t i = 0; i < nflip && !ret; i++) {
+		struct static_key *key = &flips[i].dp->key.dd_key_false.key;
 
-			ret = DD_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
-								    static_key_disable(&dp->key.dd_key_false.key);
-			if (ret)
-				break;
-		}
-		while (ret && done--) {	/* undo what went through */
-			struct _ddebug *dp = flips[done].dp;
-
-			if (DD_ON(flips[done].old))
-				static_key_enable(&dp->key.dd_key_false.key);
-			else
-				static_key_disable(&dp->key.dd_key_false.key);
-		}
+		ret = DD_ON(flips[i].dp->flags) ?
+			static_key_enable_queued(key) : static_key_disable_queued(key);
 	}
+	if (!ret)
+		ret = static_key_apply_queued();
+	if (ret)
+		kk_static_key_discard_queued();
+	return ret;
+}
+
+/* One key at a time; on failure, the ones that went through are switched back. */
+static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
+{
+	size_t done;
+	int ret = 0;
+
+	for (done = 0; done < nflip; done++) {
+		struct _ddebug *dp = flips[done].dp;
+
+		ret = DD_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
+					 static_key_disable(&dp->key.dd_key_false.key);
+		if (ret)
+			break;
+	}
+	while (ret && done--) {
+		struct _ddebug *dp = flips[done].dp;
+
+		if (DD_ON(flips[done].old))
+			static_key_enable(&dp->key.dd_key_false.key);
+		else
+			static_key_disable(&dp->key.dd_key_false.key);
+	}
+	return ret;
+}
+
+/* Publish @nf: the flags, then the keys; on failure the flags are put back. */
+static int publish(const struct dd_table *only, const unsigned int *nf, struct flip *flips,
+		   struct kk_dyndbg_result *res)
+{
+	struct kk_jump_label_stats s0, s1;
+	unsigned long long t0;
+	size_t nflip;
+	int ret;
+
+	kk_jump_label_get_stats(&s0);
+	t0 = now_ns();
+	nflip = store_flags(only, nf, flips);
+	ret = atomic_load(&dd_batched) ? switch_keys_batched(flips, nflip) :
+					 switch_keys_unbatched(flips, nflip);
 	if (ret) {
 		/* nothing changed: put the flags back */
 		for (size_t i = 0; i < nflip; i++)
 			__atomic_store_n(&flips[i].dp->flags, flips[i].old, __ATOMIC_RELAXED);
-		goto out;
+		return ret;
 	}
 	res->apply_ns = now_ns() - t0;
 	kk_jump_label_get_stats(&s1);
 	res->syncs = s1.syncs - s0.syncs;
 	res->sites_flipped = nflip;
-out:
+	return 0;
+}
+
+/*
+ * Evaluate every query of @b in order against the sites (of table @only, or
+ * all), then switch the sites whose print state changed in ONE queued batch
+ * (or one key at a time when unbatched).  All or nothing.  Called with
+ * dd_lock held.  @rep (may be NULL) gets the per-query lines.
+ * The stages follow the kernel's ddebug_change(), but on a copy of the
+ * flags (@nf), so that nothing is published until every query has passed.
+ */
+static int exec_locked(const struct ddq_block *b, struct dd_table *only,
+		       struct kk_dyndbg_result *res, struct kk_buf *rep)
+{
+	size_t nsites = count_sites(only);
+	unsigned int *nf;
+	struct flip *flips;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (!b->n || !nsites) {
+		res->queries = (unsigned int)b->n;
+		for (size_t i = 0; rep && i < b->n; i++)
+			kk_buf_printf(rep, "query %zu \"%s\": matched 0 changed 0\n", i + 1,
+				      b->q[i].text);
+		return 0;
+	}
+	nf = malloc(nsites * sizeof(*nf));
+	flips = malloc(nsites * sizeof(*flips));
+	if (!nf || !flips) {
+		ret = -ENOMEM;
+	} else {
+		snapshot_flags(only, nf);
+		ret = eval_block(b, only, nf, res, rep);
+		if (!ret)
+			ret = publish(only, nf, flips, res);
+	}
 	free(nf);
 	free(flips);
 	return ret;

@@ -488,13 +488,24 @@ static bool is_listing_line(const char *s)
 	return *e == '[';
 }
 
-/*
- *   path:line [module]function =flags "format"[ class:NAME | class unknown, _id:N]
- * Every term is exact; the flags are set as listed.
- */
-static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
+/* The end of the word at @p: its first space or the NUL. */
+static char *word_end(char *p)
 {
-	char *p = s, *e, *colon = NULL;
+	while (*p && !is_space((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/*
+ * The stages of parse_listing_line(), one per field: each takes the line at
+ * its field, cuts the field in place and returns the next one, or NULL when
+ * the field is malformed.
+ */
+
+/* path:line; looks_like_listing() has seen the colon. */
+static char *listing_location(char *p, struct ddq_query *q, struct ddq_msgs *m)
+{
+	char *e, *colon = NULL;
 	unsigned int line;
 
 	for (e = p; *e && !is_space((unsigned char)*e); e++)
@@ -504,76 +515,115 @@ static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
 	*e = '\0';
 	q->filename = p;
 	if (parse_lineno(colon + 1, &line, m) || line == 0)
-		goto bad;
+		return NULL;
 	q->first_lineno = q->last_lineno = line;
-	p = skip_spaces(e + 1);
-	/* [module]function */
-	e = strchr(p, ']');
+	return skip_spaces(e + 1);
+}
+
+/* [module]function */
+static char *listing_site(char *p, struct ddq_query *q)
+{
+	char *e = strchr(p, ']');
+
 	if (*p != '[' || !e)
-		goto bad;
+		return NULL;
 	*e = '\0';
 	q->module = p + 1;
 	p = e + 1;
-	for (e = p; *e && !is_space((unsigned char)*e); e++)
-		;
+	e = word_end(p);
 	if (e == p || !*e)
-		goto bad;
+		return NULL;
 	*e = '\0';
 	q->function = p;
-	p = skip_spaces(e + 1);
-	/* =flags */
-	for (e = p; *e && !is_space((unsigned char)*e); e++)
-		;
+	return skip_spaces(e + 1);
+}
+
+/* =flags */
+static char *listing_flags(char *p, struct ddq_query *q, struct ddq_msgs *m)
+{
+	char *e = word_end(p);
+
 	if (*p != '=' || !*e)
-		goto bad;
+		return NULL;
 	*e = '\0';
 	if (ddq_parse_flags(p, &q->flags, &q->mask, m))
-		goto bad;
-	p = skip_spaces(e + 1);
-	/* "format", with backslash escapes inside */
+		return NULL;
+	return skip_spaces(e + 1);
+}
+
+/* "format", with backslash escapes inside */
+static char *listing_format(char *p, struct ddq_query *q)
+{
+	char *e;
+
 	if (*p != '"')
-		goto bad;
+		return NULL;
 	for (e = ++p; *e && *e != '"'; e++)
 		if (*e == '\\' && e[1])
 			e++;
 	if (*e != '"')
-		goto bad;
+		return NULL;
 	*e = '\0';
 	ddq_unescape(p);
 	q->format = p;
-	p = skip_spaces(e + 1);
+	return skip_spaces(e + 1);
+}
+
+/* The class, when the site has one: "class:NAME" or "class unknown, _id:N". */
+static char *listing_class(char *p, struct ddq_query *q, struct ddq_msgs *m)
+{
+	unsigned int id;
+	char *e;
+
 	if (!strncmp(p, "class:", 6)) {
 		p += 6;
-		for (e = p; *e && !is_space((unsigned char)*e); e++)
-			;
+		e = word_end(p);
 		if (e == p)
-			goto bad;
+			return NULL;
 		if (*e)
 			*e++ = '\0';
 		q->class_string = p;
-		p = skip_spaces(e);
-	} else if (!strncmp(p, "class unknown, _id:", 19)) {
-		unsigned int id;
-
-		p += 19;
-		for (e = p; is_digit((unsigned char)*e); e++)
-			;
-		if (e == p || e - p > 3)
-			goto bad;
-		if (*e)
-			*e++ = '\0';
-		if (parse_lineno(p, &id, m) || id >= DDQ_CLASS_DFLT)
-			goto bad;
-		q->exact_class_id = (int)id;
-		p = skip_spaces(e);
+		return skip_spaces(e);
 	}
-	if (*p && *p != '#')
-		goto bad;
+	if (strncmp(p, "class unknown, _id:", 19))
+		return p;
+	p += 19;
+	for (e = p; is_digit((unsigned char)*e); e++)
+		;
+	if (e == p || e - p > 3)
+		return NULL;
+	if (*e)
+		*e++ = '\0';
+	if (parse_lineno(p, &id, m) || id >= DDQ_CLASS_DFLT)
+		return NULL;
+	q->exact_class_id = (int)id;
+	return skip_spaces(e);
+}
+
+/*
+ *   path:line [module]function =flags "format"[ class:NAME | class unknown, _id:N]
+ * Every term is exact; the flags are set as listed.  Nothing but a comment
+ * may follow.
+ */
+static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
+{
+	char *p = listing_location(s, q, m);
+
+	if (p)
+		p = listing_site(p, q);
+	if (p)
+		p = listing_flags(p, q, m);
+	if (p)
+		p = listing_format(p, q);
+	if (p)
+		p = listing_class(p, q, m);
+	if (!p || (*p && *p != '#')) {
+		ddq_msg(m, "malformed control line (expected 'path:line [module]function "
+			"=flags \"format\"')");
+		return -EINVAL;
+	}
 	q->exact = true;
 	return 0;
-bad:
-	ddq_msg(m, "malformed control line (expected 'path:line [module]function =flags \"format\"')");
-	return -EINVAL;
 }
 
 /* ---- a block ------------------------------------------------------------------------- */

@@ -387,37 +387,65 @@ struct conv {
 	char c;				/* 0: not one we handle */
 };
 
-/* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
-static const char *parse_conv(const char *p, struct conv *cv)
+/* Flag characters, kept in order for the literal format (up to 7). */
+static const char *conv_flags(const char *p, struct conv *cv)
 {
 	size_t nf = 0;
 
+	for (; *p && strchr("-+ #0'I", *p); p++)
+		if (nf < sizeof(cv->flags) - 1)
+			cv->flags[nf++] = *p;
+	cv->flags[nf] = '\0';
+	return p;
+}
+
+/* Decimal digits into *v (from 0); stops growing at 100000 so a long run cannot overflow. */
+static const char *conv_digits(const char *p, int *v)
+{
+	*v = 0;
+	while (*p >= '0' && *p <= '9') {
+		if (*v < 100000)
+			*v = *v * 10 + (*p - '0');
+		p++;
+	}
+	return p;
+}
+
+/* Length modifiers, longest match first ("hh" before "h"); 'Z' is glibc's old 'z'. */
+static const struct {
+	char text[3];
+	int lmod;
+} conv_lmods[] = {
+	{ "hh", LM_HH }, { "h", LM_H }, { "ll", LM_LL }, { "l", LM_L }, { "q", LM_LL },
+	{ "j", LM_J }, { "z", LM_Z }, { "Z", LM_Z }, { "t", LM_T }, { "L", LM_BIGL },
+};
+
+static const char *conv_lmod(const char *p, struct conv *cv)
+{
+	for (size_t i = 0; i < sizeof(conv_lmods) / sizeof(conv_lmods[0]); i++) {
+		const char *t = conv_lmods[i].text;
+
+		if (p[0] == t[0] && (!t[1] || p[1] == t[1])) {
+			cv->lmod = conv_lmods[i].lmod;
+			return p + (t[1] ? 2 : 1);
+		}
+	}
+	return p;
+}
+
+/* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
+static const char *parse_conv(const char *p, struct conv *cv)
+{
 	cv->start = p++;
 	cv->width = cv->prec = -1;
 	cv->lmod = LM_NONE;
 	cv->c = 0;
-	for (;; p++) {
-		switch (*p) {
-		case '-': case '+': case ' ': case '#': case '0': case '\'': case 'I':
-			if (nf < sizeof(cv->flags) - 1)
-				cv->flags[nf++] = *p;
-			continue;
-		default:
-			break;
-		}
-		break;
-	}
-	cv->flags[nf] = '\0';
+	p = conv_flags(p, cv);
 	if (*p == '*') {
 		cv->width = -2;
 		p++;
 	} else if (*p >= '0' && *p <= '9') {
-		cv->width = 0;
-		while (*p >= '0' && *p <= '9') {
-			if (cv->width < 100000)
-				cv->width = cv->width * 10 + (*p - '0');
-			p++;
-		}
+		p = conv_digits(p, &cv->width);
 		if (*p == '$') {	/* positional arguments: not recorded */
 			cv->end = p + 1;
 			return cv->end;
@@ -429,47 +457,12 @@ static const char *parse_conv(const char *p, struct conv *cv)
 			cv->prec = -2;
 			p++;
 		} else {
-			cv->prec = 0;
-			while (*p >= '0' && *p <= '9') {
-				if (cv->prec < 100000)
-					cv->prec = cv->prec * 10 + (*p - '0');
-				p++;
-			}
+			p = conv_digits(p, &cv->prec);
 		}
 	}
-	switch (*p) {
-	case 'h':
-		p++;
-		cv->lmod = LM_H;
-		if (*p == 'h') {
-			cv->lmod = LM_HH;
-			p++;
-		}
-		break;
-	case 'l':
-		p++;
-		cv->lmod = LM_L;
-		if (*p == 'l') {
-			cv->lmod = LM_LL;
-			p++;
-		}
-		break;
-	case 'q': cv->lmod = LM_LL; p++; break;
-	case 'j': cv->lmod = LM_J; p++; break;
-	case 'z': case 'Z': cv->lmod = LM_Z; p++; break;
-	case 't': cv->lmod = LM_T; p++; break;
-	case 'L': cv->lmod = LM_BIGL; p++; break;
-	default: break;
-	}
-	switch (*p) {
-	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X': case 'c': case 's': case 'p':
-	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
-	case 'n': case 'm': case '%':
+	p = conv_lmod(p, cv);
+	if (*p && strchr("diouxXcspfFeEgGaAnm%", *p))
 		cv->c = *p;
-		break;
-	default:
-		break;
-	}
 	/* wide characters and strings: not recorded (%lc formats by locale) */
 	if ((cv->c == 's' || cv->c == 'c') && cv->lmod != LM_NONE)
 		cv->c = 0;
@@ -576,10 +569,58 @@ static bool compile(const char *fmt, uint8_t *ops, size_t cap)
 		room -= sizeof(v);						\
 	} while (0)
 
+/* Take the next argument as type T and store it as type S. */
+#define PUT_ARG(T, S) do {							\
+		S v_ = (S)va_arg(ap, T);					\
+		PUT(v_);							\
+	} while (0)
+
+/* The most bytes of a string to copy: a literal precision, a '*' one, or TR_STR_MAX. */
+static inline size_t str_max(const uint8_t *op, int starp)
+{
+	if (*op == OP_STR_P)
+		return (size_t)op[1] | (size_t)op[2] << 8;
+	if (*op == OP_STR_SP && starp >= 0 && starp < TR_STR_MAX)
+		return (size_t)starp;
+	return TR_STR_MAX;
+}
+
+/*
+ * Store string @s as a 16-bit length and its bytes, at most @max of them
+ * (fewer when the room is short); NULL as the length UINT16_MAX ("(null)",
+ * as glibc prints it).  False when even that does not fit.  Inline: it is
+ * part of pack(), on the path of every traced event.
+ */
+static inline bool put_str(unsigned char **w, size_t *room, const char *s, size_t max)
+{
+	uint16_t l = UINT16_MAX;
+
+	if (!s) {
+		if (*room < sizeof(l))
+			return false;
+		memcpy(*w, &l, sizeof(l));
+		*w += sizeof(l);
+		*room -= sizeof(l);
+		return true;
+	}
+	if (*room < sizeof(l) + 1)
+		return false;
+	if (max > *room - sizeof(l))
+		max = *room - sizeof(l);
+	/* strnlen: a precision may bound a string without a NUL */
+	l = (uint16_t)strnlen(s, max);
+	memcpy(*w, &l, sizeof(l));
+	memcpy(*w + sizeof(l), s, l);
+	*w += sizeof(l) + l;
+	*room -= sizeof(l) + l;
+	return true;
+}
+
 /*
  * Run @ops over @ap into @w (@room bytes).  Returns the bytes used;
  * *nconv the conversions packed, *flags TR_INCOMPLETE when packing stopped
- * before the end of the format.
+ * before the end of the format.  8-byte integers are stored as long long
+ * whatever their type, so format_msg() needs only their size.
  */
 static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, int err,
 		   uint16_t *nconv, uint16_t *flags)
@@ -594,106 +635,32 @@ static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap
 		case OP_END:
 			*nconv = (uint16_t)n;
 			return (size_t)(w - w0);
-		case OP_STAR: {
-			int v = va_arg(ap, int);
-
-			PUT(v);
+		case OP_STAR:
+			PUT_ARG(int, int);
 			continue;	/* part of the next conversion */
-		}
-		case OP_STARP: {
-			int v = va_arg(ap, int);
-
-			PUT(v);
-			starp = v;
+		case OP_STARP:
+			starp = va_arg(ap, int);
+			PUT(starp);
 			continue;
-		}
-		case OP_I4: {
-			int v = va_arg(ap, int);
-
-			PUT(v);
-			break;
-		}
-		case OP_U4: {
-			unsigned int v = va_arg(ap, unsigned int);
-
-			PUT(v);
-			break;
-		}
-		case OP_L: {
-			long long v = va_arg(ap, long);
-
-			PUT(v);
-			break;
-		}
-		case OP_LL: {
-			long long v = va_arg(ap, long long);
-
-			PUT(v);
-			break;
-		}
-		case OP_J: {
-			long long v = (long long)va_arg(ap, intmax_t);
-
-			PUT(v);
-			break;
-		}
-		case OP_Z: {
-			long long v = (long long)va_arg(ap, size_t);
-
-			PUT(v);
-			break;
-		}
-		case OP_T: {
-			long long v = (long long)va_arg(ap, ptrdiff_t);
-
-			PUT(v);
-			break;
-		}
-		case OP_DBL: {
-			double v = va_arg(ap, double);
-
-			PUT(v);
-			break;
-		}
-		case OP_LDBL: {
-			long double v = va_arg(ap, long double);
-
-			PUT(v);
-			break;
-		}
-		case OP_PTR: {
-			void *v = va_arg(ap, void *);
-
-			PUT(v);
-			break;
-		}
+		case OP_I4: PUT_ARG(int, int); break;
+		case OP_U4: PUT_ARG(unsigned int, unsigned int); break;
+		case OP_L: PUT_ARG(long, long long); break;
+		case OP_LL: PUT_ARG(long long, long long); break;
+		case OP_J: PUT_ARG(intmax_t, long long); break;
+		case OP_Z: PUT_ARG(size_t, long long); break;
+		case OP_T: PUT_ARG(ptrdiff_t, long long); break;
+		case OP_DBL: PUT_ARG(double, double); break;
+		case OP_LDBL: PUT_ARG(long double, long double); break;
+		case OP_PTR: PUT_ARG(void *, void *); break;
 		case OP_STR: case OP_STR_P: case OP_STR_SP: {
 			/* copied now: the caller may change or free it after the call */
 			const char *s = va_arg(ap, const char *);
-			size_t max = TR_STR_MAX;
-			uint16_t l;
+			size_t max = str_max(ops, starp);
 
-			if (*ops == OP_STR_P) {
-				max = (size_t)ops[1] | (size_t)ops[2] << 8;
+			if (*ops == OP_STR_P)
 				ops += 2;
-			} else if (*ops == OP_STR_SP && starp >= 0 && starp < TR_STR_MAX) {
-				max = (size_t)starp;
-			}
-			if (!s) {
-				l = UINT16_MAX;	/* "(null)", as glibc prints it */
-				PUT(l);
-				break;
-			}
-			if (room < sizeof(l) + 1)
+			if (!put_str(&w, &room, s, max))
 				goto full;
-			if (max > room - sizeof(l))
-				max = room - sizeof(l);
-			/* strnlen: a precision may bound a string without a NUL */
-			l = (uint16_t)strnlen(s, max);
-			PUT(l);
-			memcpy(w, s, l);
-			w += l;
-			room -= l;
 			break;
 		}
 		case OP_N:
@@ -715,6 +682,7 @@ full:
 	*flags = TR_INCOMPLETE;
 	return (size_t)(w - w0);
 }
+#undef PUT_ARG
 #undef PUT
 
 /* The packing program of @fmt: from @r's cache, compiled into it, or into @tmp. */
@@ -883,13 +851,165 @@ static void out_str(struct out *o, const char *s)
 		o->len += n_ < room_ ? n_ : (room_ ? room_ - 1 : 0);		\
 	} while (0)
 
+/* The packed data of one record, read in order. */
+struct cursor {
+	const unsigned char *d;
+	size_t left;
+};
+
+static bool take(struct cursor *c, void *v, size_t n)
+{
+	if (c->left < n)
+		return false;
+	memcpy(v, c->d, n);
+	c->d += n;
+	c->left -= n;
+	return true;
+}
+
+/* Take the next value of @c into v; the caller returns false when the data ends short. */
 #define GET(v) do {								\
-		if (left < sizeof(v))						\
+		if (!take(c, &(v), sizeof(v)))					\
 			return false;						\
-		memcpy(&(v), d, sizeof(v));					\
-		d += sizeof(v);							\
-		left -= sizeof(v);						\
 	} while (0)
+
+/* The '*' width and precision from the data; as printf, a negative width is '-'. */
+static bool take_stars(struct conv *cv, struct cursor *c, int *width, int *prec)
+{
+	*width = cv->width;
+	*prec = cv->prec;
+	if (*width == -2) {
+		GET(*width);
+		if (*width < 0) {
+			*width = -*width;
+			if (strlen(cv->flags) < sizeof(cv->flags) - 1)
+				strcat(cv->flags, "-");
+		}
+	}
+	if (*prec == -2)
+		GET(*prec);
+	return true;
+}
+
+/* The modifier of an integer as packed: 4 bytes for int and below, else long long. */
+static const char *packed_lmod(int lmod)
+{
+	switch (lmod) {
+	case LM_HH: return "hh";
+	case LM_H: return "h";
+	case LM_BIGL: return "L";
+	case LM_NONE: return "";
+	default: return int_size(lmod) == 8 ? "ll" : "";
+	}
+}
+
+/*
+ * The conversion @cv as a literal format for @snp: its flags, the width and
+ * precision taken from the data, and the modifier of the value as packed.
+ * %s takes its packed length as a '*' precision; %m prints the message as %s.
+ */
+static void build_spec(char *spec, const struct conv *cv, int width, int prec,
+		       kk_dd_snprintf_fn snp)
+{
+	char *s = spec;
+
+	*s++ = '%';
+	s += strlen(strcpy(s, cv->flags));
+	if (width >= 0)
+		s += snp(s, 12, "%d", width);
+	if (prec >= 0 && cv->c != 's')
+		s += snp(s, 13, ".%d", prec);
+	if (cv->c == 's') {
+		strcpy(s, ".*s");
+		return;
+	}
+	if (cv->c == 'm') {
+		strcpy(s, "s");
+		return;
+	}
+	if (strchr("fFeEgGaA", cv->c)) {
+		if (cv->lmod == LM_BIGL)
+			*s++ = 'L';
+	} else if (cv->c != 'c' && cv->c != 'p') {
+		s += strlen(strcpy(s, packed_lmod(cv->lmod)));
+	}
+	*s++ = cv->c;
+	*s = '\0';
+}
+
+static bool out_str_arg(struct out *o, const char *spec, int prec, struct cursor *c,
+			kk_dd_snprintf_fn snp)
+{
+	uint16_t l;
+
+	GET(l);
+	if (l == UINT16_MAX) {	/* glibc: "(null)", or nothing if cut */
+		OUT_SNP(spec, prec >= 0 && prec < 6 ? 0 : 6, "(null)");
+		return true;
+	}
+	if (c->left < l)
+		return false;
+	OUT_SNP(spec, (int)l, (const char *)c->d);
+	c->d += l;
+	c->left -= l;
+	return true;
+}
+
+/* %m: the message of the errno packed at the call (strerror's text, no locale). */
+static bool out_errno(struct out *o, const char *spec, struct cursor *c, kk_dd_snprintf_fn snp)
+{
+	char num[24];
+	const char *msg;
+	int e;
+
+	GET(e);
+	msg = strerrordesc_np(e);
+	if (!msg) {
+		snp(num, sizeof(num), "errno %d", e);
+		msg = num;
+	}
+	OUT_SNP(spec, msg);
+	return true;
+}
+
+/* One value of the type pack() stored it as, formatted by @spec. */
+#define OUT_VALUE(type) do {							\
+		type v_;							\
+									\
+		GET(v_);							\
+		OUT_SNP(spec, v_);						\
+	} while (0)
+
+/* The value of conversion @cv (not %% or %n) from @c into @o.  False when the data ends short. */
+static bool out_conv(struct out *o, const char *spec, const struct conv *cv, int prec,
+		     struct cursor *c, kk_dd_snprintf_fn snp)
+{
+	switch (cv->c) {
+	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+		if (int_size(cv->lmod) == 4)
+			OUT_VALUE(int);
+		else
+			OUT_VALUE(long long);
+		return true;
+	case 'c':
+		OUT_VALUE(int);
+		return true;
+	case 'p':
+		OUT_VALUE(void *);
+		return true;
+	case 's':
+		return out_str_arg(o, spec, prec, c, snp);
+	case 'm':
+		return out_errno(o, spec, c, snp);
+	default:	/* floating point */
+		if (cv->lmod == LM_BIGL)
+			OUT_VALUE(long double);
+		else
+			OUT_VALUE(double);
+		return true;
+	}
+}
+#undef OUT_VALUE
 
 /*
  * The message of record @h (its packed data @d, @left bytes) into @o.
@@ -899,11 +1019,15 @@ static void out_str(struct out *o, const char *s)
 static bool format_msg(const struct trec *h, const unsigned char *d, size_t left, struct out *o,
 		       kk_dd_snprintf_fn snp)
 {
+	struct cursor c = { d, left };
 	const char *p = h->fmt, *q;
 	unsigned int n = 0;
-	struct conv cv;
 
 	for (;;) {
+		struct conv cv;
+		int width, prec;
+		char spec[40];
+
 		for (q = p; *q && *q != '%'; q++)
 			;
 		out_mem(o, p, (size_t)(q - p));
@@ -915,131 +1039,17 @@ static bool format_msg(const struct trec *h, const unsigned char *d, size_t left
 		}
 		p = parse_conv(q, &cv);
 		n++;
-		int width = cv.width, prec = cv.prec;
-		char spec[40];
-		const char *lm = "";
-
-		if (width == -2) {
-			GET(width);
-			if (width < 0) {	/* as printf: a negative width is '-' */
-				width = -width;
-				if (strlen(cv.flags) < sizeof(cv.flags) - 1)
-					strcat(cv.flags, "-");
-			}
-		}
-		if (prec == -2)
-			GET(prec);
+		if (!take_stars(&cv, &c, &width, &prec))
+			return false;
 		if (cv.c == '%') {
 			out_mem(o, "%", 1);
 			continue;
 		}
 		if (cv.c == 'n')
 			continue;
-		switch (cv.lmod) {
-		case LM_HH: lm = "hh"; break;
-		case LM_H: lm = "h"; break;
-		case LM_BIGL: lm = "L"; break;
-		case LM_NONE: break;
-		default: lm = int_size(cv.lmod) == 8 ? "ll" : ""; break;
-		}
-		{
-			char *s = spec;
-
-			*s++ = '%';
-			s += strlen(strcpy(s, cv.flags));
-			if (width >= 0)
-				s += snp(s, 12, "%d", width);
-			if (prec >= 0 && cv.c != 's')
-				s += snp(s, 13, ".%d", prec);
-			if (cv.c == 's') {
-				strcpy(s, ".*s");
-			} else if (cv.c == 'm') {
-				strcpy(s, "s");
-			} else if (strchr("fFeEgGaA", cv.c)) {
-				if (cv.lmod == LM_BIGL)
-					*s++ = 'L';
-				*s++ = cv.c;
-				*s = '\0';
-			} else if (cv.c == 'c' || cv.c == 'p') {
-				*s++ = cv.c;
-				*s = '\0';
-			} else {
-				s += strlen(strcpy(s, lm));
-				*s++ = cv.c;
-				*s = '\0';
-			}
-		}
-		switch (cv.c) {
-		case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
-			if (int_size(cv.lmod) == 4) {
-				int v;
-
-				GET(v);
-				OUT_SNP(spec, v);
-			} else {
-				long long v;
-
-				GET(v);
-				OUT_SNP(spec, v);
-			}
-			break;
-		case 'c': {
-			int v;
-
-			GET(v);
-			OUT_SNP(spec, v);
-			break;
-		}
-		case 'p': {
-			void *v;
-
-			GET(v);
-			OUT_SNP(spec, v);
-			break;
-		}
-		case 's': {
-			uint16_t l;
-
-			GET(l);
-			if (l == UINT16_MAX) {	/* glibc: "(null)", or nothing if cut */
-				OUT_SNP(spec, prec >= 0 && prec < 6 ? 0 : 6, "(null)");
-				break;
-			}
-			if (left < l)
-				return false;
-			OUT_SNP(spec, (int)l, (const char *)d);
-			d += l;
-			left -= l;
-			break;
-		}
-		case 'm': {
-			int e;
-			char num[24];
-			const char *msg;
-
-			GET(e);
-			msg = strerrordesc_np(e);
-			if (!msg) {
-				snp(num, sizeof(num), "errno %d", e);
-				msg = num;
-			}
-			OUT_SNP(spec, msg);
-			break;
-		}
-		default:	/* floating point */
-			if (cv.lmod == LM_BIGL) {
-				long double v;
-
-				GET(v);
-				OUT_SNP(spec, v);
-			} else {
-				double v;
-
-				GET(v);
-				OUT_SNP(spec, v);
-			}
-			break;
-		}
+		build_spec(spec, &cv, width, prec, snp);
+		if (!out_conv(o, spec, &cv, prec, &c, snp))
+			return false;
 	}
 }
 #undef GET

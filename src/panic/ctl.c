@@ -64,52 +64,213 @@ static int is_space(char c)
 #define NO_BLINK_HOOK	" (no blink hook)"
 
 /*
+ * The keys of the settings text, in the order the control file prints them.
+ * One table drives parsing (stage_key), applying (apply_staged) and printing
+ * (panic_show), as opt_array does for the kernel's dynamic debug flags.
+ */
+enum key_type {
+	KEY_INT,	/* an int setting in [lo, hi] */
+	KEY_BOOL,	/* an int setting, 0 or 1, in the library's boolean grammar */
+	KEY_RESTART,	/* an int setting, an index in restart_names */
+	KEY_POLICY,	/* the policy, by name */
+	KEY_TAINT,	/* taint to add: a bit mask or letters; shows the current mask */
+	KEY_STATUS,	/* shown only: see stage_status() */
+};
+
+struct key {
+	const char *name;
+	enum key_type type;
+	size_t off;			/* KEY_INT, KEY_BOOL, KEY_RESTART: the int in struct kkp_settings */
+	long lo, hi;			/* KEY_INT: the range */
+	const char *why;		/* KEY_INT: what the value must be */
+	int (*set)(int);		/* applies the int setting */
+	const char *cannot;		/* set first, as it can fail; this says why it did */
+	void (*now)(char *buf, size_t n);	/* KEY_STATUS: its value now */
+	int moves;			/* KEY_STATUS: changes on its own (see stage_status) */
+	const char *note;		/* printed after the value while there is no blink hook;
+					 * accepted after a value written back */
+};
+
+static int set_restart(int r)
+{
+	return kk_panic_set_restart((enum kk_panic_restart)r);
+}
+
+/* No public setter: kk_panic_set_blink() also sets the hook. */
+static int set_blink_ms(int ms)
+{
+	KKP_STORE(kkp_set.blink_ms, ms);
+	return 0;
+}
+
+static void now_policies(char *buf, size_t n)
+{
+	kkp_policy_list(buf, n);
+}
+
+static void now_stop_signal(char *buf, size_t n)
+{
+	kkp_snprintf(buf, n, "%d", kk_park_signal());
+}
+
+static void now_tainted(char *buf, size_t n)
+{
+	kk_print_tainted(buf, (int)n);
+}
+
+static void now_warn_count(char *buf, size_t n)
+{
+	kkp_snprintf(buf, n, "%lu", kk_warn_count());
+}
+
+static void now_panicked(char *buf, size_t n)
+{
+	struct kk_panic_stats ps;
+
+	kkp_snprintf(buf, n, "%d", kk_panic_get_stats(&ps) == 0);
+}
+
+#define INT_KEY(f, l, h, w, fn)	{ #f, KEY_INT, offsetof(struct kkp_settings, f), l, h, w, fn, NULL, NULL, 0, NULL }
+#define BOOL_KEY(f, fn, c)	{ #f, KEY_BOOL, offsetof(struct kkp_settings, f), 0, 1, NULL, fn, c, NULL, 0, NULL }
+#define STATUS_KEY(n, m)	{ #n, KEY_STATUS, 0, 0, 0, NULL, NULL, NULL, now_##n, m, NULL }
+
+static const struct key keys[] = {
+	INT_KEY(timeout, -2147483647L - 1, 2147483647L, "not an integer", kk_panic_set_timeout),
+	BOOL_KEY(on_warn, kk_panic_set_on_warn, NULL),
+	BOOL_KEY(on_oops, kk_panic_set_on_oops, "cannot hook the fault signals"),
+	{ "restart", KEY_RESTART, offsetof(struct kkp_settings, restart), 0, 0, NULL, set_restart,
+	  NULL, NULL, 0, NULL },
+	INT_KEY(exit_status, 1, 255, "must be 1..255", kk_panic_set_exit_status),
+	{ "policy", KEY_POLICY, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL },
+	STATUS_KEY(policies, 0),
+	BOOL_KEY(core_dump, kk_panic_set_core_dump, NULL),
+	INT_KEY(stop_timeout_ms, 1, 60000, "must be 1..60000", kk_panic_set_stop_timeout_ms),
+	BOOL_KEY(notifiers_first, kk_panic_set_notifiers_first, NULL),
+	BOOL_KEY(sd_watchdog, kk_panic_set_sd_watchdog, NULL),
+	{ "blink_ms", KEY_INT, offsetof(struct kkp_settings, blink_ms), 10, 60000,
+	  "must be 10..60000", set_blink_ms, NULL, NULL, 0, NO_BLINK_HOOK },
+	STATUS_KEY(stop_signal, 0),
+	{ "taint", KEY_TAINT, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL },
+	STATUS_KEY(tainted, 1),
+	STATUS_KEY(warn_count, 1),
+	STATUS_KEY(panicked, 0),
+};
+
+#define NKEYS	(sizeof(keys) / sizeof(keys[0]))
+
+static int is_setting(const struct key *k)
+{
+	return k->type == KEY_INT || k->type == KEY_BOOL || k->type == KEY_RESTART;
+}
+
+static int *setting(struct kkp_settings *s, const struct key *k)
+{
+	return (int *)((char *)s + k->off);
+}
+
+static const struct key *find_key(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(name, keys[i].name))
+			return &keys[i];
+	return NULL;
+}
+
+/*
  * The status lines the control file prints after the settings.  A write of
  * what was read carries them back: warn_count and tainted move on their own
  * (a WARN() between the read and the write), so they are accepted and
  * ignored; the others must still say what the process says now, so that a
  * write that would change one is refused instead of silently doing nothing.
  */
-static const char *const status_keys[] = {
-	"policies", "stop_signal", "tainted", "warn_count", "panicked",
-};
-
-static int is_status(const char *key)
-{
-	for (size_t i = 0; i < sizeof(status_keys) / sizeof(status_keys[0]); i++)
-		if (!strcmp(key, status_keys[i]))
-			return 1;
-	return 0;
-}
-
-static int stage_status(const char *key, const char *v, size_t vn, int line, char *err,
+static int stage_status(const struct key *k, const char *v, size_t vn, int line, char *err,
 			int errlen)
 {
 	char now[256];
-	struct kk_panic_stats ps;
 
-	if (!strcmp(key, "warn_count") || !strcmp(key, "tainted"))
+	if (k->moves)
 		return 0;
-	if (!strcmp(key, "policies"))
-		kkp_policy_list(now, sizeof(now));
-	else if (!strcmp(key, "stop_signal"))
-		kkp_snprintf(now, sizeof(now), "%d", kk_park_signal());
-	else
-		kkp_snprintf(now, sizeof(now), "%d", kk_panic_get_stats(&ps) == 0);
+	k->now(now, sizeof(now));
 	if (strlen(now) == vn && !memcmp(now, v, vn))
 		return 0;
 	if (err && errlen > 0)
-		kkp_snprintf(err, (size_t)errlen, "line %d: %s: read-only (it is %s)", line, key, now);
+		kkp_snprintf(err, (size_t)errlen, "line %d: %s: read-only (it is %s)", line, k->name,
+			     now);
 	return -EINVAL;
 }
 
-/* Check one "key=value" line into @st.  0 or -EINVAL with a message. */
-static int stage_line(struct staged *st, const char *l, size_t n, int line, char *err, int errlen)
+static int parse_restart(const char *v, size_t vn, int *out)
 {
-	char key[32];
+	for (int r = 0; r < 3; r++) {
+		if (strlen(restart_names[r]) == vn && !strncmp(v, restart_names[r], vn)) {
+			*out = r;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Check an int setting into *out; the why of its failure, or NULL. */
+static const char *stage_setting(const struct key *k, const char *v, size_t vn, int *out)
+{
+	switch (k->type) {
+	case KEY_BOOL:
+		return parse_flag(v, vn, out) ?
+			"not a boolean (1/0, y/n, yes/no, on/off, true/false)" : NULL;
+	case KEY_RESTART:
+		return parse_restart(v, vn, out) ? "must be exit, abort or reexec" : NULL;
+	default:
+		if (k->note && vn > strlen(k->note) &&
+		    !memcmp(v + vn - strlen(k->note), k->note, strlen(k->note)))
+			vn -= strlen(k->note);	/* as the file printed it */
+		return parse_int(v, vn, k->lo, k->hi, out) ? k->why : NULL;
+	}
+}
+
+static const char *stage_policy(struct staged *st, const char *v, size_t vn)
+{
+	if (vn >= sizeof(st->policy))
+		return "no such policy";
+	memcpy(st->policy, v, vn);
+	st->policy[vn] = '\0';
+	if (!kkp_policy_exists(st->policy))
+		return "no such policy";
+	st->have_policy = 1;
+	return NULL;
+}
+
+/* A bit mask (as /proc/sys/kernel/tainted) or taint letters. */
+static const char *stage_taint(struct staged *st, const char *v, size_t vn)
+{
+	static const char letters[] = "PFSRMBUDAWCIOELKXTN";
+	long m;
+
+	if (!kkp_parse_long(v, vn, &m)) {
+		if (m < 0 || m >= (1L << KK_TAINT_FLAGS_COUNT))
+			return "unknown taint bit";
+		st->taint |= (unsigned long)m;
+		return NULL;
+	}
+	for (size_t j = 0; j < vn; j++) {
+		const char *c = memchr(letters, v[j], KK_TAINT_FLAGS_COUNT);
+
+		if (!c)
+			return "unknown taint letter";
+		st->taint |= 1ul << (c - letters);
+	}
+	return NULL;
+}
+
+#define KEY_MAX	32
+
+/*
+ * Split a line into key and value: "key=value", or "key: value" as the file
+ * prints it.  Returns 1 with a key, 0 for a blank or comment line, -1 when
+ * the key does not fit in @key.
+ */
+static int split_line(const char *l, size_t n, char key[KEY_MAX], const char **v, size_t *vn)
+{
 	size_t k = 0, i = 0;
-	const char *v;
-	size_t vn;
 
 	while (i < n && is_space(l[i]))
 		i++;
@@ -118,94 +279,81 @@ static int stage_line(struct staged *st, const char *l, size_t n, int line, char
 	if (i == n || l[i] == '#')
 		return 0;
 	while (i < n && l[i] != '=' && l[i] != ':' && !is_space(l[i])) {
-		if (k + 1 >= sizeof(key))
-			return err_out(err, errlen, line, "key", "too long");
+		if (k + 1 >= KEY_MAX)
+			return -1;
 		key[k++] = l[i++];
 	}
 	key[k] = '\0';
 	while (i < n && is_space(l[i]))
 		i++;
-	if (i < n && (l[i] == '=' || l[i] == ':'))	/* "key: value" is how the file prints */
+	if (i < n && (l[i] == '=' || l[i] == ':'))
 		i++;
 	while (i < n && is_space(l[i]))
 		i++;
-	v = l + i;
-	vn = n - i;
-	if (is_status(key))
-		return stage_status(key, v, vn, line, err, errlen);
+	*v = l + i;
+	*vn = n - i;
+	return 1;
+}
+
+/* Check one "key=value" line into @st.  0 or -EINVAL with a message. */
+static int stage_line(struct staged *st, const char *l, size_t n, int line, char *err, int errlen)
+{
+	char key[KEY_MAX];
+	const struct key *k;
+	const char *v, *why = NULL;
+	size_t vn;
+	int r = split_line(l, n, key, &v, &vn);
+
+	if (r <= 0)
+		return r ? err_out(err, errlen, line, "key", "too long") : 0;
+	k = find_key(key);
+	if (k && k->type == KEY_STATUS)
+		return stage_status(k, v, vn, line, err, errlen);
 	if (!vn)
 		return err_out(err, errlen, line, key, "no value");
-
-	if (!strcmp(key, "timeout")) {
-		if (parse_int(v, vn, -2147483647L - 1, 2147483647L, &st->s.timeout))
-			return err_out(err, errlen, line, key, "not an integer");
-	} else if (!strcmp(key, "on_warn") || !strcmp(key, "on_oops") || !strcmp(key, "core_dump") ||
-		   !strcmp(key, "notifiers_first") || !strcmp(key, "sd_watchdog")) {
-		int x;
-
-		if (parse_flag(v, vn, &x))
-			return err_out(err, errlen, line, key,
-				       "not a boolean (1/0, y/n, yes/no, on/off, true/false)");
-		if (key[3] == 'w')
-			st->s.on_warn = x;
-		else if (key[3] == 'o')
-			st->s.on_oops = x;
-		else if (key[0] == 'c')
-			st->s.core_dump = x;
-		else if (key[0] == 'n')
-			st->s.notifiers_first = x;
-		else
-			st->s.sd_watchdog = x;
-	} else if (!strcmp(key, "restart")) {
-		int found = -1;
-
-		for (int r = 0; r < 3; r++)
-			if (strlen(restart_names[r]) == vn && !strncmp(v, restart_names[r], vn))
-				found = r;
-		if (found < 0)
-			return err_out(err, errlen, line, key, "must be exit, abort or reexec");
-		st->s.restart = found;
-	} else if (!strcmp(key, "exit_status")) {
-		if (parse_int(v, vn, 1, 255, &st->s.exit_status))
-			return err_out(err, errlen, line, key, "must be 1..255");
-	} else if (!strcmp(key, "stop_timeout_ms")) {
-		if (parse_int(v, vn, 1, 60000, &st->s.stop_timeout_ms))
-			return err_out(err, errlen, line, key, "must be 1..60000");
-	} else if (!strcmp(key, "blink_ms")) {
-		if (vn > sizeof(NO_BLINK_HOOK) - 1 &&
-		    !memcmp(v + vn - (sizeof(NO_BLINK_HOOK) - 1), NO_BLINK_HOOK, sizeof(NO_BLINK_HOOK) - 1))
-			vn -= sizeof(NO_BLINK_HOOK) - 1;	/* the note the file prints */
-		if (parse_int(v, vn, 10, 60000, &st->s.blink_ms))
-			return err_out(err, errlen, line, key, "must be 10..60000");
-	} else if (!strcmp(key, "policy")) {
-		if (vn >= sizeof(st->policy))
-			return err_out(err, errlen, line, key, "no such policy");
-		memcpy(st->policy, v, vn);
-		st->policy[vn] = '\0';
-		if (!kkp_policy_exists(st->policy))
-			return err_out(err, errlen, line, key, "no such policy");
-		st->have_policy = 1;
-	} else if (!strcmp(key, "taint")) {
-		/* A bit mask (as /proc/sys/kernel/tainted) or taint letters. */
-		static const char letters[] = "PFSRMBUDAWCIOELKXTN";
-		long m;
-
-		if (!kkp_parse_long(v, vn, &m)) {
-			if (m < 0 || m >= (1L << KK_TAINT_FLAGS_COUNT))
-				return err_out(err, errlen, line, key, "unknown taint bit");
-			st->taint |= (unsigned long)m;
-		} else {
-			for (size_t j = 0; j < vn; j++) {
-				const char *c = memchr(letters, v[j], KK_TAINT_FLAGS_COUNT);
-
-				if (!c)
-					return err_out(err, errlen, line, key, "unknown taint letter");
-				st->taint |= 1ul << (c - letters);
-			}
-		}
-	} else {
+	if (!k)
 		return err_out(err, errlen, line, key, "unknown key");
+	if (k->type == KEY_POLICY)
+		why = stage_policy(st, v, vn);
+	else if (k->type == KEY_TAINT)
+		why = stage_taint(st, v, vn);
+	else
+		why = stage_setting(k, v, vn, setting(&st->s, k));
+	return why ? err_out(err, errlen, line, key, why) : 0;
+}
+
+/*
+ * Apply what was staged.  The steps that can fail go first (on_oops hooks
+ * the fault signals; the policy may have been unregistered since it was
+ * checked), so a failure leaves everything as it was.
+ */
+static int apply_staged(struct staged *st, char *err, int errlen)
+{
+	int rc;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+
+		if (!is_setting(k) || !k->cannot)
+			continue;
+		rc = k->set(*setting(&st->s, k));
+		if (rc) {
+			if (err && errlen > 0)
+				kkp_snprintf(err, (size_t)errlen, "%s: %s", k->name, k->cannot);
+			return rc;
+		}
 	}
+	if (st->have_policy && kk_panic_set_policy(st->policy)) {
+		if (err && errlen > 0)
+			kkp_snprintf(err, (size_t)errlen, "policy: %s went away", st->policy);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < NKEYS; i++)
+		if (is_setting(&keys[i]) && !keys[i].cannot)
+			keys[i].set(*setting(&st->s, &keys[i]));
+	for (unsigned f = 0; f < KK_TAINT_FLAGS_COUNT; f++)
+		if (st->taint & (1ul << f))
+			kk_add_taint(f);
 	return 0;
 }
 
@@ -219,17 +367,12 @@ KK_EXPORT int kk_panic_apply_settings(const char *text, char *err, int errlen)
 		err[0] = '\0';
 	if (!text)
 		return -EINVAL;
+	/* Start from the settings now: a text that names a few keys leaves the others. */
 	memset(&st, 0, sizeof(st));
-	st.s.timeout = KKP_LOAD(kkp_set.timeout);
-	st.s.on_warn = KKP_LOAD(kkp_set.on_warn);
-	st.s.on_oops = KKP_LOAD(kkp_set.on_oops);
-	st.s.restart = KKP_LOAD(kkp_set.restart);
-	st.s.exit_status = KKP_LOAD(kkp_set.exit_status);
-	st.s.core_dump = KKP_LOAD(kkp_set.core_dump);
-	st.s.stop_timeout_ms = KKP_LOAD(kkp_set.stop_timeout_ms);
-	st.s.notifiers_first = KKP_LOAD(kkp_set.notifiers_first);
-	st.s.sd_watchdog = KKP_LOAD(kkp_set.sd_watchdog);
-	st.s.blink_ms = KKP_LOAD(kkp_set.blink_ms);
+	for (size_t i = 0; i < NKEYS; i++)
+		if (is_setting(&keys[i]))
+			*setting(&st.s, &keys[i]) = __atomic_load_n(setting(&kkp_set, &keys[i]),
+								    __ATOMIC_RELAXED);
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
@@ -242,31 +385,7 @@ KK_EXPORT int kk_panic_apply_settings(const char *text, char *err, int errlen)
 	}
 	if (kk_panic_in_progress())
 		return -EBUSY;
-	/* The one step that can fail goes first. */
-	rc = kk_panic_set_on_oops(st.s.on_oops);
-	if (rc) {
-		if (err && errlen > 0)
-			kkp_snprintf(err, (size_t)errlen, "on_oops: cannot hook the fault signals");
-		return rc;
-	}
-	if (st.have_policy && kk_panic_set_policy(st.policy)) {
-		if (err && errlen > 0)
-			kkp_snprintf(err, (size_t)errlen, "policy: %s went away", st.policy);
-		return -ENOENT;
-	}
-	kk_panic_set_timeout(st.s.timeout);
-	kk_panic_set_on_warn(st.s.on_warn);
-	kk_panic_set_restart((enum kk_panic_restart)st.s.restart);
-	kk_panic_set_exit_status(st.s.exit_status);
-	kk_panic_set_core_dump(st.s.core_dump);
-	kk_panic_set_stop_timeout_ms(st.s.stop_timeout_ms);
-	kk_panic_set_notifiers_first(st.s.notifiers_first);
-	kk_panic_set_sd_watchdog(st.s.sd_watchdog);
-	KKP_STORE(kkp_set.blink_ms, st.s.blink_ms);
-	for (unsigned f = 0; f < KK_TAINT_FLAGS_COUNT; f++)
-		if (st.taint & (1ul << f))
-			kk_add_taint(f);
-	return 0;
+	return apply_staged(&st, err, errlen);
 }
 
 /* ---- environment ------------------------------------------------------------------ */
@@ -305,32 +424,38 @@ void kkp_env_init(void)
 
 /* ---- the control file ----------------------------------------------------------------- */
 
+/* One line per key of keys[], in its order. */
+static void show_key(struct kk_buf *out, const struct key *k)
+{
+	char now[256];
+	int v;
+
+	switch (k->type) {
+	case KEY_POLICY:
+		kk_buf_printf(out, "%s: %s\n", k->name, kkp_policy_name());
+		return;
+	case KEY_TAINT:
+		kk_buf_printf(out, "%s: %lu\n", k->name, kk_get_taint());
+		return;
+	case KEY_STATUS:
+		k->now(now, sizeof(now));
+		kk_buf_printf(out, "%s: %s\n", k->name, now);
+		return;
+	default:
+		break;
+	}
+	v = __atomic_load_n(setting(&kkp_set, k), __ATOMIC_RELAXED);
+	if (k->type == KEY_RESTART)
+		kk_buf_printf(out, "%s: %s\n", k->name, v >= 0 && v < 3 ? restart_names[v] : "?");
+	else
+		kk_buf_printf(out, "%s: %d%s\n", k->name, v, k->note && !kkp_blink_fn ? k->note : "");
+}
+
 static int panic_show(struct kk_buf *out, void *priv)
 {
-	char pol[256], tainted[48];
-	struct kk_panic_stats st;
-	int r = KKP_LOAD(kkp_set.restart);
-
 	(void)priv;
-	kkp_policy_list(pol, sizeof(pol));
-	kk_buf_printf(out, "timeout: %d\n", KKP_LOAD(kkp_set.timeout));
-	kk_buf_printf(out, "on_warn: %d\n", KKP_LOAD(kkp_set.on_warn));
-	kk_buf_printf(out, "on_oops: %d\n", KKP_LOAD(kkp_set.on_oops));
-	kk_buf_printf(out, "restart: %s\n", r >= 0 && r < 3 ? restart_names[r] : "?");
-	kk_buf_printf(out, "exit_status: %d\n", KKP_LOAD(kkp_set.exit_status));
-	kk_buf_printf(out, "policy: %s\n", kkp_policy_name());
-	kk_buf_printf(out, "policies: %s\n", pol);
-	kk_buf_printf(out, "core_dump: %d\n", KKP_LOAD(kkp_set.core_dump));
-	kk_buf_printf(out, "stop_timeout_ms: %d\n", KKP_LOAD(kkp_set.stop_timeout_ms));
-	kk_buf_printf(out, "notifiers_first: %d\n", KKP_LOAD(kkp_set.notifiers_first));
-	kk_buf_printf(out, "sd_watchdog: %d\n", KKP_LOAD(kkp_set.sd_watchdog));
-	kk_buf_printf(out, "blink_ms: %d%s\n", KKP_LOAD(kkp_set.blink_ms),
-		      kkp_blink_fn ? "" : NO_BLINK_HOOK);
-	kk_buf_printf(out, "stop_signal: %d\n", kk_park_signal());
-	kk_buf_printf(out, "taint: %lu\n", kk_get_taint());
-	kk_buf_printf(out, "tainted: %s\n", kk_print_tainted(tainted, sizeof(tainted)));
-	kk_buf_printf(out, "warn_count: %lu\n", kk_warn_count());
-	kk_buf_printf(out, "panicked: %d\n", kk_panic_get_stats(&st) == 0);
+	for (size_t i = 0; i < NKEYS; i++)
+		show_key(out, &keys[i]);
 	return out->error;
 }
 

@@ -85,10 +85,46 @@ static int utoa_rev(char *tmp, uintmax_t v, unsigned base, int upper)
 	return n;
 }
 
+/*
+ * Length modifiers (C99 7.19.6.1).  An integer conversion reads its argument
+ * at this width; LEN_BIG_L only changes the float conversions, an integer
+ * conversion with 'L' reads an int.
+ */
+enum len_mod {
+	LEN_NONE,
+	LEN_HH,		/* char */
+	LEN_H,		/* short */
+	LEN_L,		/* long */
+	LEN_LL,		/* long long; also BSD's 'q' */
+	LEN_Z,		/* size_t */
+	LEN_T,		/* ptrdiff_t */
+	LEN_J,		/* intmax_t */
+	LEN_BIG_L,	/* long double */
+};
+
+/* What a conversion does with its argument; one emitter per class. */
+enum conv_class {
+	CONV_SIGNED,	/* d i */
+	CONV_UNSIGNED,	/* u o x X */
+	CONV_PTR,	/* p */
+	CONV_CHAR,	/* c */
+	CONV_STR,	/* s */
+	CONV_FLOAT,	/* f F e E g G a A */
+	CONV_COUNT,	/* n: the argument is taken and never written */
+	CONV_ERRNO,	/* m */
+	CONV_PERCENT,	/* %% */
+	CONV_VERBATIM,	/* unknown or cut short by the end of the format */
+};
+
+/* One decoded directive, as format_decode() in the kernel's lib/vsprintf.c fills its printf_spec. */
 struct spec {
 	int left, zero, plus, space, alt;
 	int width;
 	int prec;		/* -1: none */
+	enum len_mod len;
+	enum conv_class cls;
+	char conv;		/* the conversion character; '\0' when the format ended first */
+	const char *start, *end;	/* the directive as written, for CONV_VERBATIM */
 };
 
 static void emit_number(struct kkp_sink *s, const struct spec *sp, uintmax_t v, int neg,
@@ -202,186 +238,284 @@ static void emit_float(struct kkp_sink *s, const struct spec *sp, long double v)
 		pad(s, ' ', sp->width - len);
 }
 
+/* ---- decoding one directive ---------------------------------------------- */
+
+/* Flag characters; the "'" of glibc's grouping is accepted and ignored. */
+static const char *decode_flags(struct spec *sp, const char *p)
+{
+	for (;; p++) {
+		switch (*p) {
+		case '-': sp->left = 1; break;
+		case '0': sp->zero = 1; break;
+		case '+': sp->plus = 1; break;
+		case ' ': sp->space = 1; break;
+		case '#': sp->alt = 1; break;
+		case '\'': break;
+		default: return p;
+		}
+	}
+}
+
+/* Decimal digits into *v; stops growing at 100000 so a long run cannot overflow. */
+static const char *decode_digits(const char *p, int *v)
+{
+	while (*p >= '0' && *p <= '9') {
+		if (*v < 100000)
+			*v = *v * 10 + (*p - '0');
+		p++;
+	}
+	return p;
+}
+
+/* Width: digits or '*', where a negative argument means '-' and its magnitude. */
+static const char *decode_width(struct spec *sp, const char *p, va_list *ap)
+{
+	if (*p != '*')
+		return decode_digits(p, &sp->width);
+	sp->width = va_arg(*ap, int);
+	if (sp->width < 0) {
+		sp->left = 1;
+		sp->width = -sp->width;
+	}
+	return p + 1;
+}
+
+/* Precision: '.' then digits or '*'; a negative '*' argument means none. */
+static const char *decode_prec(struct spec *sp, const char *p, va_list *ap)
+{
+	if (*p != '.')
+		return p;
+	p++;
+	sp->prec = 0;
+	if (*p != '*')
+		return decode_digits(p, &sp->prec);
+	sp->prec = va_arg(*ap, int);
+	if (sp->prec < 0)
+		sp->prec = -1;
+	return p + 1;
+}
+
+/* Longest match first: "hh" before "h", "ll" before "l". */
+static const struct {
+	char text[3];
+	enum len_mod len;
+} len_mods[] = {
+	{ "hh", LEN_HH }, { "h", LEN_H }, { "ll", LEN_LL }, { "l", LEN_L },
+	{ "q", LEN_LL }, { "z", LEN_Z }, { "t", LEN_T }, { "j", LEN_J },
+	{ "L", LEN_BIG_L },
+};
+
+static const char *decode_len(struct spec *sp, const char *p)
+{
+	for (size_t i = 0; i < sizeof(len_mods) / sizeof(len_mods[0]); i++) {
+		const char *t = len_mods[i].text;
+
+		if (p[0] == t[0] && (!t[1] || p[1] == t[1])) {
+			sp->len = len_mods[i].len;
+			return p + (t[1] ? 2 : 1);
+		}
+	}
+	return p;
+}
+
+static enum conv_class conv_class(char c)
+{
+	switch (c) {
+	case 'd': case 'i':
+		return CONV_SIGNED;
+	case 'u': case 'o': case 'x': case 'X':
+		return CONV_UNSIGNED;
+	case 'p': return CONV_PTR;
+	case 'c': return CONV_CHAR;
+	case 's': return CONV_STR;
+	case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		return CONV_FLOAT;
+	case 'n': return CONV_COUNT;
+	case 'm': return CONV_ERRNO;
+	case '%': return CONV_PERCENT;
+	default: return CONV_VERBATIM;
+	}
+}
+
+/*
+ * Decode the directive at p (which points at '%') into *sp and return the
+ * first character after it.  The '*' arguments of width and precision are
+ * taken here, in the order printf takes them.  A directive cut short by the
+ * end of the format ends at that NUL, so the caller's loop stops there.
+ */
+static const char *format_decode(struct spec *sp, const char *p, va_list *ap)
+{
+	*sp = (struct spec){ .prec = -1, .start = p };
+	p = decode_flags(sp, p + 1);
+	p = decode_width(sp, p, ap);
+	p = decode_prec(sp, p, ap);
+	p = decode_len(sp, p);
+	sp->conv = *p;
+	sp->cls = *p ? conv_class(*p) : CONV_VERBATIM;
+	if (*p)
+		p++;
+	sp->end = p;
+	return p;
+}
+
+/* ---- one emitter per conversion class ---------------------------------- */
+
+static intmax_t arg_signed(va_list *ap, enum len_mod len)
+{
+	switch (len) {
+	case LEN_L: return va_arg(*ap, long);
+	case LEN_LL: return va_arg(*ap, long long);
+	case LEN_Z: return va_arg(*ap, ssize_t);
+	case LEN_T: return va_arg(*ap, ptrdiff_t);
+	case LEN_J: return va_arg(*ap, intmax_t);
+	case LEN_H: return (short)va_arg(*ap, int);
+	case LEN_HH: return (signed char)va_arg(*ap, int);
+	default: return va_arg(*ap, int);
+	}
+}
+
+static uintmax_t arg_unsigned(va_list *ap, enum len_mod len)
+{
+	switch (len) {
+	case LEN_L: return va_arg(*ap, unsigned long);
+	case LEN_LL: return va_arg(*ap, unsigned long long);
+	case LEN_Z: return va_arg(*ap, size_t);
+	case LEN_T: return (uintmax_t)va_arg(*ap, ptrdiff_t);
+	case LEN_J: return va_arg(*ap, uintmax_t);
+	case LEN_H: return (unsigned short)va_arg(*ap, unsigned);
+	case LEN_HH: return (unsigned char)va_arg(*ap, unsigned);
+	default: return va_arg(*ap, unsigned);
+	}
+}
+
+static void conv_signed(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	intmax_t i = arg_signed(ap, sp->len);
+
+	emit_number(s, sp, i < 0 ? -(uintmax_t)i : (uintmax_t)i, i < 0, 10, 0, "");
+}
+
+/* '+' and ' ' apply to signed conversions only. */
+static void conv_unsigned(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	uintmax_t u = arg_unsigned(ap, sp->len);
+	int upper = sp->conv == 'X';
+
+	sp->plus = sp->space = 0;
+	if (sp->conv == 'u')
+		emit_number(s, sp, u, 0, 10, 0, "");
+	else if (sp->conv == 'o')
+		emit_number(s, sp, u, 0, 8, 0, "");
+	else
+		emit_number(s, sp, u, 0, 16, upper, sp->alt && u ? (upper ? "0X" : "0x") : "");
+}
+
+/* glibc's spelling: "(nil)" for NULL, 0x and lower-case hex otherwise. */
+static void conv_ptr(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	void *ptr = va_arg(*ap, void *);
+
+	if (ptr) {
+		emit_number(s, sp, (uintptr_t)ptr, 0, 16, 0, "0x");
+		return;
+	}
+	sp->prec = -1;
+	emit_str(s, sp, "(nil)");
+}
+
+static void conv_char(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	char ch = (char)va_arg(*ap, int);
+
+	if (!sp->left)
+		pad(s, ' ', sp->width - 1);
+	kkp_sink_putc(s, ch);
+	if (sp->left)
+		pad(s, ' ', sp->width - 1);
+}
+
+static void conv_str(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	emit_str(s, sp, va_arg(*ap, const char *));
+}
+
+static void conv_float(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	if (sp->len == LEN_BIG_L)
+		emit_float(s, sp, va_arg(*ap, long double));
+	else
+		emit_float(s, sp, va_arg(*ap, double));
+}
+
+/* %n is never written: a panic message must not be able to store through a pointer. */
+static void conv_count(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	(void)s;
+	(void)sp;
+	(void)va_arg(*ap, void *);
+}
+
+/* glibc's %m; strerror is not async-signal-safe: print the number, without width or flags. */
+static void conv_errno(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	struct spec plain = { .prec = -1 };
+
+	(void)sp;
+	(void)ap;
+	kkp_sink_puts(s, "errno ");
+	emit_number(s, &plain, (uintmax_t)errno, 0, 10, 0, "");
+}
+
+static void conv_percent(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	(void)sp;
+	(void)ap;
+	kkp_sink_putc(s, '%');
+}
+
+/* Unknown or unfinished directives are printed as written, as glibc does. */
+static void conv_verbatim(struct kkp_sink *s, struct spec *sp, va_list *ap)
+{
+	(void)ap;
+	for (const char *c = sp->start; c < sp->end; c++)
+		kkp_sink_putc(s, *c);
+}
+
+static void (*const conv_emit[])(struct kkp_sink *, struct spec *, va_list *) = {
+	[CONV_SIGNED] = conv_signed,
+	[CONV_UNSIGNED] = conv_unsigned,
+	[CONV_PTR] = conv_ptr,
+	[CONV_CHAR] = conv_char,
+	[CONV_STR] = conv_str,
+	[CONV_FLOAT] = conv_float,
+	[CONV_COUNT] = conv_count,
+	[CONV_ERRNO] = conv_errno,
+	[CONV_PERCENT] = conv_percent,
+	[CONV_VERBATIM] = conv_verbatim,
+};
+
+/*
+ * The arguments go through a copy passed by address: the helpers take them
+ * in turn, and a va_list parameter cannot be passed on by address portably
+ * (on x86-64 it is an array that decays to a pointer).
+ */
 void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
 {
 	const char *p = fmt ? fmt : "(null)";
+	va_list args;
 
+	va_copy(args, ap);
 	while (*p) {
-		struct spec sp = { 0, 0, 0, 0, 0, 0, -1 };
-		int lmod = 0;	/* 0 int, 1 long, 2 long long, 3 size_t, 4 ptrdiff, 5 intmax, -1 short, -2 char, 6 long double */
-		const char *start = p;
-		uintmax_t u;
-		intmax_t i;
-		char c;
+		struct spec sp;
 
 		if (*p != '%') {
 			kkp_sink_putc(s, *p++);
 			continue;
 		}
-		p++;
-		for (;; p++) {
-			if (*p == '-')
-				sp.left = 1;
-			else if (*p == '0')
-				sp.zero = 1;
-			else if (*p == '+')
-				sp.plus = 1;
-			else if (*p == ' ')
-				sp.space = 1;
-			else if (*p == '#')
-				sp.alt = 1;
-			else if (*p == '\'')
-				;
-			else
-				break;
-		}
-		if (*p == '*') {
-			sp.width = va_arg(ap, int);
-			if (sp.width < 0) {
-				sp.left = 1;
-				sp.width = -sp.width;
-			}
-			p++;
-		} else {
-			while (*p >= '0' && *p <= '9') {
-				if (sp.width < 100000)
-					sp.width = sp.width * 10 + (*p - '0');
-				p++;
-			}
-		}
-		if (*p == '.') {
-			p++;
-			sp.prec = 0;
-			if (*p == '*') {
-				sp.prec = va_arg(ap, int);
-				if (sp.prec < 0)
-					sp.prec = -1;
-				p++;
-			} else {
-				while (*p >= '0' && *p <= '9') {
-					if (sp.prec < 100000)
-						sp.prec = sp.prec * 10 + (*p - '0');
-					p++;
-				}
-			}
-		}
-		switch (*p) {
-		case 'h':
-			lmod = -1;
-			if (*++p == 'h') {
-				lmod = -2;
-				p++;
-			}
-			break;
-		case 'l':
-			lmod = 1;
-			if (*++p == 'l') {
-				lmod = 2;
-				p++;
-			}
-			break;
-		case 'q': lmod = 2; p++; break;
-		case 'z': lmod = 3; p++; break;
-		case 't': lmod = 4; p++; break;
-		case 'j': lmod = 5; p++; break;
-		case 'L': lmod = 6; p++; break;
-		default: break;
-		}
-		c = *p;
-		if (!c) {		/* dangling '%': print it as it was */
-			while (start < p)
-				kkp_sink_putc(s, *start++);
-			break;
-		}
-		p++;
-		switch (c) {
-		case 'd':
-		case 'i':
-			switch (lmod) {
-			case 1: i = va_arg(ap, long); break;
-			case 2: i = va_arg(ap, long long); break;
-			case 3: i = va_arg(ap, ssize_t); break;
-			case 4: i = va_arg(ap, ptrdiff_t); break;
-			case 5: i = va_arg(ap, intmax_t); break;
-			case -1: i = (short)va_arg(ap, int); break;
-			case -2: i = (signed char)va_arg(ap, int); break;
-			default: i = va_arg(ap, int); break;
-			}
-			emit_number(s, &sp, i < 0 ? -(uintmax_t)i : (uintmax_t)i, i < 0, 10, 0, "");
-			break;
-		case 'u':
-		case 'x':
-		case 'X':
-		case 'o':
-			switch (lmod) {
-			case 1: u = va_arg(ap, unsigned long); break;
-			case 2: u = va_arg(ap, unsigned long long); break;
-			case 3: u = va_arg(ap, size_t); break;
-			case 4: u = (uintmax_t)va_arg(ap, ptrdiff_t); break;
-			case 5: u = va_arg(ap, uintmax_t); break;
-			case -1: u = (unsigned short)va_arg(ap, unsigned); break;
-			case -2: u = (unsigned char)va_arg(ap, unsigned); break;
-			default: u = va_arg(ap, unsigned); break;
-			}
-			sp.plus = sp.space = 0;
-			if (c == 'u')
-				emit_number(s, &sp, u, 0, 10, 0, "");
-			else if (c == 'o')
-				emit_number(s, &sp, u, 0, 8, 0, "");
-			else
-				emit_number(s, &sp, u, 0, 16, c == 'X',
-					    sp.alt && u ? (c == 'X' ? "0X" : "0x") : "");
-			break;
-		case 'p': {
-			void *ptr = va_arg(ap, void *);
-
-			if (!ptr) {
-				sp.prec = -1;
-				emit_str(s, &sp, "(nil)");
-			} else {
-				emit_number(s, &sp, (uintptr_t)ptr, 0, 16, 0, "0x");
-			}
-			break;
-		}
-		case 'c': {
-			char ch = (char)va_arg(ap, int);
-
-			if (!sp.left)
-				pad(s, ' ', sp.width - 1);
-			kkp_sink_putc(s, ch);
-			if (sp.left)
-				pad(s, ' ', sp.width - 1);
-			break;
-		}
-		case 's':
-			emit_str(s, &sp, va_arg(ap, const char *));
-			break;
-		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
-			if (lmod == 6)
-				emit_float(s, &sp, va_arg(ap, long double));
-			else
-				emit_float(s, &sp, va_arg(ap, double));
-			break;
-		case 'n':
-			(void)va_arg(ap, void *);	/* never written */
-			break;
-		case 'm': {
-			/* glibc's %m; strerror is not async-signal-safe: print the number. */
-			struct spec d = { 0, 0, 0, 0, 0, 0, -1 };
-
-			kkp_sink_puts(s, "errno ");
-			emit_number(s, &d, (uintmax_t)errno, 0, 10, 0, "");
-			break;
-		}
-		case '%':
-			kkp_sink_putc(s, '%');
-			break;
-		default:		/* unknown: print the directive as written */
-			while (start < p)
-				kkp_sink_putc(s, *start++);
-			break;
-		}
+		p = format_decode(&sp, p, &args);
+		conv_emit[sp.cls](s, &sp, &args);
 	}
+	va_end(args);
 }
 
 size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)

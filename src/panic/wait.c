@@ -375,94 +375,148 @@ static struct timespec ns_to_ts(uint64_t ns)
 	return ts;
 }
 
-/* 0: deadline reached; 1: a tracer is attached (only when want_dbg). */
+/* The blink hook, called at a fixed rate while we wait. */
+struct blinker {
+	uint64_t period;	/* ns; 0: no hook, or it faulted and was removed */
+	uint64_t start, next;
+};
+
+static void blink_init(struct blinker *b)
+{
+	b->period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
+	b->start = kkp_now_ns();
+	b->next = b->start + b->period;
+}
+
+/* Call the hook if it is due at @now: 1 if it was (the caller reads the clock again). */
+static int blink_due(struct blinker *b, uint64_t now)
+{
+	if (!b->period || now < b->next)
+		return 0;
+	if (kkp_guarded("the blink hook", call_blink, NULL)) {
+		kkp_dprintf(KKP_FD, "kernelkit: blink hook removed\n");
+		kkp_blink_fn = NULL;
+		b->period = 0;
+	} else {
+		/* Fixed rate: the next multiple of the period, never a burst. */
+		b->next = b->start + ((kkp_now_ns() - b->start) / b->period + 1) * b->period;
+	}
+	return 1;
+}
+
+/* When to wake next (absolute CLOCK_MONOTONIC ns; 0: never): a blink or the deadline. */
+static uint64_t next_wake(const struct kk_panic_wait *w, const struct blinker *b)
+{
+	uint64_t next = b->period ? b->next : 0;
+
+	if (w->deadline_ns && (!next || w->deadline_ns < next))
+		next = w->deadline_ns;
+	return next;
+}
+
+/* Consume the event on @fd: a terminating signal exits; 1 for the debugger's event. */
+static int drain_event(int fd)
+{
+	uint64_t v;
+
+	if (fd == sfd) {
+		struct signalfd_siginfo si;
+
+		if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			term_exit((int)si.ssi_signo);
+		return 0;
+	}
+	if (fd == tfd) {
+		if (read(tfd, &v, sizeof(v)) < 0)
+			v = 0;
+		return 0;
+	}
+	if (read(KKP_LOAD(kkp_debug_evfd), &v, sizeof(v)) < 0)
+		v = 0;
+	return 1;
+}
+
+/*
+ * Wait on the epoll set (signalfd, timerfd armed for @next, debugger event).
+ * 1 if interrupted (a signal or the debugger's event), 0 if not, -1 if epoll
+ * failed: the caller waits with sigtimedwait() from then on.
+ */
+static int wait_epoll(uint64_t next)
+{
+	struct itimerspec its;
+	struct epoll_event ev[4];
+	int n, interrupted = 0;
+
+	memset(&its, 0, sizeof(its));
+	if (next)
+		its.it_value = ns_to_ts(next);
+	timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	n = epoll_wait(ep, ev, 4, -1);
+	if (n < 0)
+		return errno == EINTR ? 1 : -1;
+	for (int i = 0; i < n; i++)
+		interrupted |= drain_event(ev[i].data.fd);
+	return interrupted;
+}
+
+/* Without the fds: SIGTERM or SIGINT exits; 1 if another signal interrupted the wait. */
+static int wait_signals(uint64_t next)
+{
+	sigset_t ts;
+	struct timespec rel, *relp = NULL;
+	int sig;
+
+	sigemptyset(&ts);
+	sigaddset(&ts, SIGTERM);
+	sigaddset(&ts, SIGINT);
+	if (next) {
+		uint64_t now = kkp_now_ns();
+
+		rel = ns_to_ts(next > now ? next - now : 0);
+		relp = &rel;
+	}
+	sig = sigtimedwait(&ts, NULL, relp);
+	if (sig == SIGTERM || sig == SIGINT)
+		term_exit(sig);
+	return sig < 0 && errno == EINTR;
+}
+
+/*
+ * 0: deadline reached; 1: a tracer is attached (only when want_dbg).  A
+ * tracer is looked for at the start and after each interruption: a debugger
+ * attaching interrupts the thread it attaches to (this one: EINTR; a parked
+ * one writes the eventfd, see kkp_park_self()), so nothing polls /proc.
+ */
 static int idle_wait(const struct kk_panic_wait *w, int want_dbg)
 {
-	uint64_t period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
-	uint64_t start = kkp_now_ns(), next_blink = start + period;
-	int fds = setup_fds() == 0;
+	struct blinker b;
 	struct tracer_find tf;
+	int fds, woken;
 
+	blink_init(&b);
+	fds = setup_fds() == 0;
 	if (want_dbg) {
 		KKP_STORE(kkp_debug_wanted, 1);
 		if (find_tracer(&tf))
 			return 1;
 	}
 	for (;;) {
-		uint64_t now = kkp_now_ns(), next = 0;
-		int interrupted = 0;
+		uint64_t now = kkp_now_ns();
 
 		if (w->deadline_ns && now >= w->deadline_ns)
 			return 0;
-		if (period && now >= next_blink) {
-			if (kkp_guarded("the blink hook", call_blink, NULL)) {
-				kkp_dprintf(KKP_FD, "kernelkit: blink hook removed\n");
-				kkp_blink_fn = NULL;
-				period = 0;
-			} else {
-				/* Fixed rate: the next multiple of the period, never a burst. */
-				next_blink = start + ((kkp_now_ns() - start) / period + 1) * period;
-			}
+		if (blink_due(&b, now))
 			continue;
-		}
-		if (period)
-			next = next_blink;
-		if (w->deadline_ns && (!next || w->deadline_ns < next))
-			next = w->deadline_ns;
 		if (fds) {
-			struct itimerspec its;
-			struct epoll_event ev[4];
-			int n;
-
-			memset(&its, 0, sizeof(its));
-			if (next)
-				its.it_value = ns_to_ts(next);
-			timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
-			n = epoll_wait(ep, ev, 4, -1);
-			if (n < 0) {
-				if (errno != EINTR) {
-					fds = 0;
-					continue;
-				}
-				interrupted = 1;
-			}
-			for (int i = 0; i < n; i++) {
-				uint64_t v;
-
-				if (ev[i].data.fd == sfd) {
-					struct signalfd_siginfo si;
-
-					if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-						term_exit((int)si.ssi_signo);
-				} else if (ev[i].data.fd == tfd) {
-					if (read(tfd, &v, sizeof(v)) < 0)
-						v = 0;
-				} else {
-					if (read(KKP_LOAD(kkp_debug_evfd), &v, sizeof(v)) < 0)
-						v = 0;
-					interrupted = 1;
-				}
+			woken = wait_epoll(next_wake(w, &b));
+			if (woken < 0) {
+				fds = 0;
+				continue;
 			}
 		} else {
-			sigset_t ts;
-			struct timespec rel, *relp = NULL;
-			int sig;
-
-			sigemptyset(&ts);
-			sigaddset(&ts, SIGTERM);
-			sigaddset(&ts, SIGINT);
-			if (next) {
-				now = kkp_now_ns();
-				rel = ns_to_ts(next > now ? next - now : 0);
-				relp = &rel;
-			}
-			sig = sigtimedwait(&ts, NULL, relp);
-			if (sig == SIGTERM || sig == SIGINT)
-				term_exit(sig);
-			if (sig < 0 && errno == EINTR)
-				interrupted = 1;
+			woken = wait_signals(next_wake(w, &b));
 		}
-		if (interrupted && want_dbg && find_tracer(&tf))
+		if (woken && want_dbg && find_tracer(&tf))
 			return 1;
 	}
 }

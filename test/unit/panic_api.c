@@ -178,6 +178,29 @@ Test(panic_api, booleans_take_the_library_grammar)
 	cr_assert_eq(kk_panic_get_on_warn(), 0);
 }
 
+/* Each boolean key sets its own setting and no other (sd_watchdog once set on_warn). */
+Test(panic_api, each_boolean_key_sets_its_own)
+{
+	static const char *const keys[] = { "on_warn", "core_dump", "notifiers_first", "sd_watchdog" };
+	char err[128], text[160], line[48];
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char *shown = NULL;
+		size_t len = 0;
+
+		snprintf(text, sizeof(text), "on_warn=0\ncore_dump=0\nnotifiers_first=0\n"
+			 "sd_watchdog=0\n%s=1\n", keys[i]);
+		cr_assert_eq(kk_panic_apply_settings(text, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(kk_control_read("panic", &shown, &len), 0);
+		for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++) {
+			snprintf(line, sizeof(line), "\n%s: %d\n", keys[j], i == j);
+			cr_assert(strstr(shown, line), "after %s=1, want '%s' in:\n%s", keys[i],
+				  line + 1, shown);
+		}
+		free(shown);
+	}
+}
+
 Test(panic_api, control_file_shows_settings_taint_and_warn_count, .init = cr_redirect_stderr)
 {
 	char *text = NULL, *reply = NULL;
