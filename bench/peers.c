@@ -348,7 +348,7 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 			kk = pr_spawn(ka, -1, -1, -1);
 			ok = kk > 0;
 		} else if (how == PR_LTTNG) {
-			ok = !pr_lttng("enable-event", "-u", "kkpeer:*", NULL) &&
+			ok = !pr_lttng("enable-event", "-u", "kkpeer*", NULL) &&
 			     !pr_lttng("start", NULL, NULL, NULL);
 		} else {
 			/*
@@ -577,16 +577,20 @@ static int pr_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "*_disabled_insns: per iteration of a store loop, with a disabled site minus "
 		 "without (callgrind, %d iterations)", PR_INSN_ITERS);
 	kkb_note(ctx, "*_disabled_%d_sites_ns: ns per site over %d distinct disabled sites, "
-		 "%d rounds", PEER_NSITES, PEER_NSITES, PR_COLD_ROUNDS);
+		 "%d rounds", PEER_NCOLD, PEER_NCOLD, PR_COLD_ROUNDS);
 	kkb_note(ctx, "enabled, one message with %%d and %%s: kk +p to stderr=/dev/null, kk +T "
 		 "to its trace ring, LTTng into a snapshot session's ring (lttng-sessiond "
 		 "started here), bpftrace counting a USDT probe (with semaphore), spdlog "
 		 "stderr sink=/dev/null");
-	kkb_note(ctx, "*_first_ms: %d sites switched on until the first event in every process: "
-		 "kkctl 'module kkpeer +p' (one per process, in parallel); lttng "
-		 "enable-event -u 'kkpeer:*' + start (session created before); bpftrace "
-		 "attaching usdt:kkpeer:s0* (only %d probes: the kernel takes minutes to remove "
-		 "1000; 1 process only), spawn to first hit", PEER_NSITES, PR_BT_SITES);
+	kkb_note(ctx, "*_first[_Nproc]_ms: %d sites (LTTng: events, in 17 providers) switched "
+		 "on until the first event in every process: kkctl -p PID (1 process) or "
+		 "-n peer-kk (N) 'module kkpeer +p'; lttng enable-event -u 'kkpeer*' + start "
+		 "(session created before); null past %s", PEER_NSITES, PR_FIRST_TEXT);
+	kkb_note(ctx, "bpftrace_first_100probes_ms: bpftrace attaching usdt:kkpeer:s000* (%d "
+		 "probes, not %d: the kernel takes about 2 minutes to remove 1000), spawn to "
+		 "first hit, 1 process; bpftrace100_vs_kk_first compares it with kk switching "
+		 "all %d, so it bounds the real ratio from below", PR_BT_SITES, PEER_NSITES,
+		 PEER_NSITES);
 	kkb_note(ctx, "bpftrace is stopped with SIGKILL: without tracefs mounted its detach "
 		 "takes minutes, and the kernel drops its perf-event uprobes when its fds close");
 	kkb_note(ctx, "run time %.0f s", (double)(kkb_now_ns() - t_start) / 1e9);

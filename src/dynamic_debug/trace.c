@@ -89,7 +89,7 @@
  * A trace_pipe read with nothing to show waits this long for a record, the
  * way the kernel's trace_pipe blocks: the endpoint serves one request at a
  * time, so the wait is bounded, and a reader that wants a stream reads again
- * (kkctl read -f).  TR_PIPE_SLICE bounds the wake-up that a writer can miss
+ * (kkctl -f read).  TR_PIPE_SLICE bounds the wake-up that a writer can miss
  * (see tr_kick()).
  */
 #define TR_PIPE_WAIT_MS	250u
