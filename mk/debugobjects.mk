@@ -43,7 +43,7 @@ ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
 ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
 		$(wildcard src/common/*.c)
 
-$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h src/common.h include/kernelkit/debugobjects.h \
+$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h src/common/internal.h include/kernelkit/debugobjects.h \
 		include/kernelkit/jump_label.h test/kktest.h
 	@mkdir -p $(dir $@)
 	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
@@ -56,7 +56,7 @@ EXTRA_TESTS += $(ODB_TSAN_BIN)
 ODB_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
 ODB_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(ODB_TSAN_SRC))
 
-$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) src/debugobjects/internal.h src/common.h \
+$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) src/debugobjects/internal.h src/common/internal.h \
 		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
 	@mkdir -p $(dir $@)
 	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \

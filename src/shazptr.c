@@ -40,10 +40,10 @@
 #include <unistd.h>
 
 #include <kernelkit/shazptr.h>
-#include "common.h"
+#include "common/internal.h"
 #ifndef KK_SHAZPTR_NO_CONTROL
 #include <kernelkit/control.h>
-#include "control_internal.h"
+#include "control.h"
 #endif
 
 #define SHZ_LINE	64

@@ -15,7 +15,7 @@
 #include <execinfo.h>
 #include <stddef.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 extern const void *_Unwind_Find_FDE(void *pc, void *bases) __attribute__((__weak__));
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 #define KK_LISTER_STACK	(32 * 1024)
 

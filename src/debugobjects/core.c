@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 #ifndef KK_ODEBUG_STANDALONE
 #include <kernelkit/control.h>
-#include "control_internal.h"
+#include "control.h"
 #endif
 
 KK_EXPORT DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 
 /* ---- policies ------------------------------------------------------------------ */
 

@@ -22,8 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 
 unsigned long odebug_warnings, odebug_fixups, odebug_maxchain, odebug_maxchecked;
 unsigned long odebug_stack_warnings, odebug_oom_count;

@@ -26,10 +26,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
-#include "common.h"
-#include "control_internal.h"
-#include "internal.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "control.h"
+#include "dynamic_debug/internal.h"
 #include "dynamic_debug/query.h"
 
 _Static_assert(DDQ_F_PRINT == _DPRINTK_FLAGS_PRINT, "flag values");

@@ -18,8 +18,8 @@
 
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/ratelimit.h>
-#include "common.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "dynamic_debug/internal.h"
 
 /* ---- sinks --------------------------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "dynamic_debug/query.h"
 
 /* ---- messages --------------------------------------------------------------------- */
 

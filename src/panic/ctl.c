@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "kernelkit/control.h"
-#include "common.h"
-#include "control_internal.h"
+#include "common/internal.h"
+#include "control.h"
 #include "panic/internal.h"
 
 static const char *const restart_names[] = { "exit", "abort", "reexec" };

@@ -31,9 +31,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "panic/internal.h"
-#include "dynamic_debug/dd.h"
+#include "dynamic_debug/internal.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)

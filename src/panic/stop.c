@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "panic/internal.h"
 
 int kkp_stop_sig;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 void kk_object_name(const char *path, char *out, size_t len)
 {
