@@ -208,12 +208,25 @@ void kk_fd_release(struct kk_fd *f);
 
 /* ---- time and futex ---------------------------------------------------------------- */
 
+/* CLOCK_MONOTONIC nanoseconds.  Async-signal-safe (clock_gettime() is): a
+ * panic reads it too. */
 static inline uint64_t kk_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC_COARSE milliseconds: as fine as the clock tick, and cheaper
+ * to read than kk_now_ns(), for hot paths that count in ticks (rate limits,
+ * the debug-objects pool's load average). */
+static inline uint64_t kk_now_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
 static inline struct timespec kk_ns_to_ts(uint64_t ns)
@@ -286,7 +299,8 @@ bool kk_threads_stopped(void);
 /* The tids of this process into @tids (at most @max): the number of threads
  * seen (more than @max when they did not fit), or -errno. */
 KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
-/* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno. */
+/* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno.
+ * Async-signal-safe (open, read, close only): a panic reads /proc with it. */
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);
 /* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
 ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n);

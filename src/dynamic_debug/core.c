@@ -142,14 +142,6 @@ static const char *class_name(const struct dd_table *t, const struct _ddebug *dp
 	return NULL;
 }
 
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
 /* ---- applying a parsed block ----------------------------------------------------------- */
 
 struct flip {
@@ -394,7 +386,7 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
 	int ret;
 
 	kk_jump_label_get_stats(&s0);
-	t0 = now_ns();
+	t0 = kk_now_ns();
 	nflip = store_flags(only, nf, flips);
 	ret = atomic_load(&dd_batched) ? switch_keys_batched(flips, nflip) :
 					 switch_keys_unbatched(flips, nflip);
@@ -404,7 +396,7 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
 			__atomic_store_n(&flips[i].dp->flags, flips[i].old, __ATOMIC_RELAXED);
 		return ret;
 	}
-	res->apply_ns = now_ns() - t0;
+	res->apply_ns = kk_now_ns() - t0;
 	kk_jump_label_get_stats(&s1);
 	res->syncs = s1.syncs - s0.syncs;
 	res->sites_flipped = nflip;

@@ -43,9 +43,6 @@ int kkp_parse_long(const char *s, size_t n, long *out);
 
 pid_t kkp_gettid(void);
 pid_t kkp_getpid(void);
-uint64_t kkp_now_ns(void);
-/* Read up to n-1 bytes of a small file with open/read; NUL-terminated. -errno on failure. */
-ssize_t kkp_read_file(const char *path, char *buf, size_t n);
 /* TracerPid of a thread (tid 0: the calling thread), -1 if unknown. */
 int kkp_tracer_pid(pid_t tid);
 

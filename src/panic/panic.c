@@ -762,7 +762,7 @@ __attribute__((noreturn)) static void panic_body(void)
 	ssize_t n;
 
 	panic_stage = "report";
-	n = kkp_read_file("/proc/thread-self/comm", comm, sizeof(comm));
+	n = kk_read_proc("/proc/thread-self/comm", comm, sizeof(comm));
 	if (n <= 0)
 		comm[0] = '\0';
 	else if (comm[n - 1] == '\n')
@@ -832,7 +832,7 @@ __attribute__((noreturn)) static void switch_stack_and_run(void)
 
 KK_EXPORT void kk_vpanic(const char *fmt, va_list ap)
 {
-	uint64_t t0 = kkp_now_ns();
+	uint64_t t0 = kk_now_ns();
 	pid_t me = kkp_gettid();
 	int expected = 0;
 	size_t len;
