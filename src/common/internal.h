@@ -241,6 +241,16 @@ static inline struct timespec kk_ns_to_ts(uint64_t ns)
 KK_WHITEBOX int kk_futex_wait(int *addr, int val, uint64_t deadline_ns);
 KK_WHITEBOX void kk_futex_wake(int *addr, int n);
 
+/* ---- text ---------------------------------------------------------------------------- */
+
+/* isspace() of the C locale (space, \t, \n, \v, \f, \r), whatever locale
+ * the program set: grammars read the same everywhere, and a signal handler
+ * may call it (no locale data). */
+static inline bool kk_is_space(int c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
 /* ---- threads ------------------------------------------------------------------------ */
 
 /*
