@@ -179,7 +179,6 @@ void kk_warn(const char *fmt, ...) __attribute__((__format__(__printf__, 1, 2)))
  * glibc loads libgcc_s on a dynamic program's first call: call this outside
  * constructors (first real use), never from one to "preload".
  */
-bool kk_unwind_ready(void);
 int kk_backtrace(void **buf, int size);
 
 /* ---- descriptors -----------------------------------------------------------------
@@ -312,8 +311,6 @@ KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
 /* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno.
  * Async-signal-safe (open, read, close only): a panic reads /proc with it. */
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);
-/* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
-ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n);
 /* SigBlk of thread @tid (0: the caller): bit (sig - 1) set = blocked.  0 or -errno. */
 int kk_task_sigblk(pid_t tid, uint64_t *mask);
 /* The thread's name without the newline ("" when gone).  0 or -errno. */
@@ -388,13 +385,9 @@ KK_WHITEBOX bool kk_in_worker(void);
 /* ---- ELF objects (object_name.c) --------------------------------------------------- */
 
 /*
- * The module name of an ELF object: its file name without the directory, a
- * "lib" prefix or any extension ("/usr/lib/libfoo.so.1" -> "foo").
- */
-void kk_object_name(const char *path, char *out, size_t len);
-
-/*
- * Name of the object that contains @addr (see kk_object_name), and its base.
+ * Name of the object that contains @addr, and its base.  The name is the
+ * object's file name without the directory, a "lib" prefix or any
+ * extension ("/usr/lib/libfoo.so.1" -> "foo").
  * The main program's name comes from AT_EXECFN (readlink() of /proc/self/exe
  * only when the auxiliary vector has none), once per process.
  */

@@ -27,7 +27,7 @@
 KK_EXPORT DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
 
 int odebug_enabled KK_LOAD_DATA;	/* read at exit (odebug_exit) */
-unsigned long odebug_nested_skips;
+static unsigned long odebug_nested_skips;	/* nested entries that could not take a lock */
 ODEBUG_TLS __attribute__((visibility("hidden"))) unsigned int odebug_depth;
 
 struct odebug_bucket {

@@ -73,7 +73,6 @@ extern void *volatile kkp_blink_arg;
 
 /* ---- panic.c: the flow ------------------------------------------------- */
 
-extern int kkp_stop_sig;			/* the park signal, once its handler is in */
 extern int kkp_panic_owner;		/* tid, 0 = none */
 extern char kkp_panic_msg[1024];
 
@@ -107,7 +106,6 @@ int kkp_policy_exists(const char *name);
 void kkp_policy_list(char *buf, size_t n);
 void kkp_sd_notify(const char *msg);
 /* Ask the kernel to re-exec with: saved at load. */
-extern int kkp_argc;
 extern char **kkp_argv;
 extern uint64_t kkp_init_mask;
 

@@ -866,7 +866,6 @@ KK_EXPORT void kk_panic(const char *fmt, ...)
 
 /* ---- init ------------------------------------------------------------------------ */
 
-int kkp_argc KK_LOAD_DATA;
 char **kkp_argv KK_LOAD_DATA;
 /* A copy (getopt() permutes argv): a short one on the page written at load
  * anyway, a long one in .bss. */
@@ -888,7 +887,6 @@ KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 		for (int i = 0; i < argc; i++)
 			copy[i] = argv[i];
 		copy[argc] = NULL;
-		kkp_argc = argc;
 		kkp_argv = copy;
 	}
 	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_")) {

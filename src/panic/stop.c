@@ -41,7 +41,7 @@
 #include "common/internal.h"
 #include "panic/internal.h"
 
-int kkp_stop_sig;
+static int kkp_stop_sig;		/* the park signal, once its handler is in */
 int kkp_debug_evfd = -1;
 int kkp_debug_wanted;
 
