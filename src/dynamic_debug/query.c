@@ -24,7 +24,7 @@
 
 /* ---- messages --------------------------------------------------------------------- */
 
-void ddq_msg(struct ddq_msgs *m, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) void ddq_msg(struct ddq_msgs *m, const char *fmt, ...)
 {
 	va_list ap;
 	size_t need;
@@ -104,7 +104,9 @@ static const struct {
 };
 #define NOPTS (sizeof(opt_array) / sizeof(opt_array[0]))
 
-int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m)
+/* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
+static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *mask,
+			   struct ddq_msgs *m)
 {
 	unsigned int f = 0;
 	int op;

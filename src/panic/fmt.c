@@ -37,7 +37,19 @@ void kkp_write_all(int fd, const void *p, size_t n)
 	}
 }
 
-void kkp_sink_flush(struct kkp_sink *s)
+/*
+ * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
+ * otherwise the output is truncated (always NUL-terminated).
+ */
+struct kkp_sink {
+	char *buf;
+	size_t cap;
+	size_t len;
+	int fd;
+	size_t total;		/* bytes produced, including truncated ones */
+};
+
+static void kkp_sink_flush(struct kkp_sink *s)
 {
 	if (s->fd >= 0 && s->len) {
 		kkp_write_all(s->fd, s->buf, s->len);
@@ -45,7 +57,7 @@ void kkp_sink_flush(struct kkp_sink *s)
 	}
 }
 
-void kkp_sink_putc(struct kkp_sink *s, char c)
+static void kkp_sink_putc(struct kkp_sink *s, char c)
 {
 	s->total++;
 	if (s->fd >= 0) {
@@ -60,7 +72,7 @@ void kkp_sink_putc(struct kkp_sink *s, char c)
 	}
 }
 
-void kkp_sink_puts(struct kkp_sink *s, const char *str)
+static void kkp_sink_puts(struct kkp_sink *s, const char *str)
 {
 	while (*str)
 		kkp_sink_putc(s, *str++);
@@ -499,7 +511,7 @@ static void (*const conv_emit[])(struct kkp_sink *, struct spec *, va_list *) = 
  * in turn, and a va_list parameter cannot be passed on by address portably
  * (on x86-64 it is an array that decays to a pointer).
  */
-void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
+static void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
 {
 	const char *p = fmt ? fmt : "(null)";
 	va_list args;

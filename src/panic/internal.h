@@ -13,23 +13,7 @@
 
 /* ---- fmt.c: async-signal-safe formatting and output -------------------- */
 
-/*
- * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
- * otherwise the output is truncated (always NUL-terminated).
- */
-struct kkp_sink {
-	char *buf;
-	size_t cap;
-	size_t len;
-	int fd;
-	size_t total;		/* bytes produced, including truncated ones */
-};
-
 void kkp_write_all(int fd, const void *p, size_t n);
-void kkp_sink_putc(struct kkp_sink *s, char c);
-void kkp_sink_puts(struct kkp_sink *s, const char *str);
-void kkp_sink_flush(struct kkp_sink *s);
-void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap);
 /* vsnprintf work-alikes: return the untruncated length. */
 size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 size_t kkp_snprintf(char *buf, size_t size, const char *fmt, ...)
