@@ -7,6 +7,11 @@
 # Layout conventions (so that facilities can be added without editing this file):
 #   src/*.c, src/<facility>/*.c      -> libkernelkit.{a,so}
 #   src/arch/$(ARCH)/*.c              -> arch code (src/arch/generic/ when there is none)
+#   src/<facility>/internal.h         -> that facility's private header; a one-file unit
+#                                        src/<unit>.c has src/<unit>.h (control.h, text_poke.h)
+#   src/common/                       -> internals shared by every facility (common/internal.h)
+#   Private headers are included by their path from src/ ("jump_label/internal.h",
+#   never a bare "internal.h"): the build passes -Isrc.
 #   test/unit/*.c                     -> one Criterion program per behaviour
 #   test/stress/*.c                   -> one plain program each (exit 0 = pass)
 #   test/lib/*.c                      -> $(B)/test/lib/lib<name>.so helper objects for tests

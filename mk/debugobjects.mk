@@ -35,20 +35,19 @@ EXTRA_ALL += $(ODB_TW_DEMO)
 TEST_LDLIBS_debugobjects_timerwheel := -Iexamples/timerwheel $(ODB_TW_OBJ)
 $(B)/test/unit/debugobjects_timerwheel: $(ODB_TW_OBJ)
 
-# ThreadSanitizer build of the stress test: the stress program and the
-# debug-objects sources only, standalone (no static-key patching, no control
-# endpoint), compiled by clang.  Run by test/scripts/debugobjects_tsan.sh.
-ODB_TSAN_CC  ?= clang
+# ThreadSanitizer build of the stress test (mk/tsan.mk): the stress program
+# and the debug-objects sources, without static-key patching or the control
+# endpoint (test/stubs/jump_label.c, control.c stand in).  Run by
+# test/scripts/debugobjects_tsan.sh.
 ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
 ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
 		$(wildcard src/common/*.c)
+ODB_TSAN_STUBS := $(B)/test/tsan/stubs/jump_label.o $(B)/test/tsan/stubs/control.o
 
-$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) src/debugobjects/internal.h src/common.h include/kernelkit/debugobjects.h \
-		include/kernelkit/jump_label.h test/kktest.h
+$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) $(ODB_TSAN_STUBS) src/debugobjects/internal.h src/common/internal.h \
+		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h test/kktest.h
 	@mkdir -p $(dir $@)
-	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
-		-fsanitize=thread -fno-omit-frame-pointer -pthread \
-		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SRC) -ldl
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(ODB_TSAN_SRC) $(ODB_TSAN_STUBS) -ldl
 
 EXTRA_TESTS += $(ODB_TSAN_BIN)
 
@@ -56,11 +55,9 @@ EXTRA_TESTS += $(ODB_TSAN_BIN)
 ODB_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
 ODB_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(ODB_TSAN_SRC))
 
-$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) src/debugobjects/internal.h src/common.h \
-		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
+$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) $(ODB_TSAN_STUBS) src/debugobjects/internal.h \
+		src/common/internal.h include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
 	@mkdir -p $(dir $@)
-	$(ODB_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
-		-fsanitize=thread -fno-omit-frame-pointer -pthread \
-		-DKK_NO_JUMP_LABEL -DKK_ODEBUG_STANDALONE -o $@ $(ODB_TSAN_SIG_SRC) -ldl
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(ODB_TSAN_SIG_SRC) $(ODB_TSAN_STUBS) -ldl
 
 EXTRA_TESTS += $(ODB_TSAN_SIG_BIN)

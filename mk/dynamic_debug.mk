@@ -61,7 +61,8 @@ DD_FUZZ_CC := clang
 DD_FUZZ    := $(B)/test/fuzz/dyndbg_parser
 EXTRA_TESTS += $(DD_FUZZ)
 
-$(DD_FUZZ): test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h
+$(DD_FUZZ): test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h \
+		src/common/internal.h
 	@mkdir -p $(dir $@)
 	$(DD_FUZZ_CC) -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
 		-o $@ test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c \

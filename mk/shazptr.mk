@@ -26,19 +26,17 @@ $(B)/test/unit/shazptr_keyreg: $(SHZ_KEYREG_OBJS)
 TEST_LDLIBS_shazptr_reclaim := $(SHZ_KEYREG_HP)
 $(B)/test/stress/shazptr_reclaim: $(SHZ_KEYREG_HP)
 
-# ThreadSanitizer build of the reclamation stress test: the stress program,
-# src/shazptr.c (without the control endpoint) and the shazptr registry, all
-# compiled by clang with -fsanitize=thread.  Run by test/scripts/shazptr_tsan.sh.
-SHZ_TSAN_CC  ?= clang
+# ThreadSanitizer build of the reclamation stress test (mk/tsan.mk): the
+# stress program, src/shazptr.c and the shazptr registry, without the control
+# endpoint (test/stubs/control.c stands in).  Run by test/scripts/shazptr_tsan.sh.
 SHZ_TSAN_BIN := $(B)/test/tsan/shazptr_reclaim
 SHZ_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c \
 		$(wildcard src/common/*.c)
+SHZ_TSAN_STUBS := $(B)/test/tsan/stubs/control.o
 
-$(SHZ_TSAN_BIN): $(SHZ_TSAN_SRC) examples/shazptr/keyreg.h include/kernelkit/shazptr.h test/kktest.h
+$(SHZ_TSAN_BIN): $(SHZ_TSAN_SRC) $(SHZ_TSAN_STUBS) examples/shazptr/keyreg.h \
+		include/kernelkit/shazptr.h test/kktest.h
 	@mkdir -p $(dir $@)
-	$(SHZ_TSAN_CC) -D_GNU_SOURCE -Iinclude -Isrc -Itest -std=gnu11 -O1 -g -Wall -Wextra \
-		-fsanitize=thread -fno-omit-frame-pointer -pthread \
-		-DKK_SHAZPTR_NO_CONTROL -DKEYREG_FLAVOR_SHAZPTR \
-		-o $@ $(SHZ_TSAN_SRC)
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -o $@ $(SHZ_TSAN_SRC) $(SHZ_TSAN_STUBS)
 
 EXTRA_TESTS += $(SHZ_TSAN_BIN)

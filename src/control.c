@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include <kernelkit/control.h>
-#include "common.h"
-#include "control_internal.h"
+#include "common/internal.h"
+#include "control.h"
 #include "control_path.h"
 
 /* ---- text buffers ---------------------------------------------------------- */
@@ -117,7 +117,7 @@ KK_EXPORT void kk_buf_free(struct kk_buf *b)
 
 /* ---- the file registry ----------------------------------------------------- */
 
-/* struct kk_cfile: see control_internal.h.  Files made by kk_control_create_file()
+/* struct kk_cfile: see control.h.  Files made by kk_control_create_file()
  * carry their name after the node, in the same allocation. */
 struct kk_cfile_dyn {
 	struct kk_cfile f;

@@ -1,17 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The control endpoint's address (library and kkctl). */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "control_path.h"
-
-socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid)
-{
-	return kk_control_addr_n(sa, pid, 0);
-}
 
 socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt)
 {
@@ -37,21 +30,4 @@ socklen_t kk_control_addr_str(struct sockaddr_un *sa, const char *name)
 	sa->sun_family = AF_UNIX;
 	memcpy(sa->sun_path + 1, name, n);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-}
-
-int kk_send_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }

@@ -18,12 +18,11 @@
  */
 #define KK_CONTROL_ABSTRACT_PREFIX	"kernelkit/"
 
-/* Fill @sa with the address of @pid's endpoint; returns the address length
- * (the name is not NUL-terminated: abstract names are length-delimited). */
-socklen_t kk_control_addr(struct sockaddr_un *sa, pid_t pid);
-/* The same for the alternative name "\0kernelkit/<pid>/<alt>" (alt > 0), which
- * a process takes when its own name is held by another socket (a squatter, or
- * a process with the same pid in another pid namespace).  alt 0: the name. */
+/* Fill @sa with the address of @pid's endpoint, alt 0, or of its alternative
+ * name "\0kernelkit/<pid>/<alt>" (alt > 0), which a process takes when its own
+ * name is held by another socket (a squatter, or a process with the same pid
+ * in another pid namespace).  Returns the address length (the name is not
+ * NUL-terminated: abstract names are length-delimited). */
 socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt);
 
 /*
@@ -37,9 +36,6 @@ socklen_t kk_control_addr_n(struct sockaddr_un *sa, pid_t pid, int alt);
 
 /* The address of the abstract name @name ("kernelkit/...", no '@' or NUL). */
 socklen_t kk_control_addr_str(struct sockaddr_un *sa, const char *name);
-
-/* send() all of @n bytes without raising SIGPIPE.  0, or -1 with errno set. */
-int kk_send_all(int fd, const void *p, size_t n);
 
 /* The wire protocol, one request per connection:
  *   client -> "read NAME\n" | "write NAME\n" BODY | "list\n", then shutdown(SHUT_WR)

@@ -40,11 +40,9 @@
 #include <unistd.h>
 
 #include <kernelkit/shazptr.h>
-#include "common.h"
-#ifndef KK_SHAZPTR_NO_CONTROL
+#include "common/internal.h"
 #include <kernelkit/control.h>
-#include "control_internal.h"
-#endif
+#include "control.h"
 
 #define SHZ_LINE	64
 #define SHZ_GROUPS	64
@@ -552,7 +550,6 @@ KK_EXPORT void kk_shazptr_reset_stats(void)
 	__atomic_store_n(&shz_stats.scan_rounds, 0, __ATOMIC_RELAXED);
 }
 
-#ifndef KK_SHAZPTR_NO_CONTROL
 static int stats_show(struct kk_buf *out, void *priv)
 {
 	struct kk_shazptr_stats st;
@@ -685,7 +682,6 @@ static const struct kk_control_file_ops skip_ops = {
 };
 KK_CONTROL_LIB_FILE(stats_file, "shazptr/stats", &stats_ops);
 KK_CONTROL_LIB_FILE(skip_file, "shazptr/skip_synchronize_self_scan", &skip_ops);
-#endif
 
 KK_INIT(310) static void shazptr_ctor(void)
 {
@@ -697,8 +693,6 @@ KK_INIT(310) static void shazptr_ctor(void)
 	kk_service_register(&scan_service);
 	if (kk_env_any() && kk_env_bool("KK_SHAZPTR_SKIP_SELF_SCAN", false))
 		kk_shazptr_set_skip_synchronize_self_scan(true);
-#ifndef KK_SHAZPTR_NO_CONTROL
 	kk_control_add_lib_file(&stats_file);
 	kk_control_add_lib_file(&skip_file);
-#endif
 }

@@ -65,8 +65,7 @@
 #define VALGRIND_HG_DISABLE_CHECKING(a, l) ((void)(a), (void)(l))
 #endif
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
 #include "text_poke.h"
 #include "text_sync.h"
 

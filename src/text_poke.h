@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 #define KK_POKE_MAX 8
 

@@ -58,7 +58,7 @@
 #include <kernelkit/kernelkit.h>
 
 #include "arch/sync_core.h"
-#include "common.h"
+#include "common/internal.h"
 #include "text_sync.h"
 
 #define KK_SYNC_MAX_THREADS	4096

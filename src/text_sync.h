@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 enum kk_patch_how {
 	KK_PATCH_LIVE = 1,

@@ -40,7 +40,7 @@
 
 #include <kernelkit/control.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "kkctl/kkctl.h"
 
 #ifndef KK_VERSION

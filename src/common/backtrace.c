@@ -15,11 +15,12 @@
 #include <execinfo.h>
 #include <stddef.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 extern const void *_Unwind_Find_FDE(void *pc, void *bases) __attribute__((__weak__));
 
-bool kk_unwind_ready(void)
+/* Are the unwind tables registered?  (See kk_backtrace() in common/internal.h.) */
+static bool kk_unwind_ready(void)
 {
 	void *bases[3];
 

@@ -17,7 +17,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 extern char **environ;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Descriptors the library keeps.  See common.h: a number is only ours while
+ * Descriptors the library keeps.  See common/internal.h: a number is only ours while
  * fstat() shows the file we opened; otherwise the program has closed it or
  * reused it, and we forget it without closing it.
  */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 int kk_fd_adopt(struct kk_fd *f, int fd)
 {

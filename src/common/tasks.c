@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 #define KK_LISTER_STACK	(32 * 1024)
 
@@ -194,7 +194,8 @@ ssize_t kk_read_proc(const char *path, char *buf, size_t n)
 	return (ssize_t)got;
 }
 
-ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n)
+/* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
+static ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n)
 {
 	char path[64];
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include <kernelkit/kernelkit.h>
-#include "common.h"
+#include "common/internal.h"
 
 /* ---- futex ------------------------------------------------------------------------- */
 

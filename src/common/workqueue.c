@@ -30,7 +30,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 #define W_PENDING	1
 #define W_CANCELING	2

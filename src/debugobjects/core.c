@@ -19,38 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "internal.h"
-#ifndef KK_ODEBUG_STANDALONE
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 #include <kernelkit/control.h>
-#include "control_internal.h"
-#endif
+#include "control.h"
 
 KK_EXPORT DEFINE_STATIC_KEY_FALSE(kk_debug_objects_key);
 
-#ifdef KK_ODEBUG_STANDALONE
-/*
- * Built without the rest of kernelkit (the TSan stress test, with
- * KK_NO_JUMP_LABEL): every object still registers its (empty) site table.
- */
-int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
-{
-	(void)start;
-	(void)stop;
-	return 0;
-}
-
-void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
-			      const void *self)
-{
-	(void)start;
-	(void)stop;
-	(void)self;
-}
-#endif
-
 int odebug_enabled KK_LOAD_DATA;	/* read at exit (odebug_exit) */
-unsigned long odebug_nested_skips;
+static unsigned long odebug_nested_skips;	/* nested entries that could not take a lock */
 ODEBUG_TLS __attribute__((visibility("hidden"))) unsigned int odebug_depth;
 
 struct odebug_bucket {
@@ -327,11 +304,7 @@ static void debug_objects_oom(void)
 	ODEBUG_ADD(odebug_oom_count, 1);
 	odebug_print_text("ODEBUG: Out of memory. ODEBUG disabled\n");
 	flush_hash(false);
-#ifdef KK_ODEBUG_STANDALONE
-	__atomic_store_n(&kk_debug_objects_key.key.enabled, 0, __ATOMIC_RELEASE);
-#else
 	static_branch_disable(&kk_debug_objects_key);
-#endif
 }
 
 static bool debug_object_fixup(bool (*fixup)(void *, enum debug_obj_state), void *addr,
@@ -845,13 +818,9 @@ KK_EXPORT int kk_debug_objects_enable(void)
 	pthread_mutex_lock(&enable_lock);
 	odebug_worker_start();
 	ODEBUG_WRITE(odebug_enabled, 1);
-#ifdef KK_ODEBUG_STANDALONE
-	__atomic_store_n(&kk_debug_objects_key.key.enabled, 1, __ATOMIC_RELEASE);
-#else
 	ret = static_branch_enable(&kk_debug_objects_key);
 	if (ret)
 		ODEBUG_WRITE(odebug_enabled, 0);
-#endif
 	if (!ret)
 		spare_balance();	/* before a signal handler may need one */
 	pthread_mutex_unlock(&enable_lock);
@@ -865,11 +834,7 @@ KK_EXPORT int kk_debug_objects_disable(void)
 	bool nested = odebug_enter();
 
 	pthread_mutex_lock(&enable_lock);
-#ifdef KK_ODEBUG_STANDALONE
-	__atomic_store_n(&kk_debug_objects_key.key.enabled, 0, __ATOMIC_RELEASE);
-#else
 	ret = static_branch_disable(&kk_debug_objects_key);
-#endif
 	if (!ret) {
 		ODEBUG_WRITE(odebug_enabled, 0);
 		flush_hash(nested);
@@ -976,7 +941,6 @@ static const struct kk_fork_ops odebug_fork_ops = {
 	KK_INIT_ODEBUG, atfork_prepare, atfork_parent, atfork_child
 };
 
-#ifndef KK_ODEBUG_STANDALONE
 static int stats_show(struct kk_buf *out, void *priv)
 {
 	struct kk_debug_objects_stats st;
@@ -1033,7 +997,6 @@ static const struct kk_control_file_ops policy_ops = {
 };
 KK_CONTROL_LIB_FILE(stats_file, "debug_objects/stats", &stats_ops);
 KK_CONTROL_LIB_FILE(policy_file, "debug_objects/policy", &policy_ops);
-#endif
 
 extern int odebug_exit_report;
 
@@ -1063,10 +1026,8 @@ KK_INIT(KK_INIT_ODEBUG) static void odebug_ctor(void)
 	/* The pool is sized when tracking is first switched on, not here:
 	 * counting CPUs reads /sys, which a sandbox may refuse. */
 	kk_fork_register(&odebug_fork_ops);
-#ifndef KK_ODEBUG_STANDALONE
 	kk_control_add_lib_file(&stats_file);
 	kk_control_add_lib_file(&policy_file);
-#endif
 	if (kk_env_any() && kk_env_has_prefix("KK_DEBUG_OBJECTS"))
 		odebug_env_init();
 }

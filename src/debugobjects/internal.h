@@ -124,7 +124,6 @@ static inline bool odebug_nested(void)
 /* ---- core.c ------------------------------------------------------------------- */
 
 extern int odebug_enabled;		/* tracking is on (checked by every slow path) */
-extern unsigned long odebug_nested_skips;	/* nested entries that could not take a lock */
 
 /* ---- pool.c ------------------------------------------------------------------- */
 
@@ -148,7 +147,6 @@ void odebug_pool_atfork_child(void);
 
 void odebug_print_object(const struct debug_obj *o, const char *msg);
 void odebug_print_text(const char *text);
-void odebug_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void odebug_stack_warning(const void *addr, bool is_on_stack);
 bool odebug_on_stack(const void *addr);
 extern int odebug_backtraces;

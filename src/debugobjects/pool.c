@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 
 /* ---- policies ------------------------------------------------------------------ */
 
@@ -454,20 +454,12 @@ static unsigned long calc_load(unsigned long load, unsigned long exp, unsigned l
 	return newload / FIXED_1;
 }
 
-static inline unsigned long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (unsigned long)ts.tv_sec * 1000 + (unsigned long)ts.tv_nsec / 1000000;
-}
-
 static unsigned long avg_period;
 static odebug_spin_t avg_lock;
 
 static void calc_usage(void)
 {
-	unsigned long now = now_ms(), periods, avg;
+	unsigned long now = kk_now_coarse_ms(), periods, avg;
 	long cur;
 
 	if (now < ODEBUG_READ(avg_period))
@@ -595,7 +587,7 @@ static void kick_worker(void)
 		return;
 	/* No worker thread (it cannot start): run a round inline, rate-limited. */
 	ODEBUG_WRITE(obj_freeing, 0);
-	unsigned long now = now_ms();
+	unsigned long now = kk_now_coarse_ms();
 
 	if (now >= ODEBUG_READ(inline_work_at)) {
 		ODEBUG_WRITE(inline_work_at, now + ODEBUG_FREE_WORK_DELAY_MS);

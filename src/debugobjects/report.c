@@ -22,8 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "internal.h"
+#include "common/internal.h"
+#include "debugobjects/internal.h"
 
 unsigned long odebug_warnings, odebug_fixups, odebug_maxchain, odebug_maxchecked;
 unsigned long odebug_stack_warnings, odebug_oom_count;
@@ -132,7 +132,7 @@ static void __attribute__((format(printf, 2, 3))) tb_printf(struct tbuf *t, cons
 		t->len = sizeof(t->buf) - 1;
 }
 
-void odebug_printf(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) void odebug_printf(const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;

@@ -26,10 +26,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
-#include "common.h"
-#include "control_internal.h"
-#include "internal.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "control.h"
+#include "dynamic_debug/internal.h"
 #include "dynamic_debug/query.h"
 
 _Static_assert(DDQ_F_PRINT == _DPRINTK_FLAGS_PRINT, "flag values");
@@ -141,14 +140,6 @@ static const char *class_name(const struct dd_table *t, const struct _ddebug *dp
 			return m->class_names[dp->class_id - m->base];
 	}
 	return NULL;
-}
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
 /* ---- applying a parsed block ----------------------------------------------------------- */
@@ -395,7 +386,7 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
 	int ret;
 
 	kk_jump_label_get_stats(&s0);
-	t0 = now_ns();
+	t0 = kk_now_ns();
 	nflip = store_flags(only, nf, flips);
 	ret = atomic_load(&dd_batched) ? switch_keys_batched(flips, nflip) :
 					 switch_keys_unbatched(flips, nflip);
@@ -405,7 +396,7 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
 			__atomic_store_n(&flips[i].dp->flags, flips[i].old, __ATOMIC_RELAXED);
 		return ret;
 	}
-	res->apply_ns = now_ns() - t0;
+	res->apply_ns = kk_now_ns() - t0;
 	kk_jump_label_get_stats(&s1);
 	res->syncs = s1.syncs - s0.syncs;
 	res->sites_flipped = nflip;

@@ -44,9 +44,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
-#include "common.h"
-#include "control_internal.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "control.h"
+#include "dynamic_debug/internal.h"
 #include "dynamic_debug/query.h"
 
 #define INH_NAME	"KK_DYNDBG_INHERIT"

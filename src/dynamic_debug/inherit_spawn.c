@@ -16,8 +16,8 @@
 #include <errno.h>
 #include <spawn.h>
 
-#include "common.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "dynamic_debug/internal.h"
 
 typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
 		     const posix_spawnattr_t *, char *const[], char *const[]);

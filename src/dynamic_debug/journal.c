@@ -30,10 +30,10 @@
 #include <unistd.h>
 
 #include <kernelkit/dynamic_debug.h>
-#include "common.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "dynamic_debug/internal.h"
 #include <kernelkit/control.h>
-#include "control_internal.h"
+#include "control.h"
 
 #define JOURNAL_SOCKET	"/run/systemd/journal/socket"
 #define MAX_FIELDS	9		/* MESSAGE PRIORITY CODE_* KK_MODULE TID SYSLOG_IDENTIFIER */

@@ -18,8 +18,8 @@
 
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/ratelimit.h>
-#include "common.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "dynamic_debug/internal.h"
 
 /* ---- sinks --------------------------------------------------------------------------- */
 
@@ -301,15 +301,6 @@ KK_EXPORT void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int
 
 /* ---- rate limits ------------------------------------------------------------------------- */
 
-static unsigned long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	/* +1 keeps 0 free to mean "not started" */
-	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull + 1;
-}
-
 KK_EXPORT void ratelimit_state_init(struct ratelimit_state *rs, int interval, int burst)
 {
 	memset(rs, 0, sizeof(*rs));
@@ -334,7 +325,7 @@ KK_EXPORT int kk_ratelimit_check(struct ratelimit_state *rs, int *report)
 		__atomic_fetch_add(&rs->missed, 1, __ATOMIC_RELAXED);	/* contended: suppressed */
 		return 0;
 	}
-	t = now_ms();
+	t = kk_now_coarse_ms() + 1;	/* +1 keeps 0 free to mean "not started" */
 	if (!rs->begin)
 		rs->begin = t;
 	if (t - rs->begin >= (unsigned long long)rs->interval) {

@@ -19,11 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "common/internal.h"
+#include "dynamic_debug/query.h"
 
 /* ---- messages --------------------------------------------------------------------- */
 
-void ddq_msg(struct ddq_msgs *m, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) void ddq_msg(struct ddq_msgs *m, const char *fmt, ...)
 {
 	va_list ap;
 	size_t need;
@@ -68,11 +69,6 @@ void ddq_msgs_free(struct ddq_msgs *m)
 
 /* ---- characters --------------------------------------------------------------------- */
 
-static int is_space(int c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
 static int is_alpha(int c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -85,7 +81,7 @@ static int is_digit(int c)
 
 static char *skip_spaces(char *s)
 {
-	while (is_space((unsigned char)*s))
+	while (kk_is_space((unsigned char)*s))
 		s++;
 	return s;
 }
@@ -108,7 +104,9 @@ static const struct {
 };
 #define NOPTS (sizeof(opt_array) / sizeof(opt_array[0]))
 
-int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m)
+/* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
+static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *mask,
+			   struct ddq_msgs *m)
 {
 	unsigned int f = 0;
 	int op;
@@ -298,7 +296,7 @@ static int tokenize(char *buf, char *words[], int maxwords, struct ddq_msgs *m)
 				return -EINVAL;
 			}
 		} else {
-			for (end = buf; *end && !is_space((unsigned char)*end); end++)
+			for (end = buf; *end && !kk_is_space((unsigned char)*end); end++)
 				;
 		}
 		if (nwords == maxwords) {
@@ -471,7 +469,7 @@ static bool is_listing_line(const char *s)
 {
 	const char *e = s, *colon = NULL;
 
-	while (*e && !is_space((unsigned char)*e)) {
+	while (*e && !kk_is_space((unsigned char)*e)) {
 		if (*e == ':')
 			colon = e;
 		e++;
@@ -481,9 +479,9 @@ static bool is_listing_line(const char *s)
 	for (const char *d = colon + 1; d < e; d++)
 		if (!is_digit((unsigned char)*d))
 			return false;
-	if (!is_space((unsigned char)*e))
+	if (!kk_is_space((unsigned char)*e))
 		return false;
-	while (is_space((unsigned char)*e) && *e != '\n')
+	while (kk_is_space((unsigned char)*e) && *e != '\n')
 		e++;
 	return *e == '[';
 }
@@ -491,7 +489,7 @@ static bool is_listing_line(const char *s)
 /* The end of the word at @p: its first space or the NUL. */
 static char *word_end(char *p)
 {
-	while (*p && !is_space((unsigned char)*p))
+	while (*p && !kk_is_space((unsigned char)*p))
 		p++;
 	return p;
 }
@@ -508,7 +506,7 @@ static char *listing_location(char *p, struct ddq_query *q, struct ddq_msgs *m)
 	char *e, *colon = NULL;
 	unsigned int line;
 
-	for (e = p; *e && !is_space((unsigned char)*e); e++)
+	for (e = p; *e && !kk_is_space((unsigned char)*e); e++)
 		if (*e == ':')
 			colon = e;
 	*colon = '\0';
@@ -691,7 +689,7 @@ int ddq_parse_block(const char *text, size_t len, const char *modname, struct dd
 		idx++;
 		/* keep the text as written (trailing blanks trimmed) for reports */
 		tl = strlen(s);
-		while (tl && is_space((unsigned char)s[tl - 1]))
+		while (tl && kk_is_space((unsigned char)s[tl - 1]))
 			tl--;
 		t = texts + tpos;
 		memcpy(t, s, tl);
@@ -720,7 +718,7 @@ size_t ddq_query_len(const char *text, size_t len)
 	int listing = 0;
 	char *line;
 
-	while (i < len && is_space((unsigned char)text[i]) && text[i] != '\n')
+	while (i < len && kk_is_space((unsigned char)text[i]) && text[i] != '\n')
 		i++;
 	for (nl = i; nl < len && text[nl] && text[nl] != '\n'; nl++)
 		;

@@ -30,7 +30,6 @@ struct ddq_msgs {
 	size_t len, cap;
 	int oom;
 };
-void ddq_msg(struct ddq_msgs *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ddq_msgs_free(struct ddq_msgs *m);
 
 struct ddq_query {
@@ -69,8 +68,6 @@ void ddq_block_free(struct ddq_block *block);
  */
 size_t ddq_query_len(const char *text, size_t len);
 
-/* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
-int ddq_parse_flags(const char *word, unsigned int *flags, unsigned int *mask, struct ddq_msgs *m);
 /* The listing form of @flags: "pTmfsltd" order, or "_". @out holds >= 9 bytes. */
 void ddq_flags_str(unsigned int flags, char *out);
 

@@ -75,9 +75,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
-#include "common.h"
-#include "control_internal.h"
-#include "dynamic_debug/dd.h"
+#include "common/internal.h"
+#include "control.h"
+#include "dynamic_debug/internal.h"
 
 #define TR_STR_MAX	256		/* bytes of one %s kept */
 #define TR_REC_MAX	1024u		/* one record, header included */

@@ -48,10 +48,9 @@
 
 #include <kernelkit/control.h>
 #include <kernelkit/jump_label.h>
-#include "common.h"
-#include "control_internal.h"
-#include "internal.h"
-#include "jump_label/jl.h"
+#include "common/internal.h"
+#include "control.h"
+#include "jump_label/internal.h"
 #include "arch/jump_label.h"
 #include "text_poke.h"
 #include "text_sync.h"

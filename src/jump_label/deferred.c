@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include <kernelkit/jump_label.h>
-#include "common.h"
-#include "jump_label/jl.h"
+#include "common/internal.h"
+#include "jump_label/internal.h"
 
 #define fail jl_fail
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "kernelkit/control.h"
-#include "common.h"
-#include "control_internal.h"
+#include "common/internal.h"
+#include "control.h"
 #include "panic/internal.h"
 
 static const char *const restart_names[] = { "exit", "abort", "reexec" };
@@ -53,11 +53,6 @@ static int parse_flag(const char *v, size_t n, int *out)
 		return -EINVAL;
 	*out = b;
 	return 0;
-}
-
-static int is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
 }
 
 /* What panic_show() prints after blink_ms when there is no blink hook. */
@@ -272,23 +267,23 @@ static int split_line(const char *l, size_t n, char key[KEY_MAX], const char **v
 {
 	size_t k = 0, i = 0;
 
-	while (i < n && is_space(l[i]))
+	while (i < n && kk_is_space(l[i]))
 		i++;
-	while (n > i && is_space(l[n - 1]))
+	while (n > i && kk_is_space(l[n - 1]))
 		n--;
 	if (i == n || l[i] == '#')
 		return 0;
-	while (i < n && l[i] != '=' && l[i] != ':' && !is_space(l[i])) {
+	while (i < n && l[i] != '=' && l[i] != ':' && !kk_is_space(l[i])) {
 		if (k + 1 >= KEY_MAX)
 			return -1;
 		key[k++] = l[i++];
 	}
 	key[k] = '\0';
-	while (i < n && is_space(l[i]))
+	while (i < n && kk_is_space(l[i]))
 		i++;
 	if (i < n && (l[i] == '=' || l[i] == ':'))
 		i++;
-	while (i < n && is_space(l[i]))
+	while (i < n && kk_is_space(l[i]))
 		i++;
 	*v = l + i;
 	*vn = n - i;

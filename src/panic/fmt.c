@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/internal.h"
 #include "panic/internal.h"
 
 void kkp_write_all(int fd, const void *p, size_t n)
@@ -37,7 +37,19 @@ void kkp_write_all(int fd, const void *p, size_t n)
 	}
 }
 
-void kkp_sink_flush(struct kkp_sink *s)
+/*
+ * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
+ * otherwise the output is truncated (always NUL-terminated).
+ */
+struct kkp_sink {
+	char *buf;
+	size_t cap;
+	size_t len;
+	int fd;
+	size_t total;		/* bytes produced, including truncated ones */
+};
+
+static void kkp_sink_flush(struct kkp_sink *s)
 {
 	if (s->fd >= 0 && s->len) {
 		kkp_write_all(s->fd, s->buf, s->len);
@@ -45,7 +57,7 @@ void kkp_sink_flush(struct kkp_sink *s)
 	}
 }
 
-void kkp_sink_putc(struct kkp_sink *s, char c)
+static void kkp_sink_putc(struct kkp_sink *s, char c)
 {
 	s->total++;
 	if (s->fd >= 0) {
@@ -60,7 +72,7 @@ void kkp_sink_putc(struct kkp_sink *s, char c)
 	}
 }
 
-void kkp_sink_puts(struct kkp_sink *s, const char *str)
+static void kkp_sink_puts(struct kkp_sink *s, const char *str)
 {
 	while (*str)
 		kkp_sink_putc(s, *str++);
@@ -499,7 +511,7 @@ static void (*const conv_emit[])(struct kkp_sink *, struct spec *, va_list *) = 
  * in turn, and a va_list parameter cannot be passed on by address portably
  * (on x86-64 it is an array that decays to a pointer).
  */
-void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
+static void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
 {
 	const char *p = fmt ? fmt : "(null)";
 	va_list args;
@@ -589,40 +601,6 @@ pid_t kkp_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-uint64_t kkp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-ssize_t kkp_read_file(const char *path, char *buf, size_t n)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t got = 0;
-
-	if (!n)
-		return -EINVAL;
-	if (fd < 0)
-		return -errno;
-	while (got + 1 < n) {
-		ssize_t r = read(fd, buf + got, n - 1 - got);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	buf[got] = '\0';
-	close(fd);
-	return (ssize_t)got;
-}
-
 int kkp_tracer_pid(pid_t tid)
 {
 	char path[64], buf[2048];
@@ -634,7 +612,7 @@ int kkp_tracer_pid(pid_t tid)
 		kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	else
 		kkp_snprintf(path, sizeof(path), "/proc/thread-self/status");
-	if (kkp_read_file(path, buf, sizeof(buf)) < 0)
+	if (kk_read_proc(path, buf, sizeof(buf)) < 0)
 		return -1;
 	p = strstr(buf, "\nTracerPid:");
 	if (!p)

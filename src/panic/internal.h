@@ -13,23 +13,7 @@
 
 /* ---- fmt.c: async-signal-safe formatting and output -------------------- */
 
-/*
- * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
- * otherwise the output is truncated (always NUL-terminated).
- */
-struct kkp_sink {
-	char *buf;
-	size_t cap;
-	size_t len;
-	int fd;
-	size_t total;		/* bytes produced, including truncated ones */
-};
-
 void kkp_write_all(int fd, const void *p, size_t n);
-void kkp_sink_putc(struct kkp_sink *s, char c);
-void kkp_sink_puts(struct kkp_sink *s, const char *str);
-void kkp_sink_flush(struct kkp_sink *s);
-void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap);
 /* vsnprintf work-alikes: return the untruncated length. */
 size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 size_t kkp_snprintf(char *buf, size_t size, const char *fmt, ...)
@@ -43,9 +27,6 @@ int kkp_parse_long(const char *s, size_t n, long *out);
 
 pid_t kkp_gettid(void);
 pid_t kkp_getpid(void);
-uint64_t kkp_now_ns(void);
-/* Read up to n-1 bytes of a small file with open/read; NUL-terminated. -errno on failure. */
-ssize_t kkp_read_file(const char *path, char *buf, size_t n);
 /* TracerPid of a thread (tid 0: the calling thread), -1 if unknown. */
 int kkp_tracer_pid(pid_t tid);
 
@@ -76,7 +57,6 @@ extern void *volatile kkp_blink_arg;
 
 /* ---- panic.c: the flow ------------------------------------------------- */
 
-extern int kkp_stop_sig;			/* the park signal, once its handler is in */
 extern int kkp_panic_owner;		/* tid, 0 = none */
 extern char kkp_panic_msg[1024];
 
@@ -110,7 +90,6 @@ int kkp_policy_exists(const char *name);
 void kkp_policy_list(char *buf, size_t n);
 void kkp_sd_notify(const char *msg);
 /* Ask the kernel to re-exec with: saved at load. */
-extern int kkp_argc;
 extern char **kkp_argv;
 extern uint64_t kkp_init_mask;
 

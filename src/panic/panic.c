@@ -31,9 +31,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "panic/internal.h"
-#include "dynamic_debug/dd.h"
+#include "dynamic_debug/internal.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -762,7 +762,7 @@ __attribute__((noreturn)) static void panic_body(void)
 	ssize_t n;
 
 	panic_stage = "report";
-	n = kkp_read_file("/proc/thread-self/comm", comm, sizeof(comm));
+	n = kk_read_proc("/proc/thread-self/comm", comm, sizeof(comm));
 	if (n <= 0)
 		comm[0] = '\0';
 	else if (comm[n - 1] == '\n')
@@ -832,7 +832,7 @@ __attribute__((noreturn)) static void switch_stack_and_run(void)
 
 KK_EXPORT void kk_vpanic(const char *fmt, va_list ap)
 {
-	uint64_t t0 = kkp_now_ns();
+	uint64_t t0 = kk_now_ns();
 	pid_t me = kkp_gettid();
 	int expected = 0;
 	size_t len;
@@ -866,7 +866,6 @@ KK_EXPORT void kk_panic(const char *fmt, ...)
 
 /* ---- init ------------------------------------------------------------------------ */
 
-int kkp_argc KK_LOAD_DATA;
 char **kkp_argv KK_LOAD_DATA;
 /* A copy (getopt() permutes argv): a short one on the page written at load
  * anyway, a long one in .bss. */
@@ -888,7 +887,6 @@ KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 		for (int i = 0; i < argc; i++)
 			copy[i] = argv[i];
 		copy[argc] = NULL;
-		kkp_argc = argc;
 		kkp_argv = copy;
 	}
 	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_")) {

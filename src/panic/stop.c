@@ -38,10 +38,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "panic/internal.h"
 
-int kkp_stop_sig;
+static int kkp_stop_sig;		/* the park signal, once its handler is in */
 int kkp_debug_evfd = -1;
 int kkp_debug_wanted;
 
@@ -188,7 +188,7 @@ static int wait_parked(uint64_t deadline)
 
 		if (count_parked() == nsignalled)
 			return 1;
-		now = kkp_now_ns();
+		now = kk_now_ns();
 		if (now >= deadline)
 			return 0;
 		ts.tv_sec = (time_t)(deadline / 1000000000ull);
@@ -203,7 +203,7 @@ static int task_exists(pid_t tid)
 	char path[64], buf[8];
 
 	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
-	return kkp_read_file(path, buf, sizeof(buf)) >= 0;
+	return kk_read_proc(path, buf, sizeof(buf)) >= 0;
 }
 
 /* Does @tid block @sig?  1, 0, or -1 when unknown (from SigBlk in its status). */
@@ -224,7 +224,7 @@ static void report_missing(pid_t tid)
 	char *p;
 
 	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
-	n = kkp_read_file(path, comm, sizeof(comm));
+	n = kk_read_proc(path, comm, sizeof(comm));
 	if (n < 0) {
 		kkp_dprintf(KKP_FD, "kernelkit:   thread %d exited before it could be stopped\n", (int)tid);
 		return;
@@ -232,7 +232,7 @@ static void report_missing(pid_t tid)
 	if (n > 0 && comm[n - 1] == '\n')
 		comm[n - 1] = '\0';
 	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	if (kkp_read_file(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')) && p[1] == ' ') {
+	if (kk_read_proc(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')) && p[1] == ' ') {
 		p[3] = '\0';
 		state = p + 2;
 	}
@@ -250,7 +250,7 @@ static void report_missing(pid_t tid)
 void kkp_stop_others(struct kk_panic_stats *st)
 {
 	struct scan sc = { kkp_gettid(), kkp_getpid(), 0 };
-	uint64_t deadline = kkp_now_ns() + (uint64_t)KKP_LOAD(kkp_set.stop_timeout_ms) * 1000000ull;
+	uint64_t deadline = kk_now_ns() + (uint64_t)KKP_LOAD(kkp_set.stop_timeout_ms) * 1000000ull;
 	int all = 1, missing = 0, rounds = 0;
 	uint64_t el;
 
@@ -280,7 +280,7 @@ void kkp_stop_others(struct kk_panic_stats *st)
 		all = !missing;
 	}
 	if (all && !overflow) {
-		st->parked_ns = kkp_now_ns();
+		st->parked_ns = kk_now_ns();
 		el = st->parked_ns - st->enter_ns;
 		kkp_dprintf(KKP_FD, "kernelkit: stopped %d other thread%s in %lu.%03lu ms\n",
 			    st->threads_parked, st->threads_parked == 1 ? "" : "s",

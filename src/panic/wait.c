@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "panic/internal.h"
 
 uint64_t kkp_init_mask KK_LOAD_DATA;
@@ -190,7 +190,7 @@ static char *cmd_argv[1024];
 
 static char **fallback_argv(void)
 {
-	ssize_t n = kkp_read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	ssize_t n = kk_read_proc("/proc/self/cmdline", cmdline, sizeof(cmdline));
 	int argc = 0;
 
 	if (n <= 0)
@@ -368,13 +368,6 @@ static void call_blink(void *arg)
 		fn(blink_state, kkp_blink_arg);
 }
 
-static struct timespec ns_to_ts(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-
-	return ts;
-}
-
 /* The blink hook, called at a fixed rate while we wait. */
 struct blinker {
 	uint64_t period;	/* ns; 0: no hook, or it faulted and was removed */
@@ -384,7 +377,7 @@ struct blinker {
 static void blink_init(struct blinker *b)
 {
 	b->period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
-	b->start = kkp_now_ns();
+	b->start = kk_now_ns();
 	b->next = b->start + b->period;
 }
 
@@ -399,7 +392,7 @@ static int blink_due(struct blinker *b, uint64_t now)
 		b->period = 0;
 	} else {
 		/* Fixed rate: the next multiple of the period, never a burst. */
-		b->next = b->start + ((kkp_now_ns() - b->start) / b->period + 1) * b->period;
+		b->next = b->start + ((kk_now_ns() - b->start) / b->period + 1) * b->period;
 	}
 	return 1;
 }
@@ -449,7 +442,7 @@ static int wait_epoll(uint64_t next)
 
 	memset(&its, 0, sizeof(its));
 	if (next)
-		its.it_value = ns_to_ts(next);
+		its.it_value = kk_ns_to_ts(next);
 	timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	n = epoll_wait(ep, ev, 4, -1);
 	if (n < 0)
@@ -470,9 +463,9 @@ static int wait_signals(uint64_t next)
 	sigaddset(&ts, SIGTERM);
 	sigaddset(&ts, SIGINT);
 	if (next) {
-		uint64_t now = kkp_now_ns();
+		uint64_t now = kk_now_ns();
 
-		rel = ns_to_ts(next > now ? next - now : 0);
+		rel = kk_ns_to_ts(next > now ? next - now : 0);
 		relp = &rel;
 	}
 	sig = sigtimedwait(&ts, NULL, relp);
@@ -501,7 +494,7 @@ static int idle_wait(const struct kk_panic_wait *w, int want_dbg)
 			return 1;
 	}
 	for (;;) {
-		uint64_t now = kkp_now_ns();
+		uint64_t now = kk_now_ns();
 
 		if (w->deadline_ns && now >= w->deadline_ns)
 			return 0;
@@ -550,14 +543,14 @@ static inline void cpu_relax(void)
 static int busy_run(struct kk_panic_policy *p, const struct kk_panic_wait *w)
 {
 	uint64_t period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
-	uint64_t i_next = kkp_now_ns() + period;
+	uint64_t i_next = kk_now_ns() + period;
 	uint64_t unblock = (1ull << (SIGTERM - 1)) | (1ull << (SIGINT - 1));
 
 	(void)p;
 	/* The handler answers SIGTERM/SIGINT; nothing else here sleeps. */
 	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &unblock, NULL, (size_t)(_NSIG / 8));
 	for (;;) {
-		uint64_t t = kkp_now_ns(), end = t + 100000000ull;	/* mdelay(PANIC_TIMER_STEP) */
+		uint64_t t = kk_now_ns(), end = t + 100000000ull;	/* mdelay(PANIC_TIMER_STEP) */
 
 		if (w->deadline_ns && t >= w->deadline_ns)
 			return 0;
@@ -570,7 +563,7 @@ static int busy_run(struct kk_panic_policy *p, const struct kk_panic_wait *w)
 		}
 		if (w->deadline_ns && end > w->deadline_ns)
 			end = w->deadline_ns;
-		while (kkp_now_ns() < end)
+		while (kk_now_ns() < end)
 			cpu_relax();
 	}
 }
@@ -680,7 +673,7 @@ void kkp_after_panic(void)
 		kkp_restart();
 	}
 	if (w.timeout > 0) {
-		w.deadline_ns = kkp_now_ns() + (uint64_t)w.timeout * 1000000000ull;
+		w.deadline_ns = kk_now_ns() + (uint64_t)w.timeout * 1000000000ull;
 		kkp_dprintf(KKP_FD, "kernelkit: restarting in %d seconds..\n", w.timeout);
 	}
 	kkp_dprintf(KKP_FD, "---[ end panic - not syncing: %s ]---\n", kkp_panic_msg);

@@ -39,7 +39,8 @@
 
 /* Under helgrind: the variables below are C11-style atomics used as a
  * seqcount and flags, which helgrind does not model; tell it not to check
- * them (test/valgrind/README).  Nothing outside valgrind. */
+ * them (as test/valgrind/helgrind.supp does for the library).  Nothing
+ * outside valgrind. */
 #if defined(__has_include)
 #if __has_include(<valgrind/helgrind.h>)
 #include <valgrind/helgrind.h>

@@ -3,7 +3,7 @@
  * Prints, one "name=value" a line, the state that kernelkit's settings
  * (KK_* environment variables) control, so that a test can tell which ones
  * were honoured: test/scripts/setuid_env.sh (a set-user-ID copy must honour
- * none) and test/unit/debugobjects_env.c (the one boolean grammar).
+ * none) and test/unit/settings_env.c (the one boolean grammar).
  *
  *   secure          getauxval(AT_SECURE): 1 in a set-user-ID run
  *   dyndbg          1 if this program's pr_debug site printed (KK_DYNDBG='+p')

@@ -10,7 +10,7 @@
 #
 # KNOWN, outside the endpoint's files (at e665119 and on this branch): the
 # jump-label destructor kk_jump_label_del_object() (src/jump_label/core.c)
-# calls kk_addr_object() -> readlink("/proc/self/exe") (src/object_name.c)
+# calls kk_addr_object() -> readlink("/proc/self/exe") (src/common/object_name.c)
 # for the main program at exit; the filter kills the process there (strace -f:
 # "readlink(\"/proc/self/exe\", ...) ... killed by SIGSYS").  With that call
 # gone, all six cases exit 0.

@@ -6,7 +6,7 @@
  * program gets no KK_* value is test/scripts/setuid_env.sh.)
  *
  * These are internal functions: libkernelkit.so exports them, and the test
- * includes src/common.h (the build passes -Isrc).
+ * includes src/common/internal.h (the build passes -Isrc).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 
 /* ---- capturing stderr -------------------------------------------------------------- */
 

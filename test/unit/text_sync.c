@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "text_sync.h"
 
 #define NSPIN		8

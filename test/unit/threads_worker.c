@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include <kernelkit/kernelkit.h>
-#include "common.h"
+#include "common/internal.h"
 #include "kktest.h"
 
 #define BOUND_NS	(10 * 1000000000ull)

@@ -180,7 +180,7 @@ int kkctl_connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, ch
 	if (w.other_net)
 		snprintf(why, wl, "process %d has no control endpoint in its network namespace",
 			 (int)pid);
-	try_name(&r, &sa, kk_control_addr(&sa, r.inpid));
+	try_name(&r, &sa, kk_control_addr_n(&sa, r.inpid, 0));
 	if (r.fd < 0 && !(w.other_net && r.ns.net < 0))	/* the name itself would not do */
 		kkctl_scan_endpoints(w.other_net ? pid : 0, try_alt, &r);
 	if (r.ns.user >= 0)

@@ -16,7 +16,7 @@
 
 #include <kernelkit/control.h>
 
-#include "common.h"
+#include "common/internal.h"
 #include "kkctl.h"
 
 /* Wait for @events on @fd until @deadline (kk_now_ns()): 1 ready, 0 too late,

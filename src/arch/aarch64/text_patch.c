@@ -57,7 +57,7 @@
 #include <string.h>
 
 #include "arch/aarch64/insn.h"
-#include "common.h"
+#include "common/internal.h"
 #include "text_poke.h"
 #include "text_sync.h"
 

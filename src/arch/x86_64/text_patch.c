@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "arch/x86_64/insn.h"
-#include "common.h"
+#include "common/internal.h"
 #include "text_poke.h"
 #include "text_sync.h"
 

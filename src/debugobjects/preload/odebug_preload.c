@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include <kernelkit/debugobjects.h>
-#include "common.h"
+#include "common/internal.h"
 
 extern void __libc_free(void *p);
 extern void *__libc_realloc(void *p, size_t n);

@@ -16,6 +16,7 @@
  *                  belongs to a service that kk_threads_stop() can stop;
  *  - the worker:   one lazily started thread that runs the library's
  *                  deferred work (the kernel's system workqueue).
+ *  - ELF objects:  which loaded object holds an address, and its module name.
  *
  * Nothing here allocates in a way a signal handler could deadlock on, except
  * where a function says so.
@@ -178,7 +179,6 @@ void kk_warn(const char *fmt, ...) __attribute__((__format__(__printf__, 1, 2)))
  * glibc loads libgcc_s on a dynamic program's first call: call this outside
  * constructors (first real use), never from one to "preload".
  */
-bool kk_unwind_ready(void);
 int kk_backtrace(void **buf, int size);
 
 /* ---- descriptors -----------------------------------------------------------------
@@ -207,12 +207,25 @@ void kk_fd_release(struct kk_fd *f);
 
 /* ---- time and futex ---------------------------------------------------------------- */
 
+/* CLOCK_MONOTONIC nanoseconds.  Async-signal-safe (clock_gettime() is): a
+ * panic reads it too. */
 static inline uint64_t kk_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC_COARSE milliseconds: as fine as the clock tick, and cheaper
+ * to read than kk_now_ns(), for hot paths that count in ticks (rate limits,
+ * the debug-objects pool's load average). */
+static inline uint64_t kk_now_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
 static inline struct timespec kk_ns_to_ts(uint64_t ns)
@@ -226,6 +239,16 @@ static inline struct timespec kk_ns_to_ts(uint64_t ns)
  * 0 when woken (or the value differed), -ETIMEDOUT, -EINTR. */
 KK_WHITEBOX int kk_futex_wait(int *addr, int val, uint64_t deadline_ns);
 KK_WHITEBOX void kk_futex_wake(int *addr, int n);
+
+/* ---- text ---------------------------------------------------------------------------- */
+
+/* isspace() of the C locale (space, \t, \n, \v, \f, \r), whatever locale
+ * the program set: grammars read the same everywhere, and a signal handler
+ * may call it (no locale data). */
+static inline bool kk_is_space(int c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 /* ---- threads ------------------------------------------------------------------------ */
 
@@ -285,10 +308,9 @@ bool kk_threads_stopped(void);
 /* The tids of this process into @tids (at most @max): the number of threads
  * seen (more than @max when they did not fit), or -errno. */
 KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
-/* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno. */
+/* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno.
+ * Async-signal-safe (open, read, close only): a panic reads /proc with it. */
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);
-/* /proc/self/task/<tid>/<leaf> (tid 0: /proc/thread-self/<leaf>). */
-ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n);
 /* SigBlk of thread @tid (0: the caller): bit (sig - 1) set = blocked.  0 or -errno. */
 int kk_task_sigblk(pid_t tid, uint64_t *mask);
 /* The thread's name without the newline ("" when gone).  0 or -errno. */
@@ -359,5 +381,24 @@ bool kk_work_ever_queued(void);
 KK_WHITEBOX bool kk_work_pending(const struct kk_work *w);
 /* True on the worker thread (inside a work function). */
 KK_WHITEBOX bool kk_in_worker(void);
+
+/* ---- ELF objects (object_name.c) --------------------------------------------------- */
+
+/*
+ * Name of the object that contains @addr, and its base.  The name is the
+ * object's file name without the directory, a "lib" prefix or any
+ * extension ("/usr/lib/libfoo.so.1" -> "foo").
+ * The main program's name comes from AT_EXECFN (readlink() of /proc/self/exe
+ * only when the auxiliary vector has none), once per process.
+ */
+void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base);
+
+/* The base and mapped range [lo, hi) of the object that contains @addr (all 0
+ * if none).  No syscall: safe in a destructor under a sandbox. */
+void kk_addr_range(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi);
+
+/* The PROT_* bits of the ELF load segment that holds @addr, as the loader
+ * mapped it, or -ENOENT.  For text, where /proc/self/maps cannot be read. */
+int kk_addr_segment_prot(const void *addr);
 
 #endif

@@ -18,9 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
-void kk_object_name(const char *path, char *out, size_t len)
+/* The module name of the object at @path: its file name without the
+ * directory, a "lib" prefix or any extension ("/usr/lib/libfoo.so.1" -> "foo"). */
+static void kk_object_name(const char *path, char *out, size_t len)
 {
 	const char *base = strrchr(path, '/');
 	size_t n;
