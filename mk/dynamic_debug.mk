@@ -3,7 +3,7 @@
 # libFuzzer target.
 #
 # The demo modules are generated at build time into $(B)/dyndbg-mods/ by
-# examples/gen-dyndbg-module.sh: the per-module site counts of Jim Cromie's queued static-key series for the DRM stack, virtio
+# scripts/gen-dyndbg-module.sh: the per-module site counts of Jim Cromie's queued static-key series for the DRM stack, virtio
 # and the serial core (with pr_debug_ratelimited), and other modules up to
 # 16154 sites in all.  modules.list gives the load order.
 #   name:sites:source-dir[:ratelimited]
@@ -40,9 +40,9 @@ EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 # make then deletes build/bench-mods/kkbm*.c at the end of every build that
 # made them, the stray "rm build/bench-mods/..." line at the end of make demo.
 
-$(B)/dyndbg-mods/%.c: examples/gen-dyndbg-module.sh mk/dynamic_debug.mk
+$(B)/dyndbg-mods/%.c: scripts/gen-dyndbg-module.sh mk/dynamic_debug.mk
 	@mkdir -p $(dir $@)
-	sh examples/gen-dyndbg-module.sh $* $(call dd_mod_field,$*,2) $(call dd_mod_field,$*,3) \
+	sh scripts/gen-dyndbg-module.sh $* $(call dd_mod_field,$*,2) $(call dd_mod_field,$*,3) \
 		$(or $(call dd_mod_field,$*,4),0) > $@
 
 $(B)/dyndbg-mods/lib%.so: $(B)/dyndbg-mods/%.c $(HDRS) $(B)/libkernelkit.so

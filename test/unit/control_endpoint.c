@@ -181,6 +181,29 @@ Test(socket, oversize_requests, .init = setup)
 	free(req);
 }
 
+/* Events between the test and its stalled client, in place of sleeps: the
+ * client says when its half request is sent, and holds its connection open
+ * until the test says the other client has been served. */
+static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stall_cv = PTHREAD_COND_INITIALIZER;
+static int stall_sent, stall_done;
+
+static void stall_signal(int *flag)
+{
+	pthread_mutex_lock(&stall_mu);
+	*flag = 1;
+	pthread_cond_broadcast(&stall_cv);
+	pthread_mutex_unlock(&stall_mu);
+}
+
+static void stall_wait(const int *flag)
+{
+	pthread_mutex_lock(&stall_mu);
+	while (!*flag)
+		pthread_cond_wait(&stall_cv, &stall_mu);
+	pthread_mutex_unlock(&stall_mu);
+}
+
 static void *stalled_client(void *arg)
 {
 	struct sockaddr_un sa;
@@ -190,7 +213,8 @@ static void *stalled_client(void *arg)
 	(void)arg;
 	connect(fd, (struct sockaddr *)&sa, sl);
 	send(fd, "read te", 7, MSG_NOSIGNAL);	/* ... and never finish */
-	sleep(4);
+	stall_signal(&stall_sent);
+	stall_wait(&stall_done);
 	close(fd);
 	return NULL;
 }
@@ -200,9 +224,11 @@ Test(socket, stalled_client_does_not_block_others, .init = setup, .timeout = 20)
 	pthread_t th;
 
 	pthread_create(&th, NULL, stalled_client, NULL);
-	usleep(100 * 1000);
-	/* The server drops the stalled client after its receive timeout. */
+	/* The stalled client is connected (ahead of us in the accept queue)
+	 * and stays connected, half a request sent, until we are answered. */
+	stall_wait(&stall_sent);
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0);
+	stall_signal(&stall_done);
 	pthread_join(th, NULL);
 }
 

@@ -5,11 +5,13 @@
  * limit of pr_debug_ratelimited ("N callbacks suppressed").
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dyndbg_util.h"
@@ -45,6 +47,45 @@ __attribute__((noinline)) void out_hex4(const void *buf, size_t len)
 __attribute__((noinline)) void out_rl(int v)
 {
 	pr_debug_ratelimited("rl %d\n", v);
+}
+
+/*
+ * An injectable clock for the rate-limit tests, so that they move time instead
+ * of sleeping through the 5 s interval.  The library reads the rate limit's
+ * time with clock_gettime(CLOCK_MONOTONIC_COARSE); this program defines
+ * clock_gettime() (exported: -rdynamic), which the dynamic linker binds the
+ * library's call to.  While fake_ms is set, that clock reads fake_ms; every
+ * other clock, and that one otherwise, is the real one.  Criterion runs each
+ * test in its own process: a test's clock does not leak into the next.
+ */
+static unsigned long long fake_ms;	/* 0: the real clock */
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	static int (*real)(clockid_t, struct timespec *);
+
+	if (fake_ms && clk == CLOCK_MONOTONIC_COARSE) {
+		ts->tv_sec = (time_t)(fake_ms / 1000);
+		ts->tv_nsec = (long)(fake_ms % 1000) * 1000000L;
+		return 0;
+	}
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "clock_gettime");
+	return real(clk, ts);
+}
+
+/* Stop the clock at the real time; fake_advance() moves it. */
+static void fake_start(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	fake_ms = (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
+}
+
+static void fake_advance(unsigned ms)
+{
+	fake_ms += ms;
 }
 
 static unsigned line_of(const char *needle)
@@ -217,6 +258,7 @@ Test(dyndbg_output, ratelimited_burst_and_suppressed_report, .timeout = 20)
 {
 	struct dd_capture c;
 
+	fake_start();
 	dd_capture_start(&c);
 	for (int i = 0; i < 30; i++)
 		out_rl(i);
@@ -226,11 +268,15 @@ Test(dyndbg_output, ratelimited_burst_and_suppressed_report, .timeout = 20)
 		out_rl(i);
 	cr_assert_eq(c.n, 10, "burst of 10: %s", c.buf);
 	cr_assert(strstr(c.buf, "rl 9\n") && !strstr(c.buf, "rl 10\n"), "%s", c.buf);
-	usleep(5100 * 1000);	/* the kernel's interval: 5 s */
+	/* the kernel's interval: 5 s; just before its end, still suppressed */
+	fake_advance(4999);
+	out_rl(99);
+	cr_assert_eq(c.n, 10, "inside the interval: %s", c.buf);
+	fake_advance(2);
 	c.len = 0;
 	c.buf[0] = '\0';
 	out_rl(100);
-	cr_assert_str_eq(c.buf, "out_rl: 15 callbacks suppressed\nrl 100\n");
+	cr_assert_str_eq(c.buf, "out_rl: 16 callbacks suppressed\nrl 100\n");
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
@@ -239,10 +285,13 @@ static void run_ratelimit(void)
 	static DEFINE_RATELIMIT_STATE(rs, 50, 3);
 	int ok = 0;
 
+	fake_start();
 	for (int i = 0; i < 10; i++)
 		ok += __ratelimit(&rs);
 	cr_assert_eq(ok, 3);
-	usleep(80 * 1000);
+	fake_advance(49);
+	cr_assert_eq(__ratelimit(&rs), 0, "inside the 50 ms interval");
+	fake_advance(31);
 	cr_assert_eq(__ratelimit(&rs), 1);
 }
 
@@ -250,7 +299,7 @@ Test(dyndbg_output, generic_ratelimit)
 {
 	char *e = capture_stderr(run_ratelimit);
 
-	cr_assert_str_eq(e, "run_ratelimit: 7 callbacks suppressed\n");
+	cr_assert_str_eq(e, "run_ratelimit: 8 callbacks suppressed\n");
 	struct ratelimit_state off = RATELIMIT_STATE_INIT(off, 0, 1);
 
 	for (int i = 0; i < 5; i++)
