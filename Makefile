@@ -360,7 +360,7 @@ check-clang:
 check-guest: check-run-nojl check-clang
 	-+@$(call timed,$(MAKE) check-aarch64)
 
-bench: deps all
+bench: deps all peers
 	$(B)/kk-bench all --json $(B)/bench.json
 
 demo: deps all
@@ -444,6 +444,7 @@ help:
 	@echo '  deps           install missing Debian packages (apt-get, as root) or print the command'
 	@echo '  demo           build, then walk through the facilities (examples/demo.sh)'
 	@echo '  bench          run kk-bench, results in $(B)/bench.json'
+	@echo '  peers          the kk-bench peers programs (LTTng-UST, USDT, spdlog: when installed)'
 	@echo '  install        build and install library, preload library, kkctl, headers, pkg-config'
 	@echo '                 file, man pages, bash completion, gdb helper and docs'
 	@echo '  install-build  build only what install needs (no benchmark dependencies)'

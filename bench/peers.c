@@ -10,9 +10,9 @@
  *              switches them on and counts hits
  *   spdlog     logger->debug() at level info (a run-time level check)
  * For each: instructions per disabled site (callgrind), ns per disabled site
- * over PEER_NSITES distinct sites, ns per enabled event to its natural sink,
- * and ms from "switch on every site" to the first event in 1 and 10
- * processes.  A peer that cannot run (not built, daemon or BPF refused) is
+ * over PEER_NCOLD distinct sites, ns per enabled event to its natural sink,
+ * and ms from "switch on all PEER_NSITES sites" to the first event in 1, 10
+ * and 100 processes.  A peer that cannot run (not built, daemon or BPF refused) is
  * reported as "skipped: why" and its figures are null.
  */
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,9 +35,12 @@ extern char **environ;
 
 #define PR_INSN_ITERS 1000000
 #define PR_COLD_ROUNDS 2000
-#define PR_NPROC 10
+#define PR_NPROC_MAX 100
 #define PR_TIMEOUT_MS 30000
-#define PR_BT_SITES 100
+/* Switching on, to the first event in every process: longer is reported as null. */
+#define PR_FIRST_MS 300000
+#define PR_FIRST_TEXT "300 s"
+#define PR_BT_SITES 10
 
 static char pr_dir[4200];
 
@@ -84,10 +88,45 @@ static int pr_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Run a command to completion, output discarded; its exit status. */
+/*
+ * The exit status of @pid, or -1 if it has not exited by @deadline (ns;
+ * kkb_now_ns()), when it is killed and reaped: an lttng command that serves
+ * 100 processes of 16154 events can take many minutes.
+ */
+static int pr_wait_until(pid_t pid, uint64_t deadline)
+{
+	int pfd, rc;
+
+	if (pid < 0 || (pfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return pr_wait(pid);
+	for (;;) {
+		struct pollfd p = { pfd, POLLIN, 0 };
+		int64_t left = (int64_t)(deadline - kkb_now_ns()) / 1000000;
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			pr_wait(pid);
+			rc = -1;
+			break;
+		}
+		if (poll(&p, 1, (int)(left < 1000000 ? left : 1000000)) > 0) {
+			rc = pr_wait(pid);
+			break;
+		}
+	}
+	close(pfd);
+	return rc;
+}
+
+/* Run a command to completion (killed past pr_deadline, when set), output
+ * discarded; its exit status, or -1. */
+static uint64_t pr_deadline;
+
 static int pr_run(char *const argv[])
 {
-	return pr_wait(pr_spawn(argv, -1, -1, -1));
+	pid_t pid = pr_spawn(argv, -1, -1, -1);
+
+	return pr_deadline ? pr_wait_until(pid, pr_deadline) : pr_wait(pid);
 }
 
 /* Read one line from fd within timeout_ms (unbuffered: byte by byte). */
@@ -255,7 +294,7 @@ static void pr_sessiond_stop(void)
 
 	if (pr_sessiond > 0) {
 		kill(pr_sessiond, SIGTERM);
-		pr_wait(pr_sessiond);
+		pr_wait_until(pr_sessiond, kkb_now_ns() + 30000000000ull);
 		pr_sessiond = 0;
 	}
 	if (!strstr(pr_lttng_home, "XXXXXX"))	/* mkdtemp made it */
@@ -269,10 +308,13 @@ static int pr_session_create(void)
 	return pr_lttng("create", "kkpeers", "--snapshot", NULL);
 }
 
+/* Bounded: with 100 processes of 16154 events, LTTng takes minutes here too. */
 static void pr_session_destroy(void)
 {
+	pr_deadline = kkb_now_ns() + 120000000000ull;
 	pr_lttng("stop", "kkpeers", NULL, NULL);
 	pr_lttng("destroy", "kkpeers", NULL, NULL);
+	pr_deadline = 0;
 }
 
 /* ns per event of peer-lttng's hot site, into the ring of a started session. */
@@ -300,16 +342,17 @@ static double pr_lttng_enabled(void)
 
 /*
  * Start nproc copies of PROG in mode "first" (each runs all its sites until
- * one fires), switch on with @on (which may start helpers into @helpers),
- * and return ms from just before @on to "fired" from every copy (or, for
- * bpftrace, which sees the events itself, to its own lines).
+ * one fires), switch every site on as @how says, and return ms from just
+ * before switching to "fired" from every copy (for bpftrace, which sees the
+ * events itself, to its own lines); -1 if it failed, -2 past PR_FIRST_MS.
  */
 enum pr_how { PR_KKCTL, PR_LTTNG, PR_BPFTRACE };
 
 static double pr_first(const char *prog, int nproc, enum pr_how how, const char **why)
 {
-	struct pr_child c[PR_NPROC], bt = { 0, -1, -1 };
-	pid_t kk[PR_NPROC];
+	static struct pr_child c[PR_NPROC_MAX];
+	struct pr_child bt = { 0, -1, -1 };
+	pid_t kk = -1;
 	char *const argv[] = { (char *)pr_path(prog), "first", NULL };
 	char line[256], pid[32];
 	int ok = 1, started = 0;
@@ -333,29 +376,34 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	if (ok) {
 		t0 = kkb_now_ns();
 		if (how == PR_KKCTL) {
+			/* What a user types: -p for one process, -n for all of them. */
 			char kkctl[4300];
 
 			snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
-			for (int i = 0; i < nproc; i++) {
-				snprintf(pid, sizeof(pid), "%d", (int)c[i].pid);
-				char *const ka[] = { kkctl, "-p", pid, "write", "dynamic_debug/control",
-						     "module kkpeer +p", NULL };
+			snprintf(pid, sizeof(pid), "%d", (int)c[0].pid);
+			char *const ka[] = { kkctl, nproc > 1 ? "-n" : "-p", nproc > 1 ? "peer-kk" : pid,
+					     "write", "dynamic_debug/control", "module kkpeer +p", NULL };
 
-				kk[i] = pr_spawn(ka, -1, -1, -1);
-			}
+			kk = pr_spawn(ka, -1, -1, 2);	/* its reasons, if any */
+			ok = kk > 0;
 		} else if (how == PR_LTTNG) {
-			ok = !pr_lttng("enable-event", "-u", "kkpeer:*", NULL) &&
+			pr_deadline = t0 + (uint64_t)PR_FIRST_MS * 1000000u;
+			ok = !pr_lttng("enable-event", "-u", "kkpeer*", NULL) &&
 			     !pr_lttng("start", NULL, NULL, NULL);
+			pr_deadline = 0;
+			if (!ok)
+				*why = "lttng enable-event + start failed or took over " PR_FIRST_TEXT;
 		} else {
 			/*
-			 * One bpftrace over the binary, PR_BT_SITES probes (s000-s099):
-			 * the kernel takes about 2 minutes to remove 1000 uprobes after
-			 * bpftrace exits, which would double this bench's run time.
+			 * One bpftrace over the binary, PR_BT_SITES probes (s00000-s00009):
+			 * bpftrace 0.17 takes about 2 s per probe in a binary of 16154
+			 * (it reads the probe notes again for each), and the kernel about
+			 * 2 minutes to remove 1000 uprobes after it exits.
 			 */
 			char prog_text[5000];
 
 			snprintf(prog_text, sizeof(prog_text),
-				 "usdt:%s:kkpeer:s0* /!@seen[pid]/ { @seen[pid] = 1; "
+				 "usdt:%s:kkpeer:s0000* /!@seen[pid]/ { @seen[pid] = 1; "
 				 "printf(\"kkfired %%d\\n\", pid); }", pr_path(prog));
 			char *const ba[] = { "bpftrace", "-B", "line", "-e", prog_text, NULL };
 
@@ -367,10 +415,16 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 		}
 	}
 	if (ok && how != PR_BPFTRACE) {
-		for (int i = 0; i < nproc && ok; i++)
-			ok = !pr_readline(c[i].out, line, sizeof(line), 60000) && !strcmp(line, "fired");
+		for (int i = 0; i < nproc && ok; i++) {
+			int64_t left = PR_FIRST_MS - (int64_t)(kkb_now_ns() - t0) / 1000000;
+
+			ok = left > 0 && !pr_readline(c[i].out, line, sizeof(line), (int)left) &&
+			     !strcmp(line, "fired");
+		}
+		if (!ok)
+			*why = "not every process saw an event in " PR_FIRST_TEXT;
 	} else if (ok) {
-		int seen[PR_NPROC] = { 0 }, nseen = 0;
+		int seen[PR_NPROC_MAX] = { 0 }, nseen = 0;
 
 		while (nseen < nproc && (ok = !pr_readline(bt.out, line, sizeof(line), 90000))) {
 			int p;
@@ -388,10 +442,10 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	}
 	if (ok)
 		ms = (double)(kkb_now_ns() - t0) / 1e6;
-	if (how == PR_KKCTL && t0)
-		for (int i = 0; i < nproc; i++)
-			if (pr_wait(kk[i]))
-				ms = -1;
+	else if (t0 && kkb_now_ns() - t0 >= (uint64_t)PR_FIRST_MS * 1000000u)
+		ms = -2;	/* longer than PR_FIRST_MS */
+	if (how == PR_KKCTL && kk > 0 && pr_wait(kk))
+		ms = -1;
 	for (int i = 0; i < started; i++)
 		pr_stop(&c[i], 1);
 	if (bt.pid > 0)
@@ -399,6 +453,27 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	if (how == PR_LTTNG)
 		pr_session_destroy();
 	return ms;
+}
+
+/* The median of @runs pr_first() with kkctl (a run takes milliseconds, and
+ * the 2-core machine is noisy); -1 if any failed. */
+static double pr_first_median(const char *prog, int nproc, int runs, const char **why)
+{
+	double v[3];
+
+	for (int i = 0; i < runs && i < 3; i++)
+		if ((v[i] = pr_first(prog, nproc, PR_KKCTL, why)) < 0)
+			return -1;
+	if (runs < 3)
+		return v[0];
+	for (int i = 1; i < 3; i++)	/* sort 3 */
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[1];
 }
 
 /* ns per hit of a USDT probe (with semaphore) that bpftrace counts. */
@@ -456,6 +531,24 @@ static void pr_ratio(struct kkb_ctx *ctx, const char *key, double a, double b)
 	pr_num(ctx, key, a >= 0 && b > 0 ? a / b : -1);
 }
 
+/* kk_first[_Nproc]_ms, lttng_first[_Nproc]_ms and their ratio. */
+static void pr_first_keys(struct kkb_ctx *ctx, int nproc, double kk, double lt)
+{
+	char sfx[32], key[64], key2[64];
+
+	snprintf(sfx, sizeof(sfx), nproc > 1 ? "_%dproc" : "", nproc);
+	snprintf(key, sizeof(key), "kk_first%s_ms", sfx);
+	pr_num(ctx, key, kk);
+	snprintf(key2, sizeof(key2), "lttng_first%s_ms", sfx);
+	pr_num(ctx, key2, lt);
+	snprintf(key, sizeof(key), "lttng_vs_kk_first%s", sfx);
+	pr_ratio(ctx, key, lt, kk);
+	if (lt == -2 && kk > 0) {	/* LTTng ran out of time: its ratio is at least this */
+		snprintf(key, sizeof(key), "lttng_vs_kk_first%s_at_least", sfx);
+		pr_num(ctx, key, PR_FIRST_MS / kk);
+	}
+}
+
 static int pr_bench(struct kkb_ctx *ctx)
 {
 	static const struct { const char *prog, *key; } peers[] = {
@@ -470,7 +563,7 @@ static int pr_bench(struct kkb_ctx *ctx)
 	snprintf(pr_dir, sizeof(pr_dir), "%s/peers", kkb_self_dir());
 	snprintf(rounds, sizeof(rounds), "%d", PR_COLD_ROUNDS);
 	if (!pr_have("peer-kk")) {
-		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", pr_path("peer-kk"));
+		fprintf(stderr, "kk-bench: %s missing (make peers builds it)\n", pr_path("peer-kk"));
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
@@ -485,7 +578,7 @@ static int pr_bench(struct kkb_ctx *ctx)
 
 		snprintf(key, sizeof(key), "%s_disabled_insns", peers[i].key);
 		pr_num(ctx, key, have && have_vg ? pr_insns(peers[i].prog) : -1);
-		snprintf(key, sizeof(key), "%s_disabled_%d_sites_ns", peers[i].key, PEER_NSITES);
+		snprintf(key, sizeof(key), "%s_disabled_%d_sites_ns", peers[i].key, PEER_NCOLD);
 		pr_num(ctx, key, have ? pr_number(argv, -1) : -1);
 	}
 	if (!have_vg)
@@ -524,29 +617,29 @@ static int pr_bench(struct kkb_ctx *ctx)
 			kkb_note(ctx, "skipped: bpftrace: %s", why);
 	}
 
-	/* Switching every site on until the first event, in 1 and PR_NPROC processes. */
+	/* Switching every site on until the first event, in 1, 10 and 100 processes. */
 	{
-		double kk1, kkn, lt1 = -1, ltn = -1, bt1 = -1;
+		static const int nprocs[] = { 1, 10, PR_NPROC_MAX };
+		double kk[3], lt[3] = { -1, -1, -1 }, bt1 = -1;
 		const char *w = NULL;
 
-		kk1 = pr_first("peer-kk", 1, PR_KKCTL, &w);
-		kkn = pr_first("peer-kk", PR_NPROC, PR_KKCTL, &w);
-		if (!lttng_why) {
-			lt1 = pr_first("peer-lttng", 1, PR_LTTNG, &w);
-			ltn = pr_first("peer-lttng", PR_NPROC, PR_LTTNG, &w);
+		for (int k = 0; k < 3; k++) {
+			kk[k] = pr_first_median("peer-kk", nprocs[k], k < 2 ? 3 : 1, &w);
+			if (kk[k] < 0)
+				kkb_note(ctx, "kk, %d processes: %s", nprocs[k], w ? w : "kkctl failed");
+			if (!lttng_why && (lt[k] = pr_first("peer-lttng", nprocs[k], PR_LTTNG, &w)) < 0)
+				kkb_note(ctx, "lttng, %d processes: %s", nprocs[k],
+					 w ? w : "lttng enable-event or start failed");
+			pr_first_keys(ctx, nprocs[k], kk[k], lt[k]);
 		}
 		why = !have_bt ? "bpftrace not installed" :
 		      !pr_have("peer-usdt") ? "peer-usdt not built" : NULL;
 		if (!why && (bt1 = pr_first("peer-usdt", 1, PR_BPFTRACE, &why)) < 0 && !why)
 			why = "bpftrace failed";
-		pr_num(ctx, "kk_first_ms", kk1);
-		pr_num(ctx, "kk_first_10proc_ms", kkn);
-		pr_num(ctx, "lttng_first_ms", lt1);
-		pr_num(ctx, "lttng_first_10proc_ms", ltn);
-		pr_num(ctx, "bpftrace_first_ms", bt1);
-		pr_ratio(ctx, "lttng_vs_kk_first", lt1, kk1);
-		pr_ratio(ctx, "lttng_vs_kk_first_10proc", ltn, kkn);
-		pr_ratio(ctx, "bpftrace_vs_kk_first", bt1, kk1);
+		pr_num(ctx, "bpftrace_first_10probes_ms", bt1);
+		/* A bound: bpftrace attaching 10 probes against kernelkit switching 16154. */
+		pr_ratio(ctx, "bpftrace10_vs_kk_first", bt1, kk[0]);
+		pr_num(ctx, "bpftrace_ms_per_probe", bt1 >= 0 ? bt1 / PR_BT_SITES : -1);
 		if (why)
 			kkb_note(ctx, "skipped: bpftrace first event: %s", why);
 	}
@@ -555,16 +648,21 @@ static int pr_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "*_disabled_insns: per iteration of a store loop, with a disabled site minus "
 		 "without (callgrind, %d iterations)", PR_INSN_ITERS);
 	kkb_note(ctx, "*_disabled_%d_sites_ns: ns per site over %d distinct disabled sites, "
-		 "%d rounds", PEER_NSITES, PEER_NSITES, PR_COLD_ROUNDS);
+		 "%d rounds", PEER_NCOLD, PEER_NCOLD, PR_COLD_ROUNDS);
 	kkb_note(ctx, "enabled, one message with %%d and %%s: kk +p to stderr=/dev/null, kk +T "
 		 "to its trace ring, LTTng into a snapshot session's ring (lttng-sessiond "
 		 "started here), bpftrace counting a USDT probe (with semaphore), spdlog "
 		 "stderr sink=/dev/null");
-	kkb_note(ctx, "*_first_ms: %d sites switched on until the first event in every process: "
-		 "kkctl 'module kkpeer +p' (one per process, in parallel); lttng "
-		 "enable-event -u 'kkpeer:*' + start (session created before); bpftrace "
-		 "attaching usdt:kkpeer:s0* (only %d probes: the kernel takes minutes to remove "
-		 "1000; 1 process only), spawn to first hit", PEER_NSITES, PR_BT_SITES);
+	kkb_note(ctx, "*_first[_Nproc]_ms: %d sites (LTTng: events, in 17 providers) switched "
+		 "on until the first event in every process: kkctl -p PID (1 process) or "
+		 "-n peer-kk (N) 'module kkpeer +p'; lttng enable-event -u 'kkpeer*' + start "
+		 "(session created before); null past %s", PEER_NSITES, PR_FIRST_TEXT);
+	kkb_note(ctx, "bpftrace_first_10probes_ms: bpftrace attaching usdt:kkpeer:s0000* (%d "
+		 "of the binary's %d probes: bpftrace 0.17 reads the binary's probe notes again "
+		 "for each probe, about 2 s each here, so all %d would take hours), spawn to "
+		 "first hit, 1 process; bpftrace10_vs_kk_first compares it with kk switching all "
+		 "%d, so it bounds the real ratio from below", PR_BT_SITES, PEER_NSITES,
+		 PEER_NSITES, PEER_NSITES);
 	kkb_note(ctx, "bpftrace is stopped with SIGKILL: without tracefs mounted its detach "
 		 "takes minutes, and the kernel drops its perf-event uprobes when its fds close");
 	kkb_note(ctx, "run time %.0f s", (double)(kkb_now_ns() - t_start) / 1e9);

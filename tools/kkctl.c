@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <kernelkit/control.h>
@@ -57,6 +58,7 @@ struct args {
 	struct kkctl_sel sel;
 	const char **hosts;	/* -H */
 	int nh;
+	bool follow;		/* -f */
 };
 
 /* ---- the options --------------------------------------------------------- */
@@ -67,6 +69,7 @@ static int opt_machine(struct args *a, int key, char *arg);
 static int opt_host(struct args *a, int key, char *arg);
 static int opt_all(struct args *a, int key, char *arg);
 static int opt_json(struct args *a, int key, char *arg);
+static int opt_follow(struct args *a, int key, char *arg);
 static int opt_bound(struct args *a, int key, char *arg);
 static int opt_version(struct args *a, int key, char *arg);
 static int opt_help(struct args *a, int key, char *arg);
@@ -108,6 +111,10 @@ static const struct option_def {
 	  "$KKCTL_REMOTE the remote \"kkctl\"" },
 	{ "json", 'j', NULL, "--json", opt_json, false,
 	  "one JSON object per line (per process for files/read/write)" },
+	{ "follow", 'f', NULL, NULL, opt_follow, false,
+	  "with read: read again and again until interrupted or a\n"
+	  "target is gone (dynamic_debug/trace_pipe waits for its\n"
+	  "next records, so this streams them; not with -H)" },
 	{ "timeout", 't', "SECONDS", "--timeout", opt_bound, false,
 	  "give up on a target whose whole reply takes longer\n"
 	  "(default 10, or $KKCTL_TIMEOUT)" },
@@ -185,6 +192,14 @@ static int opt_json(struct args *a, int key, char *arg)
 	(void)key;
 	(void)arg;
 	kkctl_json = true;
+	return -1;
+}
+
+static int opt_follow(struct args *a, int key, char *arg)
+{
+	(void)key;
+	(void)arg;
+	a->follow = true;
 	return -1;
 }
 
@@ -487,6 +502,26 @@ static void args_free(struct args *a)
 	free(a->sel.mpids);
 }
 
+/*
+ * -f: one more read of every target.  A file that answers at once (not
+ * trace_pipe, which waits for records) is read at most every
+ * FOLLOW_MIN_NS, so that following it does not spin.
+ */
+#define FOLLOW_MIN_NS 100000000ull
+static bool follow_round(struct args *a, const struct command_def *c, const char *file)
+{
+	static uint64_t last;
+	uint64_t now = kk_now_ns();
+
+	if (last && now - last < FOLLOW_MIN_NS) {
+		struct timespec ts = kk_ns_to_ts(FOLLOW_MIN_NS - (now - last));
+
+		nanosleep(&ts, NULL);
+	}
+	last = kk_now_ns();
+	return kkctl_serve_all(&a->sel.targets, c->verb, file, NULL, 0);
+}
+
 /* files, read, write: the request to every target (or, with -H, to every
  * host's kkctl). */
 static int cmd_request(struct args *a, const struct command_def *c, char **argv)
@@ -521,6 +556,8 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	if (kkctl_select(&a->sel))
 		return 1;
 	failed = kkctl_serve_all(&a->sel.targets, c->verb, file, text, tlen);
+	while (a->follow && !failed && !fflush(stdout))
+		failed = follow_round(a, c, file);
 	free(stdin_text);
 	args_free(a);
 	if (fflush(stdout))
@@ -558,5 +595,9 @@ int main(int argc, char **argv)
 			return 1;
 	if (!usage_ok(&a, c, argc - 1))
 		return 2;
+	if (a.follow && (strcmp(c->name, "read") || a.nh)) {
+		fprintf(stderr, "%s: -f goes with read, and not with -H\n", kkctl_prog);
+		return 2;
+	}
 	return c->run(&a, c, argv + 1);
 }

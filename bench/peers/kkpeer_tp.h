@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* LTTng-UST tracepoint provider of the kk-bench peers program peer-lttng. */
+/* LTTng-UST tracepoint provider kkpeer of the kk-bench peers program
+ * peer-lttng: the hot site.  The distinct sites are in the providers
+ * kkpeer00 ... kkpeer16, made from kkpeer_chunk_tp.h.in (mk/peers.mk). */
 #undef TRACEPOINT_PROVIDER
 #define TRACEPOINT_PROVIDER kkpeer
 
@@ -15,12 +17,6 @@
 TRACEPOINT_EVENT(kkpeer, hot,
 	TP_ARGS(int, i, const char *, s),
 	TP_FIELDS(ctf_integer(int, i, i) ctf_string(s, s)))
-
-/* PEER_NSITES distinct events, one per distinct site (s000 ... s999). */
-#define PEER_SITE(n) TRACEPOINT_EVENT(kkpeer, s##n, TP_ARGS(int, i), TP_FIELDS(ctf_integer(int, i, i)))
-#include "peer_rep.h"
-PEER_R1000
-#undef PEER_SITE
 
 #endif
 

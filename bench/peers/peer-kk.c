@@ -5,7 +5,7 @@
 
 static void peer_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg);
 #define PEER_HOT(i) pr_debug("bench message %d: %s\n", (i), "some payload text")
-#define PEER_SITE(n) pr_debug("site " #n " %d\n", i);
+#define PEER_SITE(c, n) pr_debug("site " #n " %d\n", i);
 static int peer_on(const char *mode);
 #include "peer.h"
 

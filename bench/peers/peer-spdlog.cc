@@ -9,7 +9,7 @@
 
 static std::shared_ptr<spdlog::logger> peer_log;
 #define PEER_HOT(i) peer_log->debug("bench message {}: {}", (i), "some payload text")
-#define PEER_SITE(n) peer_log->debug("site " #n " {}", i);
+#define PEER_SITE(c, n) peer_log->debug("site " #n " {}", i);
 static int peer_on(const char *mode)
 {
 	(void)mode;

@@ -19,16 +19,17 @@
 #include <sys/sdt.h>
 
 #define PEER_HOT(i) do { PEER_GUARD(hot) DTRACE_PROBE2(PEER_PROV, hot, (i), "some payload text"); } while (0)
-#define PEER_SITE(n) PEER_GUARD(s##n) DTRACE_PROBE1(PEER_PROV, s##n, i);
+#define PEER_SITE(c, n) PEER_GUARD(s##n) DTRACE_PROBE1(PEER_PROV, s##n, i);
 static int peer_on(const char *mode) { (void)mode; return -1; }
 PEER_SEM_DECL(hot)
 #ifdef PEER_SEM
 #undef PEER_SITE
-#define PEER_SITE(n) PEER_SEM_DECL(s##n)
+#define PEER_SITE(c, n) PEER_SEM_DECL(s##n)
 #include "peer_rep.h"
-PEER_R1000
+#define PEER_SEM_CHUNK(c) PEER_C##c
+PEER_CHUNKS(PEER_SEM_CHUNK)
 #undef PEER_SITE
-#define PEER_SITE(n) PEER_GUARD(s##n) DTRACE_PROBE1(PEER_PROV, s##n, i);
+#define PEER_SITE(c, n) PEER_GUARD(s##n) DTRACE_PROBE1(PEER_PROV, s##n, i);
 #endif
 #include "peer.h"
 

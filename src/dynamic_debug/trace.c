@@ -85,6 +85,15 @@
 #define TR_MAX_KB	(16u * 1024)	/* one thread's ring */
 #define TR_DEFAULT_KB	64u
 #define TR_TOTAL_CAP	((size_t)256 << 20)	/* all rings' buffers together */
+/*
+ * A trace_pipe read with nothing to show waits this long for a record, the
+ * way the kernel's trace_pipe blocks: the endpoint serves one request at a
+ * time, so the wait is bounded, and a reader that wants a stream reads again
+ * (kkctl -f read).  TR_PIPE_SLICE bounds the wake-up that a writer can miss
+ * (see tr_kick()).
+ */
+#define TR_PIPE_WAIT_MS	250u
+#define TR_PIPE_SLICE_MS 20u
 
 #define TR_TLS	__thread __attribute__((tls_model("initial-exec")))
 
@@ -137,6 +146,9 @@ static _Atomic size_t tr_size = (size_t)TR_DEFAULT_KB << 10;
 static _Atomic size_t tr_total;		/* bytes of buffers mapped */
 static atomic_ulong tr_nested, tr_nobuf;
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A trace_pipe reader is waiting (tr_armed) on tr_wake: see tr_kick(). */
+static atomic_int tr_armed;
+static int tr_wake;
 
 static TR_TLS struct ring *my_ring;
 static TR_TLS int my_nest;
@@ -709,6 +721,22 @@ static inline struct trec *rec_at(unsigned char *buf, uint64_t mask, uint64_t po
 	return (struct trec *)(void *)(buf + (pos & mask));
 }
 
+/*
+ * Wake a waiting trace_pipe reader: the first writer after it armed does
+ * (one futex wake per wait, not one per record).  There is no fence between
+ * the writer's head store and its load of tr_armed, so a writer can miss a
+ * reader that is arming at that moment; the reader then wakes at the end of
+ * its slice (TR_PIPE_SLICE_MS).  The hot path pays a load and a branch.
+ * futex is async-signal-safe: a handler's record may kick.
+ */
+static __attribute__((noinline)) void tr_kick(void)
+{
+	if (!atomic_exchange(&tr_armed, 0))
+		return;
+	__atomic_fetch_add(&tr_wake, 1, __ATOMIC_RELEASE);
+	kk_futex_wake(&tr_wake, INT32_MAX);
+}
+
 static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, va_list ap,
 		      int err)
 {
@@ -755,6 +783,8 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 			      atomic_load_explicit(&r->written, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	atomic_store_explicit(&r->head, pos + h->len, memory_order_release);
+	if (__builtin_expect(atomic_load_explicit(&tr_armed, memory_order_relaxed), 0))
+		tr_kick();
 }
 
 void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
@@ -1441,9 +1471,44 @@ static const struct kk_control_file_ops trace_fops = {
 };
 KK_CONTROL_LIB_FILE(trace_file, "dynamic_debug/trace", &trace_fops);
 
+/* Is there a record trace_pipe has not shown? */
+static bool pipe_has_data(void)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&trace_lock);
+	for (struct ring *r = atomic_load(&rings); r && !any; r = r->next) {
+		uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+
+		any = atomic_load_explicit(&r->buf, memory_order_acquire) && head > r->pipe_pos &&
+		      head > r->clear_pos;
+	}
+	pthread_mutex_unlock(&trace_lock);
+	return any;
+}
+
+/* Wait (bounded) until a record may be there to show. */
+static void pipe_wait(void)
+{
+	uint64_t end = kk_now_ns() + TR_PIPE_WAIT_MS * 1000000ull;
+
+	for (;;) {
+		int seen = __atomic_load_n(&tr_wake, __ATOMIC_ACQUIRE);
+		uint64_t now = kk_now_ns(), slice = now + TR_PIPE_SLICE_MS * 1000000ull;
+
+		atomic_store(&tr_armed, 1);
+		if (pipe_has_data() || now >= end)
+			break;
+		kk_futex_wait(&tr_wake, seen, slice < end ? slice : end);
+	}
+	atomic_store(&tr_armed, 0);
+}
+
 static int pipe_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
+	if (!pipe_has_data())
+		pipe_wait();
 	return show_records(out, true, false);
 }
 

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -783,4 +784,73 @@ Test(dyndbg_trace, trace_pipe_consumes_and_is_not_writable)
 	cr_assert_eq(check_seq(t, 62, 0), 3, "%s", t);
 	free(t);
 	cr_assert_eq(write_file("dynamic_debug/trace_pipe", ""), -EACCES);
+}
+
+/* A trace_pipe reader blocked in its wait: the record written meanwhile. */
+struct pipe_reader {
+	atomic_int tid;
+	char *text;
+};
+
+static void *pipe_reader_fn(void *arg)
+{
+	struct pipe_reader *pr = arg;
+
+	atomic_store(&pr->tid, (int)syscall(SYS_gettid));
+	pr->text = pipe_text();
+	return NULL;
+}
+
+/* The thread is asleep in futex(2), per /proc/self/task/TID/syscall. */
+static bool in_futex(int tid)
+{
+	char path[64], line[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	return atol(line) == SYS_futex;
+}
+
+Test(dyndbg_trace, trace_pipe_blocks_until_a_record)
+{
+	bool parked = false, got = false;
+
+	enable("func tr_seq +T");
+	free(pipe_text());	/* drain */
+	/*
+	 * The reader parks, as there is nothing to show; then a record is
+	 * written.  Not a timing assertion: the wait only decides when to
+	 * write.  The old, non-blocking trace_pipe returned at once (never in
+	 * futex), so the record was never in its reply.  The read's wait is
+	 * bounded (250 ms): on a loaded machine it may end before the record,
+	 * and the attempt is made again.
+	 */
+	for (int attempt = 0; attempt < 5 && !got; attempt++) {
+		struct pipe_reader pr = { 0, NULL };
+		pthread_t th;
+		bool in = false;
+
+		cr_assert_eq(pthread_create(&th, NULL, pipe_reader_fn, &pr), 0);
+		for (int i = 0; i < 20000 && !in; i++) {
+			int tid = atomic_load(&pr.tid);
+
+			in = tid && in_futex(tid);
+			if (!in)
+				sched_yield();
+		}
+		tr_seq(63, (unsigned long)attempt);
+		pthread_join(th, NULL);
+		parked |= in;
+		got = in && check_seq(pr.text, 63, attempt) == 1;
+		free(pr.text);
+		free(pipe_text());
+	}
+	cr_assert(parked, "a trace_pipe read with nothing to show never waited");
+	cr_assert(got, "the waiting trace_pipe read did not get the record written meanwhile");
 }
