@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * kk-bench dyndbg: the seed's experiment.  Loads the demo's 19 modules
+ * kk-bench dynamic_debug: the seed's experiment.  Loads the demo's 19 modules
  * (16154 pr_debug sites, build/dyndbg-mods/), runs every site on a worker
  * thread, and switches all sites on through kkctl and the control endpoint,
  * end to end: batched (the default) and one key at a time.  Then the cost of
@@ -25,38 +25,38 @@
 
 #define DD_MAX_MODS 64
 
-static void (*dd_run[DD_MAX_MODS])(int);
-static void *dd_handle[DD_MAX_MODS];
-static int dd_nmods;
-static atomic_int dd_stop;
-static atomic_ulong dd_rounds, dd_msgs;
+static void (*dynamic_debug_run[DD_MAX_MODS])(int);
+static void *dynamic_debug_handle[DD_MAX_MODS];
+static int dynamic_debug_nmods;
+static atomic_int dynamic_debug_stop;
+static atomic_ulong dynamic_debug_rounds, dynamic_debug_msgs;
 
-static void dd_count_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+static void dynamic_debug_count_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
 {
 	(void)d;
 	(void)msg;
 	(void)len;
 	(void)arg;
-	atomic_fetch_add_explicit(&dd_msgs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&dynamic_debug_msgs, 1, memory_order_relaxed);
 }
 
-static void *dd_worker(void *arg)
+static void *dynamic_debug_worker(void *arg)
 {
 	int v = 0;
 
 	(void)arg;
 	if (getenv("KKB_DD_NICE"))
 		setpriority(PRIO_PROCESS, (id_t)gettid(), atoi(getenv("KKB_DD_NICE")));
-	while (!atomic_load_explicit(&dd_stop, memory_order_relaxed)) {
-		for (int i = 0; i < dd_nmods; i++)
-			dd_run[i](v);
-		atomic_fetch_add_explicit(&dd_rounds, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&dynamic_debug_stop, memory_order_relaxed)) {
+		for (int i = 0; i < dynamic_debug_nmods; i++)
+			dynamic_debug_run[i](v);
+		atomic_fetch_add_explicit(&dynamic_debug_rounds, 1, memory_order_relaxed);
 		v++;
 	}
 	return NULL;
 }
 
-static int dd_load(void)
+static int dynamic_debug_load(void)
 {
 	char path[4200], name[128];
 	FILE *f;
@@ -67,29 +67,29 @@ static int dd_load(void)
 		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", path);
 		return -1;
 	}
-	while (dd_nmods < DD_MAX_MODS && fgets(name, sizeof(name), f)) {
+	while (dynamic_debug_nmods < DD_MAX_MODS && fgets(name, sizeof(name), f)) {
 		name[strcspn(name, "\n")] = '\0';
 		if (!name[0])
 			continue;
 		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
-		dd_handle[dd_nmods] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		if (!dd_handle[dd_nmods]) {
+		dynamic_debug_handle[dynamic_debug_nmods] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dynamic_debug_handle[dynamic_debug_nmods]) {
 			fprintf(stderr, "kk-bench: %s\n", dlerror());
 			fclose(f);
 			return -1;
 		}
-		dd_run[dd_nmods] = (void (*)(int))dlsym(dd_handle[dd_nmods], "kkmod_run");
-		if (!dd_run[dd_nmods]) {
+		dynamic_debug_run[dynamic_debug_nmods] = (void (*)(int))dlsym(dynamic_debug_handle[dynamic_debug_nmods], "kkmod_run");
+		if (!dynamic_debug_run[dynamic_debug_nmods]) {
 			fclose(f);
 			return -1;
 		}
-		dd_nmods++;
+		dynamic_debug_nmods++;
 	}
 	fclose(f);
 	return 0;
 }
 
-struct dd_pass {
+struct dynamic_debug_pass {
 	unsigned long long syncs;
 	long long ipis;
 	double ms;
@@ -102,7 +102,7 @@ struct dd_pass {
  * process and flushes the TLB of the CPU that runs the worker, IPIs that a
  * kkctl started from a shell (the real use) does not cause.
  */
-static int dd_kkctl(const char *query, struct dd_pass *p)
+static int dynamic_debug_kkctl(const char *query, struct dynamic_debug_pass *p)
 {
 	char kkctl[4200], pidstr[32], reply[4096];
 	struct kk_jump_label_stats a, b;
@@ -191,7 +191,7 @@ __attribute__((noinline)) long kkb_dd_loop_site(long n)
 
 #define DD_INSN_ITERS 1000000
 
-static int dd_insns_main(int argc, char **argv)
+static int dynamic_debug_insns_main(int argc, char **argv)
 {
 	if (argc < 2)
 		return 2;
@@ -201,11 +201,11 @@ static int dd_insns_main(int argc, char **argv)
 		return (int)(kkb_dd_loop_site(DD_INSN_ITERS) & 1);
 	return 2;
 }
-KKB_REGISTER_INSNS("dyndbg", dd_insns_main)
+KKB_REGISTER_INSNS("dynamic_debug", dynamic_debug_insns_main)
 
-static double dd_insns(const char *fn, const char *which)
+static double dynamic_debug_insns(const char *fn, const char *which)
 {
-	const char *args[] = { "dyndbg", which, NULL };
+	const char *args[] = { "dynamic_debug", which, NULL };
 	long long ir = kkb_callgrind_ir(fn, args);
 
 	return ir < 0 ? -1 : (double)ir / DD_INSN_ITERS;
@@ -213,7 +213,7 @@ static double dd_insns(const char *fn, const char *which)
 
 #define DD_PRINT_ITERS 200000
 
-__attribute__((noinline)) static void dd_print_site(int i)
+__attribute__((noinline)) static void dynamic_debug_print_site(int i)
 {
 	pr_debug("bench message %d: %s\n", i, "some payload text");
 }
@@ -221,30 +221,30 @@ __attribute__((noinline)) static void dd_print_site(int i)
 #define DD_RING_ITERS 2000000
 
 /* ns per event of the same site to the trace ring (T), best of 3 rounds. */
-static double dd_ring_cost(void)
+static double dynamic_debug_ring_cost(void)
 {
 	double best = 0;
 
-	if (dynamic_debug_exec_queries("func dd_print_site =T", "kkbench") != 1)
+	if (dynamic_debug_exec_queries("func dynamic_debug_print_site =T", "kkbench") != 1)
 		return -1;
-	dd_print_site(0);		/* the thread's first event maps its ring */
+	dynamic_debug_print_site(0);		/* the thread's first event maps its ring */
 	for (int r = 0; r < 3; r++) {
 		uint64_t t0 = kkb_now_ns();
 		double ns;
 
 		for (int i = 0; i < DD_RING_ITERS; i++)
-			dd_print_site(i);
+			dynamic_debug_print_site(i);
 		ns = (double)(kkb_now_ns() - t0) / DD_RING_ITERS;
 		if (!r || ns < best)
 			best = ns;
 	}
-	dynamic_debug_exec_queries("func dd_print_site -T", "kkbench");
+	dynamic_debug_exec_queries("func dynamic_debug_print_site -T", "kkbench");
 	kk_dyndbg_trace_clear();
 	return best;
 }
 
 /* ns per call, stderr (unbuffered) pointing at /dev/null. */
-static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double *dec_ns)
+static int dynamic_debug_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double *dec_ns)
 {
 	int devnull = open("/dev/null", O_WRONLY), saved = dup(2);
 	FILE *nul = fopen("/dev/null", "w");
@@ -255,11 +255,11 @@ static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double
 	fflush(stderr);
 	dup2(devnull, 2);
 	kk_dyndbg_set_sink(NULL, NULL);		/* the default: stderr */
-	dynamic_debug_exec_queries("func dd_print_site =p", "kkbench");
+	dynamic_debug_exec_queries("func dynamic_debug_print_site =p", "kkbench");
 	for (int r = 0; r < 2; r++) {		/* second round counts */
 		t0 = kkb_now_ns();
 		for (int i = 0; i < DD_PRINT_ITERS; i++)
-			dd_print_site(i);
+			dynamic_debug_print_site(i);
 		*pr_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
 		t0 = kkb_now_ns();
 		for (int i = 0; i < DD_PRINT_ITERS; i++)
@@ -271,12 +271,12 @@ static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double
 		fprintf(nul, "bench message %d: %s\n", i, "some payload text");
 	fflush(nul);
 	*fpbuf_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
-	dynamic_debug_exec_queries("func dd_print_site =pmflt", "kkbench");
+	dynamic_debug_exec_queries("func dynamic_debug_print_site =pmflt", "kkbench");
 	t0 = kkb_now_ns();
 	for (int i = 0; i < DD_PRINT_ITERS; i++)
-		dd_print_site(i);
+		dynamic_debug_print_site(i);
 	*dec_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
-	dynamic_debug_exec_queries("func dd_print_site -pmflt", "kkbench");
+	dynamic_debug_exec_queries("func dynamic_debug_print_site -pmflt", "kkbench");
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -287,9 +287,9 @@ static int dd_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double
 
 #define DD_RUNS 5
 
-static int dd_bench(struct kkb_ctx *ctx)
+static int dynamic_debug_bench(struct kkb_ctx *ctx)
 {
-	struct dd_pass on[DD_RUNS], off, un_on, un_off;
+	struct dynamic_debug_pass on[DD_RUNS], off, un_on, un_off;
 	double ms[DD_RUNS], pr_ns = 0, fp_ns = 0, fpbuf_ns = 0, dec_ns = 0;
 	long long ipis[DD_RUNS];
 	unsigned long long max_syncs = 0;
@@ -297,18 +297,18 @@ static int dd_bench(struct kkb_ctx *ctx)
 	pthread_t th;
 	int ret = 0;
 
-	if (dd_load())
+	if (dynamic_debug_load())
 		return 1;
 	sites = kk_dyndbg_count_sites("*") - kk_dyndbg_count_sites("kkbench");
-	kk_dyndbg_set_sink(dd_count_sink, NULL);
-	atomic_store(&dd_stop, 0);
-	pthread_create(&th, NULL, dd_worker, NULL);
-	while (atomic_load(&dd_rounds) < 2)
+	kk_dyndbg_set_sink(dynamic_debug_count_sink, NULL);
+	atomic_store(&dynamic_debug_stop, 0);
+	pthread_create(&th, NULL, dynamic_debug_worker, NULL);
+	while (atomic_load(&dynamic_debug_rounds) < 2)
 		;
 
 	for (int r = 0; r < DD_RUNS && !ret; r++) {
-		ret |= dd_kkctl("module !kkbench +p", &on[r]);
-		ret |= dd_kkctl("-p", &off);
+		ret |= dynamic_debug_kkctl("module !kkbench +p", &on[r]);
+		ret |= dynamic_debug_kkctl("-p", &off);
 		ms[r] = on[r].ms;
 		ipis[r] = on[r].ipis;
 		if (on[r].syncs > max_syncs)
@@ -320,12 +320,12 @@ static int dd_bench(struct kkb_ctx *ctx)
 		}
 	}
 	kk_dyndbg_set_batched(0);
-	ret |= dd_kkctl("module !kkbench +p", &un_on);
-	ret |= dd_kkctl("-p", &un_off);
+	ret |= dynamic_debug_kkctl("module !kkbench +p", &un_on);
+	ret |= dynamic_debug_kkctl("-p", &un_off);
 	kk_dyndbg_set_batched(1);
-	unsigned long msgs = atomic_load(&dd_msgs);
+	unsigned long msgs = atomic_load(&dynamic_debug_msgs);
 
-	atomic_store(&dd_stop, 1);
+	atomic_store(&dynamic_debug_stop, 1);
 	pthread_join(th, NULL);
 	if (ret) {
 		fprintf(stderr, "kk-bench: a kkctl query failed\n");
@@ -334,9 +334,9 @@ static int dd_bench(struct kkb_ctx *ctx)
 	qsort(ms, DD_RUNS, sizeof(ms[0]), cmp_double);
 	qsort(ipis, DD_RUNS, sizeof(ipis[0]), cmp_ll);
 
-	if (dd_print_costs(&pr_ns, &fp_ns, &fpbuf_ns, &dec_ns))
+	if (dynamic_debug_print_costs(&pr_ns, &fp_ns, &fpbuf_ns, &dec_ns))
 		ret = 1;
-	double ring_ns = dd_ring_cost();
+	double ring_ns = dynamic_debug_ring_cost();
 
 	kkb_json_num(ctx, "sites", (double)sites);
 	kkb_json_num(ctx, "all_on_syncs", (double)max_syncs);
@@ -347,8 +347,8 @@ static int dd_bench(struct kkb_ctx *ctx)
 	kkb_json_num(ctx, "unbatched_all_on_ipis", (double)un_on.ipis);
 	kkb_json_num(ctx, "unbatched_all_on_ms", un_on.ms);
 
-	double e = dd_insns("kkb_dd_loop_empty", "empty");
-	double s = dd_insns("kkb_dd_loop_site", "site");
+	double e = dynamic_debug_insns("kkb_dd_loop_empty", "empty");
+	double s = dynamic_debug_insns("kkb_dd_loop_site", "site");
 
 	if (e < 0 || s < 0) {
 		kkb_json_null(ctx, "disabled_pr_debug_insns");
@@ -381,10 +381,10 @@ static int dd_bench(struct kkb_ctx *ctx)
 		 "thread's trace ring, %%d and %%s), best of 3 x %d; stderr_vs_ring: "
 		 "enabled_pr_debug_ns / ring_ns, same run", DD_RING_ITERS);
 	kkb_note(ctx, "worker rounds over all sites during the run: %lu; messages %lu",
-		 (unsigned long)atomic_load(&dd_rounds), msgs);
-	for (int i = 0; i < dd_nmods; i++)
-		dlclose(dd_handle[i]);
+		 (unsigned long)atomic_load(&dynamic_debug_rounds), msgs);
+	for (int i = 0; i < dynamic_debug_nmods; i++)
+		dlclose(dynamic_debug_handle[i]);
 	return ret;
 }
-KKB_REGISTER("dyndbg", "16154 pr_debug sites: +p through kkctl batched vs per key; site costs",
-	     dd_bench)
+KKB_REGISTER("dynamic_debug", "16154 pr_debug sites: +p through kkctl batched vs per key; site costs",
+	     dynamic_debug_bench)

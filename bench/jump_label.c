@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * kk-bench static_keys: flip 16154 sites in 8 shared objects, one key per
+ * kk-bench jump_label: flip 16154 sites in 8 shared objects, one key per
  * site, while a worker thread runs every site in a loop.  Once one key at a
  * time, once queued with a single apply.  Then the cost of a disabled site in
  * instructions, from callgrind, next to an empty loop and a flag check.
@@ -46,14 +46,14 @@ static int load_mods(size_t *total)
 		char path[4200];
 		struct static_key_false *(*keys)(size_t *);
 
-		snprintf(path, sizeof(path), "%s/bench-mods/libkkbm%d.so", kkb_self_dir(), i);
+		snprintf(path, sizeof(path), "%s/bench-mods/libjump_label_mod%d.so", kkb_self_dir(), i);
 		mods[i].h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!mods[i].h) {
 			fprintf(stderr, "kk-bench: %s\n", dlerror());
 			return -1;
 		}
-		mods[i].run = (long (*)(void))dlsym(mods[i].h, "kkbm_run");
-		keys = (struct static_key_false *(*)(size_t *))dlsym(mods[i].h, "kkbm_keys");
+		mods[i].run = (long (*)(void))dlsym(mods[i].h, "jump_label_mod_run");
+		keys = (struct static_key_false *(*)(size_t *))dlsym(mods[i].h, "jump_label_mod_keys");
 		if (!mods[i].run || !keys)
 			return -1;
 		mods[i].keys = keys(&mods[i].nkeys);
@@ -172,11 +172,11 @@ static int insns_main(int argc, char **argv)
 	}
 	return 2;
 }
-KKB_REGISTER_INSNS("static_keys", insns_main)
+KKB_REGISTER_INSNS("jump_label", insns_main)
 
 static double insns_per_iter(const char *fn, const char *which)
 {
-	const char *args[] = { "static_keys", which, NULL };
+	const char *args[] = { "jump_label", which, NULL };
 	long long ir = kkb_callgrind_ir(fn, args);
 
 	return ir < 0 ? -1 : (double)ir / INSN_ITERS;
@@ -262,4 +262,4 @@ static int run(struct kkb_ctx *ctx)
 		dlclose(mods[i].h);
 	return ret;
 }
-KKB_REGISTER("static_keys", "16154 sites in 8 objects: per-key vs queued flips; disabled-site cost", run)
+KKB_REGISTER("jump_label", "16154 sites in 8 objects: per-key vs queued flips; disabled-site cost", run)

@@ -5,7 +5,7 @@
  *  - one sync round with 8 spinning threads: membarrier SYNC_CORE vs the
  *    signal fallback (park signal + cpuid in every thread), and one
  *    stop_machine with an empty function;
- *  - a batched flip of the 16154 bench sites (bench-mods/libkkbm*.so) with
+ *  - a batched flip of the 16154 bench sites (bench-mods/libjump_label_mod*.so) with
  *    KK_TEXT_SYNC forced to membarrier, signal, stop-machine and swap: ms and sync
  *    rounds per flip (the target: <= 3 rounds with the signal fallback);
  *  - the same with KK_TEXT_SYNC unset (auto), and with spinners that block
@@ -160,13 +160,13 @@ static int load_mods(void)
 		char path[4200];
 		struct static_key_false *(*keys)(size_t *);
 
-		snprintf(path, sizeof(path), "%s/bench-mods/libkkbm%d.so", kkb_self_dir(), i);
+		snprintf(path, sizeof(path), "%s/bench-mods/libjump_label_mod%d.so", kkb_self_dir(), i);
 		mods[i].h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!mods[i].h) {
 			fprintf(stderr, "kk-bench: %s\n", dlerror());
 			return -1;
 		}
-		keys = (struct static_key_false *(*)(size_t *))dlsym(mods[i].h, "kkbm_keys");
+		keys = (struct static_key_false *(*)(size_t *))dlsym(mods[i].h, "jump_label_mod_keys");
 		if (!keys)
 			return -1;
 		mods[i].keys = keys(&mods[i].nkeys);

@@ -2,9 +2,9 @@
 # Shared by the endpoint-identity scripts (control_userns.sh, kkctl_userns.sh,
 # control_squat.sh): sourced, not run.  Sets B, a world-readable $tmp removed
 # at exit with every process whose pid is in $pids, fail(), as UID CMD...
-# (CMD as that uid and gid, no groups), $ctl_env (the fallback build has no
-# sites to start the endpoint lazily), $key_line (what a read of jl_target's
-# static_keys must hold), and start CMD... (jl_target under CMD,
+# (CMD as that uid and gid, no groups), $control_env (the fallback build has no
+# sites to start the endpoint lazily), $key_line (what a read of jump_label_target's
+# static_keys must hold), and start CMD... (jump_label_target under CMD,
 # which execs it keeping its pid, in the background; sets $tpid once its
 # endpoint listens, which is before it prints).
 B=${KK_BUILD:?}
@@ -20,10 +20,10 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
-ctl_env=
+control_env=
 key_line='^target_key 0 '
 if [ "${KK_TEST_LABEL:-default}" = fallback ]; then
-	ctl_env=KK_CONTROL=1
+	control_env=KK_CONTROL=1
 	# (and an untouched key is not listed: the reply is the header alone)
 	key_line='^# name enabled count sites module$'
 fi
@@ -32,9 +32,9 @@ start() {
 	n=$((n + 1))
 	mkfifo "$tmp/p$n"
 	chmod 666 "$tmp/p$n"
-	"$@" env $ctl_env "$B/test/progs/jl_target" > "$tmp/p$n" &
+	"$@" env $control_env "$B/test/progs/jump_label_target" > "$tmp/p$n" &
 	pids="$pids $!"
-	read -r tpid < "$tmp/p$n" || fail "$*: jl_target did not start"
+	read -r tpid < "$tmp/p$n" || fail "$*: jump_label_target did not start"
 	pids="$pids $tpid"
 	grep -q " @kernelkit/$tpid\$" /proc/net/unix || fail "$*: no @kernelkit/$tpid"
 }

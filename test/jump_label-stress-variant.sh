@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Run the jump-label stress (plain, then with the SIGUSR1 handler that runs
 # sites) with the patching path forced by the environment given, e.g.
-#   sh test/jl-stress-variant.sh KK_TEXT_SYNC=signal
+#   sh test/jump_label-stress-variant.sh KK_TEXT_SYNC=signal
 # Used by test/scripts/jump_label_stress_*.sh (issue 10: "the stress test also
 # runs with the signal sync fallback forced, and with the remap write path
 # forced").  The programs check that the forced path is the one that ran.

@@ -145,7 +145,7 @@ static int test_deferred(void)
 	return 0;
 }
 
-static int __init test_static_keys_api_init(void)
+static int __init test_jump_label_api_init(void)
 {
 	int ret;
 
@@ -161,11 +161,11 @@ static int __init test_static_keys_api_init(void)
 	return ret;
 }
 
-static void __exit test_static_keys_api_exit(void)
+static void __exit test_jump_label_api_exit(void)
 {
 }
 
-module_init(test_static_keys_api_init);
-module_exit(test_static_keys_api_exit);
+module_init(test_jump_label_api_init);
+module_exit(test_jump_label_api_exit);
 
 MODULE_LICENSE("GPL");

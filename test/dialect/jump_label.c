@@ -209,7 +209,7 @@ static int dialect_deferred(void)
 	return 0;
 }
 
-int dialect_static_keys(void)
+int dialect_jump_label(void)
 {
 	DIALECT_CHECK(site_off() == 0);
 	DIALECT_CHECK(site_on() == 1);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A kernel-style "module" for test/unit/dyndbg_kernel.c: built with DEBUG
+ * A kernel-style "module" for test/unit/dynamic_debug_kernel.c: built with DEBUG
  * (its sites start enabled, as in the kernel) and KBUILD_MODNAME (the module
  * name of its sites), with hex dumps whose format is their prefix.  The three
  * sites of kdebug_run() are on consecutive lines: the listing must show them

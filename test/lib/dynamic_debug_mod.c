@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A "module" for the dynamic-debug tests: plain sites (module name from the
- * file name: libdyndbg_mod.so -> dyndbg_mod), and classed sites over two
+ * file name: libdynamic_debug_mod.so -> dynamic_debug_mod), and classed sites over two
  * classmaps with their parameters.
  */
 #include <kernelkit/dynamic_debug.h>

@@ -3,25 +3,25 @@
  * test program defines, and a key of its own. */
 #include <kernelkit/jump_label.h>
 
-DECLARE_STATIC_KEY_FALSE(jl_shared_key);
-DEFINE_STATIC_KEY_TRUE(jl_lib_key);
+DECLARE_STATIC_KEY_FALSE(jump_label_shared_key);
+DEFINE_STATIC_KEY_TRUE(jump_label_lib_key);
 
-__attribute__((noinline)) int jl_user_shared(void)
+__attribute__((noinline)) int jump_label_user_shared(void)
 {
-	return static_branch_unlikely(&jl_shared_key);
+	return static_branch_unlikely(&jump_label_shared_key);
 }
 
-__attribute__((noinline)) int jl_user_shared_likely(void)
+__attribute__((noinline)) int jump_label_user_shared_likely(void)
 {
-	return static_branch_likely(&jl_shared_key);
+	return static_branch_likely(&jump_label_shared_key);
 }
 
-__attribute__((noinline)) int jl_user_own(void)
+__attribute__((noinline)) int jump_label_user_own(void)
 {
-	return static_branch_likely(&jl_lib_key);
+	return static_branch_likely(&jump_label_lib_key);
 }
 
-struct static_key_true *jl_user_key(void)
+struct static_key_true *jump_label_user_key(void)
 {
-	return &jl_lib_key;
+	return &jump_label_lib_key;
 }

@@ -9,7 +9,7 @@
  *     deadline covers the whole request, not each receive.
  * Prints "normal ok" and "drip cut after N bytes", exits 0.  The only times
  * used are failure detectors: 30 s for either event ("does not hang").
- *   ctl_drip PID FILE
+ *   control_drip PID FILE
  */
 #include <errno.h>
 #include <poll.h>
@@ -30,7 +30,7 @@ static int connect_to(const char *pid)
 
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa,
 			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
-		perror("ctl_drip: connect");
+		perror("control_drip: connect");
 		exit(1);
 	}
 	return fd;
@@ -56,14 +56,14 @@ int main(int argc, char **argv)
 		return 2;
 	d = connect_to(argv[1]);
 	if (send(d, drip, 1, MSG_NOSIGNAL) != 1) {
-		perror("ctl_drip: first byte");
+		perror("control_drip: first byte");
 		return 1;
 	}
 	dripped = 1;
 	c = connect_to(argv[1]);
 	n = snprintf(req, sizeof(req), "read %s\n", argv[2]);
 	if (send(c, req, (size_t)n, MSG_NOSIGNAL) != n || shutdown(c, SHUT_WR)) {
-		perror("ctl_drip: request");
+		perror("control_drip: request");
 		return 1;
 	}
 	start = now_ms();

@@ -10,7 +10,7 @@
  *   flood    "0\n", then bytes as fast as the client takes them, forever.
  * A client is served until a send fails (it closed).  Its request is read
  * first, until its end (kkctl shuts down its side after sending).
- *   ctl_endless drip MS | flood
+ *   control_endless drip MS | flood
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ static int listen_own_name(void)
 	if (l < 0 || bind(l, (struct sockaddr *)&sa,
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
 	    listen(l, 16)) {
-		perror("ctl_endless");
+		perror("control_endless");
 		exit(1);
 	}
 	return l;
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "drip"))
 		drip_ms = atol(argv[2]);
 	if (!(argc == 2 && !strcmp(argv[1], "flood")) && drip_ms <= 0) {
-		fprintf(stderr, "usage: ctl_endless drip MS | flood\n");
+		fprintf(stderr, "usage: control_endless drip MS | flood\n");
 		return 2;
 	}
 	l = listen_own_name();

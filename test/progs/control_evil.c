@@ -4,7 +4,7 @@
  * checks pass: it is the process it claims to be, running as the caller),
  * prints its pid, and answers every request, until killed, with terminal
  * escape sequences and JSON metacharacters.  kkctl must print them escaped.
- *   ctl_evil
+ *   control_evil
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -24,7 +24,7 @@ int main(void)
 	if (l < 0 || bind(l, (struct sockaddr *)&sa,
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
 	    listen(l, 4)) {
-		perror("ctl_evil");
+		perror("control_evil");
 		return 1;
 	}
 	printf("%d\n", (int)getpid());

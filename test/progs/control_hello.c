@@ -2,10 +2,10 @@
 /*
  * A hello world that links kernelkit and has no sites: the control endpoint
  * must not start unless there is something to control.
- *   ctl_hello                 report
- *   ctl_hello file            create a control file of the program's own, report
- *   ctl_hello start           kk_control_start(), report
- *   ctl_hello dlopen LIB      dlopen LIB (an object with sites), report
+ *   control_hello                 report
+ *   control_hello file            create a control file of the program's own, report
+ *   control_hello start           kk_control_start(), report
+ *   control_hello dlopen LIB      dlopen LIB (an object with sites), report
  * The report is "tasks=<threads> endpoint=<0|1>": the number of entries of
  * /proc/self/task and whether @kernelkit/<pid> listens in /proc/net/unix.
  */

@@ -4,7 +4,7 @@
  * @kernelkit/PID, sends "REQUEST\n", shuts its side and prints the reply
  * (status line, then body) as the endpoint sent it.  For the trust tests,
  * where the client's identity is what is tested, not kkctl's.
- *   ctl_raw PID REQUEST
+ *   control_raw PID REQUEST
  * Exit 0 when a reply (or an empty EOF) was read, 1 when it cannot connect.
  */
 #include <errno.h>
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa,
 			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
-		fprintf(stderr, "ctl_raw: connect @kernelkit/%s: %s\n", argv[1], strerror(errno));
+		fprintf(stderr, "control_raw: connect @kernelkit/%s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * exit(0) inside a seccomp sandbox like OpenSSH's pre-auth one.
- *   ctl_seccomp tsync     filter all threads (SECCOMP_FILTER_FLAG_TSYNC) while
+ *   control_seccomp tsync     filter all threads (SECCOMP_FILTER_FLAG_TSYNC) while
  *                         the control endpoint's thread runs
- *   ctl_seccomp thread    filter only the calling thread, as sshd does; the
+ *   control_seccomp thread    filter only the calling thread, as sshd does; the
  *                         endpoint's thread stays outside
- *   ctl_seccomp stopped   kk_threads_stop() first, then filter the only thread
+ *   control_seccomp stopped   kk_threads_stop() first, then filter the only thread
  * Before the filter the program uses the library the way a server would: its
  * own static-key and pr_debug sites, a key flip, a +p through the control
  * file, the endpoint running (unless KK_CONTROL=0), debug objects (run it with
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 	unsigned int flags;
 
 	if (strcmp(mode, "tsync") && strcmp(mode, "thread") && strcmp(mode, "stopped")) {
-		fprintf(stderr, "usage: ctl_seccomp tsync|thread|stopped\n");
+		fprintf(stderr, "usage: control_seccomp tsync|thread|stopped\n");
 		return 2;
 	}
 	flags = !strcmp(mode, "tsync") ? SECCOMP_FILTER_FLAG_TSYNC : 0;

@@ -5,7 +5,7 @@
  * prints how many bytes that client sent before closing ("received N").
  * kkctl must refuse to talk to it (the socket's owner is not PID) and send
  * nothing.  It answers a client that does talk "0\nsquatted\n".
- *   ctl_squat PID
+ *   control_squat PID
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (l < 0 || bind(l, (struct sockaddr *)&sa, sl) || listen(l, 4)) {
-		perror("ctl_squat");
+		perror("control_squat");
 		return 1;
 	}
 	printf("ready\n");

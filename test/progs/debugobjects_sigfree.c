@@ -3,9 +3,9 @@
  * free() in a signal handler that interrupted a debug-objects hook on the
  * same thread, under the preload library (test/scripts/debugobjects_preload.sh).
  *
- *   odebug_sigfree same    the handler frees a block in the page (so the hash
+ *   debugobjects_sigfree same    the handler frees a block in the page (so the hash
  *                          bucket) whose lock the interrupted hook holds
- *   odebug_sigfree other   ... a block in another page
+ *   debugobjects_sigfree other   ... a block in another page
  *
  * The freed block holds an active object.  The interruption is deterministic:
  * activating an untracked object calls is_static_object() under its bucket

@@ -1,33 +1,33 @@
 // SPDX-License-Identifier: MIT
 /*
- * State follows fork and exec (test/scripts/dyndbg_inherit.sh).
- *   dd_inherit report          print "report_site=on|off other_site=on|off"
- *   dd_inherit api HOW [PROG [ARGS]]
+ * State follows fork and exec (test/scripts/dynamic_debug_inherit.sh).
+ *   dynamic_debug_inherit report          print "report_site=on|off other_site=on|off"
+ *   dynamic_debug_inherit api HOW [PROG [ARGS]]
  *                              apply "func report_site +p" live with the API,
  *                              fork, and in the child exec PROG (default:
  *                              this program, "report") with HOW: execv execve
  *                              execvp execvpe execl execle execlp fexecve
  *                              vfork posix_spawn posix_spawnp; relays the
  *                              child's exit status
- *   dd_inherit api-off HOW ... the same after kk_dyndbg_set_inherit(0)
- *   dd_inherit wait HOW ...    the same, but the state comes from outside:
+ *   dynamic_debug_inherit api-off HOW ... the same after kk_dyndbg_set_inherit(0)
+ *   dynamic_debug_inherit wait HOW ...    the same, but the state comes from outside:
  *                              prints "ready <pid>", reads a line from stdin,
  *                              then forks and execs
- *   dd_inherit failexec        an exec that fails changes nothing: environ
+ *   dynamic_debug_inherit failexec        an exec that fails changes nothing: environ
  *                              keeps no KK_DYNDBG_INHERIT, a later exec works
- *   dd_inherit fork            a forked child (no exec) keeps the state
- *   dd_inherit many N HOW [PROG [ARGS]]
+ *   dynamic_debug_inherit fork            a forked child (no exec) keeps the state
+ *   dynamic_debug_inherit many N HOW [PROG [ARGS]]
  *                              N other queries first (a large state), then
  *                              as "api", twice
- *   dd_inherit big N HOW [PROG [ARGS]]
+ *   dynamic_debug_inherit big N HOW [PROG [ARGS]]
  *                              N more environment entries (KK_BIG_i=i), then
  *                              as "api"
- *   dd_inherit nullenv HOW [PROG [ARGS]]
- *   dd_inherit nullenv-off HOW [PROG [ARGS]]
+ *   dynamic_debug_inherit nullenv HOW [PROG [ARGS]]
+ *   dynamic_debug_inherit nullenv-off HOW [PROG [ARGS]]
  *                              as "api" / "api-off", with a NULL envp (HOW:
  *                              execve execle execvpe fexecve posix_spawn
  *                              posix_spawnp)
- *   dd_inherit spawnloop N ENTRIES HOW [QUERIES]
+ *   dynamic_debug_inherit spawnloop N ENTRIES HOW [QUERIES]
  *                              ENTRIES environment entries and, with QUERIES,
  *                              that many other queries (a state over 2 KiB,
  *                              one re-applied before each spawn), then N

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Messages for the journal sink test (test/scripts/dyndbg_journal.sh).
- *   dd_journal TAG [api]
+ * Messages for the journal sink test (test/scripts/dynamic_debug_journal.sh).
+ *   dynamic_debug_journal TAG [api]
  * Run with KK_DYNDBG='module kkjournal +p' and KK_DYNDBG_SINK=journal (or
  * "api": the program selects the sink itself).  From a second thread it
  * prints, each tagged TAG: one line, a multi-line message, a 70000-byte

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * A long-running process for the dynamic-debug shell tests.
- *   dyndbg_target [LIB]
+ *   dynamic_debug_target [LIB]
  * Prints its pid, then serves:
  *   target/run     write: run every site once (messages go to stderr)
  *   target/reload  write: dlclose and dlopen LIB again (module load queries)
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		lib = argv[1];
 		if (load()) {
-			fprintf(stderr, "dyndbg_target: %s\n", dlerror());
+			fprintf(stderr, "dynamic_debug_target: %s\n", dlerror());
 			return 1;
 		}
 	}

@@ -4,8 +4,8 @@
  * anyone sees.  Driven by the gdb and valgrind script tests
  * (test/scripts/gdb_*.sh, valgrind_*.sh): exit 0 only if every check passed.
  *
- *   jl_flip [READERS [FLIPS]]      defaults: 4 readers, 200 flips
- *   jl_flip --membarrier-ok        exit 0 if membarrier SYNC_CORE is available
+ *   jump_label_flip [READERS [FLIPS]]      defaults: 4 readers, 200 flips
+ *   jump_label_flip --membarrier-ok        exit 0 if membarrier SYNC_CORE is available
  *
  * 8 keys (4 FALSE, 4 TRUE), 64 sites each (half likely, half unlikely, in two
  * functions): 512 sites.  Each flip changes one key, or (every third) several
@@ -102,7 +102,7 @@ static void report(const char *who, int k, uint32_t got, uint32_t expect, unsign
 	unsigned long n = __atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
 
 	if (n <= 10)
-		fprintf(stderr, "jl_flip: %s: key %s: sites took 0x%08x, expected 0x%08x (seq %lu)\n",
+		fprintf(stderr, "jump_label_flip: %s: key %s: sites took 0x%08x, expected 0x%08x (seq %lu)\n",
 			who, keys[k].name, got, expect, s);
 }
 
@@ -172,7 +172,7 @@ static int flip_one(int k)
 	int ret = v ? static_key_enable(keys[k].key) : static_key_disable(keys[k].key);
 
 	if (ret) {
-		fprintf(stderr, "jl_flip: %s %s: %d: %s\n", v ? "enable" : "disable",
+		fprintf(stderr, "jump_label_flip: %s %s: %d: %s\n", v ? "enable" : "disable",
 			keys[k].name, ret, kk_jump_label_strerror());
 		return ret;
 	}
@@ -192,14 +192,14 @@ static int flip_queued(int k)
 		ret = v[j] ? static_key_enable_queued(keys[kk].key)
 			   : static_key_disable_queued(keys[kk].key);
 		if (ret) {
-			fprintf(stderr, "jl_flip: queue %s: %d\n", keys[kk].name, ret);
+			fprintf(stderr, "jump_label_flip: queue %s: %d\n", keys[kk].name, ret);
 			kk_static_key_discard_queued();
 			return ret;
 		}
 	}
 	ret = static_key_apply_queued();
 	if (ret) {
-		fprintf(stderr, "jl_flip: apply_queued: %d: %s\n", ret, kk_jump_label_strerror());
+		fprintf(stderr, "jump_label_flip: apply_queued: %d: %s\n", ret, kk_jump_label_strerror());
 		kk_static_key_discard_queued();
 		return ret;
 	}
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--membarrier-ok"))
 		return membarrier_ok();
 	if (nr < 0 || nr > MAX_READERS || flips < 0) {
-		fprintf(stderr, "usage: jl_flip [READERS (0..%d) [FLIPS]]\n", MAX_READERS);
+		fprintf(stderr, "usage: jump_label_flip [READERS (0..%d) [FLIPS]]\n", MAX_READERS);
 		return 2;
 	}
 	VALGRIND_HG_DISABLE_CHECKING(want, sizeof(want));
@@ -268,7 +268,7 @@ int main(int argc, char **argv)
 		int ret = pthread_create(&t[i], NULL, reader, (void *)(intptr_t)i);
 
 		if (ret) {
-			fprintf(stderr, "jl_flip: pthread_create: %s\n", strerror(ret));
+			fprintf(stderr, "jump_label_flip: pthread_create: %s\n", strerror(ret));
 			return 2;
 		}
 	}
@@ -293,15 +293,15 @@ int main(int argc, char **argv)
 	check_all("final");
 	for (int i = 0; i < nr; i++)
 		if (!checked[i]) {
-			fprintf(stderr, "jl_flip: reader %d checked nothing\n", i);
+			fprintf(stderr, "jump_label_flip: reader %d checked nothing\n", i);
 			errors++;
 		}
 	kk_jump_label_get_stats(&st);
-	printf("jl_flip: %d readers, %d flips (%d failed), %lu wrong branches; "
+	printf("jump_label_flip: %d readers, %d flips (%d failed), %lu wrong branches; "
 	       "library: %llu batches, %llu syncs, %llu traps\n",
 	       nr, flips, failed_flips, errors, st.batches, st.syncs, st.traps);
 	if (failed_flips || errors)
 		return 1;
-	printf("jl_flip: ok\n");
+	printf("jump_label_flip: ok\n");
 	return 0;
 }

@@ -13,7 +13,7 @@
  * script deletes the breakpoint, and the enable must now succeed everywhere.
  *
  * Without gdb (nothing calls bp_ready's breakpoint), the first enable must
- * succeed: run as `jl_gdb_break --no-debugger` to check the program itself.
+ * succeed: run as `jump_label_gdb_break --no-debugger` to check the program itself.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@ static int failures;
 
 #define CHECK(cond, ...) do {							\
 	if (!(cond)) {								\
-		fprintf(stderr, "jl_gdb_break: FAIL: %s: ", #cond);		\
+		fprintf(stderr, "jump_label_gdb_break: FAIL: %s: ", #cond);		\
 		fprintf(stderr, __VA_ARGS__);					\
 		fprintf(stderr, "\n");						\
 		failures++;							\
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 		return 1;
 	bp = site_in(sites, n, (uintptr_t)&bp_fn);
 	other = bp == sites[0] ? sites[1] : sites[0];
-	printf("jl_gdb_break: site %#lx in bp_fn, site %#lx in other_fn\n",
+	printf("jump_label_gdb_break: site %#lx in bp_fn, site %#lx in other_fn\n",
 	       (unsigned long)bp, (unsigned long)other);
 	fflush(stdout);
 	CHECK(!bp_fn() && !other_fn() && !unrelated_fn(), "sites start disabled");
@@ -132,6 +132,6 @@ int main(int argc, char **argv)
 	CHECK(!unrelated_fn(), "an unrelated key's site is unchanged");
 	if (failures)
 		return 1;
-	printf("jl_gdb_break: ok\n");
+	printf("jump_label_gdb_break: ok\n");
 	return 0;
 }

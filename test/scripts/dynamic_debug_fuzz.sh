@@ -5,7 +5,7 @@
 # build it.
 set -u
 B=${KK_BUILD:?}
-F=$B/test/fuzz/dyndbg_parser
+F=$B/test/fuzz/dynamic_debug_parser
 [ -x "$F" ] || { echo "no fuzzer built (clang with libFuzzer missing)"; exit 77; }
 tmp=$(mktemp -d /tmp/kk-dd-fuzz.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,7 +9,7 @@
 # ignores the entry and starts from its own defaults.
 set -u
 B=${KK_BUILD:?}
-P=$B/test/progs/dd_inherit
+P=$B/test/progs/dynamic_debug_inherit
 KKCTL=$B/kkctl
 ON='report_site=on other_site=off'
 OFF='report_site=off other_site=off'
@@ -97,7 +97,7 @@ out=$(KK_DYNDBG='func report_site +p;func other_site -p' "$P" api execv /usr/bin
 # A live `kkctl write` on a running parent, then fork and exec: on.  Then
 # dynamic_debug/inherit 0 on another one: off.  The control file reads back
 # what it printed.
-ctl_run() {	# HOW, then the kkctl writes as "file value" pairs -> the report
+control_run() {	# HOW, then the kkctl writes as "file value" pairs -> the report
 	how=$1
 	shift
 	rm -f "$tmp/in" "$tmp/out"
@@ -119,11 +119,11 @@ ctl_run() {	# HOW, then the kkctl writes as "file value" pairs -> the report
 	pid=
 	echo "$r1 $r2"
 }
-out=$(ctl_run execv dynamic_debug/control 'func report_site +p') || fail "$out"
+out=$(control_run execv dynamic_debug/control 'func report_site +p') || fail "$out"
 [ "$out" = "$ON" ] || fail "kkctl write, then fork+exec: $out"
-out=$(ctl_run posix_spawn dynamic_debug/control 'func report_site +p') || fail "$out"
+out=$(control_run posix_spawn dynamic_debug/control 'func report_site +p') || fail "$out"
 [ "$out" = "$ON" ] || fail "kkctl write, then posix_spawn: $out"
-out=$(ctl_run execv dynamic_debug/control 'func report_site +p' dynamic_debug/inherit 0) ||
+out=$(control_run execv dynamic_debug/control 'func report_site +p' dynamic_debug/inherit 0) ||
 	fail "$out"
 [ "$out" = "$OFF" ] || fail "dynamic_debug/inherit 0: $out"
 
@@ -152,7 +152,7 @@ asan*) echo "ASan: no static link; static case not checked" ;;
 *)
 	src=${KK_SRC:-.}
 	if ${CC:-cc} -D_GNU_SOURCE -I"$src/include" -O2 -static -o "$tmp/static" \
-		"$src/test/progs/dd_inherit.c" "$B/libkernelkit.a" -pthread -ldl \
+		"$src/test/progs/dynamic_debug_inherit.c" "$B/libkernelkit.a" -pthread -ldl \
 		>"$tmp/static.log" 2>&1; then
 		for how in execv execve execvp execl fexecve vfork; do
 			out=$("$tmp/static" api $how 2>&1) || fail "static $how: exit $?: $out"

@@ -11,7 +11,7 @@
 #    thousands of spawns, with every exec function and posix_spawn.
 set -u
 B=${KK_BUILD:?}
-P=$B/test/progs/dd_inherit
+P=$B/test/progs/dynamic_debug_inherit
 ON='report_site=on other_site=off'
 ENTRY='KK_DYNDBG_INHERIT=func report_site +p'
 tmp=$(mktemp -d /tmp/kk-inherit-env.XXXXXX)

@@ -13,7 +13,7 @@
 # seals included).  KK_JOURNAL_FAKE=1 forces that mode.
 set -u
 B=${KK_BUILD:?}
-PROG=$B/test/progs/dd_journal
+PROG=$B/test/progs/dynamic_debug_journal
 FAKE=$B/test/progs/journal_fake
 JOURNALD=
 for j in /lib/systemd/systemd-journald /usr/lib/systemd/systemd-journald; do
@@ -119,7 +119,7 @@ check() {
 	[ "$n" -eq 1 ] || fail "$tag $kind: $n entries, want 1"
 	msg=$(jq -r --arg tag "$tag" "(.MESSAGE | if type == \"array\" then implode else . end) == ($3)" "$tmp/entry")
 	[ "$msg" = true ] || fail "$tag $kind: MESSAGE is $(jq -c '.MESSAGE' "$tmp/entry" | cut -c1-200)"
-	for kv in PRIORITY=7 KK_MODULE=kkjournal SYSLOG_IDENTIFIER=dd_journal _TRANSPORT=journal \
+	for kv in PRIORITY=7 KK_MODULE=kkjournal SYSLOG_IDENTIFIER=dynamic_debug_journal _TRANSPORT=journal \
 		"$(sed -n 's/^all //p' "$tmp/$tag.expect")" \
 		$(sed -n "s/^$kind //p" "$tmp/$tag.expect"); do
 		k=${kv%%=*} v=${kv#*=}
@@ -134,7 +134,7 @@ big_jq() { echo "\$tag + \" $1 \" + ([range(0; $2)] | map(97 + . % 26) | implode
 # run TAG [api]: the program's messages, nothing on stderr
 run() {
 	KK_DYNDBG='module kkjournal +p' KK_DYNDBG_SINK=${KK_SINK:-journal} "$PROG" "$@" \
-		> "$tmp/$1.expect" 2> "$tmp/$1.stderr" || fail "dd_journal $*: exit $?: $(cat "$tmp/$1.stderr")"
+		> "$tmp/$1.expect" 2> "$tmp/$1.stderr" || fail "dynamic_debug_journal $*: exit $?: $(cat "$tmp/$1.stderr")"
 }
 
 tag=kkj$$env
@@ -147,7 +147,7 @@ check $tag big "$(big_jq big 70000)"
 check $tag huge "$(big_jq huge 1048576)"
 
 # The program puts a pipe on the library's socket number: a new socket, the
-# pipe untouched (dd_journal checks that), the entry in the journal.
+# pipe untouched (dynamic_debug_journal checks that), the entry in the journal.
 tag=kkj$$reuse
 run $tag reuse
 [ -s "$tmp/$tag.stderr" ] && fail "stderr with the journal up: $(head -c 300 "$tmp/$tag.stderr")"

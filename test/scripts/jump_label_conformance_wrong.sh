@@ -7,7 +7,7 @@
 conf_setup test/conformance/libstatic_key_base.so
 conf_build t1 test_static_keys -DTEST_STATIC_KEYS_WRONG -lstatic_key_base &&
 	conf_expect_fail "test_static_keys, wrong expectation" static_key_enabled "$tmp/t1"
-conf_build t2 test_static_keys_api -DTEST_STATIC_KEYS_WRONG &&
-	conf_expect_fail "test_static_keys_api, wrong expectation" line "$tmp/t2"
+conf_build t2 test_jump_label_api -DTEST_STATIC_KEYS_WRONG &&
+	conf_expect_fail "test_jump_label_api, wrong expectation" line "$tmp/t2"
 [ "$conf_fail" -eq 0 ] && echo "ok: both modules fail on a wrong expectation"
 exit $conf_fail

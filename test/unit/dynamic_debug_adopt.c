@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dyndbg_util.h"
+#include "dynamic_debug_util.h"
 
-#define MOD "dyndbg_adopt"
+#define MOD "dynamic_debug_adopt"
 
 /* The program's own logger: what the sites call. */
 static char own_out[1024];
@@ -84,53 +84,53 @@ static int count_lines(const char *s)
 	return n;
 }
 
-Test(dyndbg_adopt, nodesc_site_refuses_decoration_and_nothing_changes)
+Test(dynamic_debug_adopt, nodesc_site_refuses_decoration_and_nothing_changes)
 {
 	char *before, *after, *reply = NULL;
 
 	reset();
 	/* a mix of states, so that "nothing changed" means something */
-	cr_assert_eq(dd_write("func ad_plain_a +p; func ad_plain_b +pf; func ad_with_desc +l", NULL), 0);
-	before = dd_listing();
+	cr_assert_eq(dynamic_debug_write("func ad_plain_a +p; func ad_plain_b +pf; func ad_with_desc +l", NULL), 0);
+	before = dynamic_debug_listing();
 	cr_assert_not_null(before);
 
 	/* one site of four cannot decorate: the whole write is refused */
-	cr_assert_eq(dd_write("module " MOD " +pm", &reply), -EOPNOTSUPP);
+	cr_assert_eq(dynamic_debug_write("module " MOD " +pm", &reply), -EOPNOTSUPP);
 	cr_assert_eq(count_lines(reply), 1, "one line: %s", reply);
 	cr_assert(strstr(reply, "query 1 \"module " MOD " +pm\"") && strstr(reply, "'m'") &&
 		  strstr(reply, "1 site ") && strstr(reply, "_dynamic_func_call_no_desc") &&
 		  strstr(reply, "]ad_nodesc") && strstr(reply, "nothing was changed"), "%s", reply);
 	free(reply);
-	after = dd_listing();
+	after = dynamic_debug_listing();
 	cr_assert_str_eq(after, before);
 	free(after);
 
 	/* in a later query of the same write: the earlier queries do not stand either */
-	cr_assert_eq(dd_write("module " MOD " +p; func ad_plain_a +t; format \"ad nodesc\" +d", &reply),
+	cr_assert_eq(dynamic_debug_write("module " MOD " +p; func ad_plain_a +t; format \"ad nodesc\" +d", &reply),
 		     -EOPNOTSUPP);
 	cr_assert(strstr(reply, "query 3 ") && strstr(reply, "'d'"), "%s", reply);
 	free(reply);
-	after = dd_listing();
+	after = dynamic_debug_listing();
 	cr_assert_str_eq(after, before);
 	free(after);
 
 	/* "=" that adds a decoration is refused too; the API says so as well */
 	cr_assert_eq(dynamic_debug_exec_queries("func ad_nodesc =pflst", NULL), -EOPNOTSUPP);
 	cr_assert_eq(dynamic_debug_exec_queries("+mflst", MOD), -EOPNOTSUPP);
-	after = dd_listing();
+	after = dynamic_debug_listing();
 	cr_assert_str_eq(after, before);
 	free(after);
 	free(before);
 
 	/* what the site can honour goes through, and the mark stays */
 	cr_assert_eq(dynamic_debug_exec_queries("module " MOD " +p", NULL), 4);
-	cr_assert_str_eq(dd_flags_of("]ad_nodesc "), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_nodesc "), "p");
 	cr_assert_eq(dynamic_debug_exec_queries("=p", MOD), 4);
 	cr_assert_eq(dynamic_debug_exec_queries("func ad_nodesc +m", NULL), -EOPNOTSUPP);
 	/* decorations on the other sites, the _no_desc one left out by name */
 	cr_assert_eq(dynamic_debug_exec_queries("func !ad_nodesc +mf", MOD), 3);
-	cr_assert_str_eq(dd_flags_of("]ad_plain_a "), "pmf");
-	cr_assert_str_eq(dd_flags_of("]ad_nodesc "), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_plain_a "), "pmf");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_nodesc "), "p");
 	ad_nodesc(7);
 	cr_assert_str_eq(own_out, "ad nodesc 7\n");
 	/* taking flags away is always allowed */
@@ -138,7 +138,7 @@ Test(dyndbg_adopt, nodesc_site_refuses_decoration_and_nothing_changes)
 	reset();
 }
 
-Test(dyndbg_adopt, nodesc_refusal_per_query_when_not_all_or_nothing)
+Test(dynamic_debug_adopt, nodesc_refusal_per_query_when_not_all_or_nothing)
 {
 	char *reply = NULL;
 	int prev;
@@ -146,18 +146,18 @@ Test(dyndbg_adopt, nodesc_refusal_per_query_when_not_all_or_nothing)
 	reset();
 	prev = kk_dyndbg_set_all_or_nothing(0);
 	/* the kernel's mode: each query on its own, the refused one skipped */
-	cr_assert_eq(dd_write("func ad_plain_a +pm\nfunc ad_nodesc +pm\nfunc ad_plain_b +p", &reply),
+	cr_assert_eq(dynamic_debug_write("func ad_plain_a +pm\nfunc ad_nodesc +pm\nfunc ad_plain_b +p", &reply),
 		     -EOPNOTSUPP);
 	kk_dyndbg_set_all_or_nothing(prev);
 	cr_assert(strstr(reply, "nothing was changed"), "%s", reply);
 	free(reply);
-	cr_assert_str_eq(dd_flags_of("]ad_plain_a "), "pm");
-	cr_assert_str_eq(dd_flags_of("]ad_nodesc "), "_");
-	cr_assert_str_eq(dd_flags_of("]ad_plain_b "), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_plain_a "), "pm");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_nodesc "), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("]ad_plain_b "), "p");
 	reset();
 }
 
-Test(dyndbg_adopt, with_desc_function_gets_the_prefix)
+Test(dynamic_debug_adopt, with_desc_function_gets_the_prefix)
 {
 	char want[256];
 
@@ -180,7 +180,7 @@ Test(dyndbg_adopt, with_desc_function_gets_the_prefix)
 	reset();
 }
 
-Test(dyndbg_adopt, emit_prefix_sizes)
+Test(dynamic_debug_adopt, emit_prefix_sizes)
 {
 	struct _ddebug meta;
 	char buf[8], big[KK_DYNDBG_PREFIX_SIZE];

@@ -7,7 +7,7 @@
 #define KBUILD_MODNAME "kparam_mod"
 #include <criterion/criterion.h>
 
-#include "dyndbg_util.h"
+#include "dynamic_debug_util.h"
 
 DECLARE_DYNDBG_CLASSMAP(kp_dnames, DD_CLASS_TYPE_DISJOINT_NAMES, 0, "LOW", "MID", "HI");
 DECLARE_DYNDBG_CLASSMAP(kp_lnames, DD_CLASS_TYPE_LEVEL_NAMES, 4, "L0", "L1", "L2", "L3");
@@ -35,7 +35,7 @@ static void __attribute__((noinline)) sites(void)
 	pr_debug("kp plain\n");
 }
 
-Test(dyndbg_kparam, enum_values)
+Test(dynamic_debug_kparam, enum_values)
 {
 	cr_assert_eq(DD_CLASS_TYPE_DISJOINT_BITS, 0);
 	cr_assert_eq(DD_CLASS_TYPE_LEVEL_NUM, 1);
@@ -44,19 +44,19 @@ Test(dyndbg_kparam, enum_values)
 	cr_assert_eq(_DPRINTK_FLAGS_DEFAULT, 0);
 }
 
-Test(dyndbg_kparam, disjoint_names)
+Test(dynamic_debug_kparam, disjoint_names)
 {
 	char buf[KK_PARAM_BUFSIZE];
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 
 	cr_assert_eq(param_set_dyndbg_classes("+MID,HI\n", &dn_kp), 0);
 	cr_assert_eq(dn_bits, 0x6);
-	cr_assert_str_eq(dd_flags_of("kp mid"), "p");
-	cr_assert_str_eq(dd_flags_of("kp hi"), "p");
-	cr_assert_str_eq(dd_flags_of("kp low"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp mid"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp hi"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp low"), "_");
 	cr_assert_eq(param_get_dyndbg_classes(buf, &dn_kp), 4);
 	cr_assert_str_eq(buf, "0x6\n");
-	dd_capture_start(&c);
+	dynamic_debug_capture_start(&c);
 	sites();
 	cr_assert_eq(c.n, 2, "%s", c.buf);
 	kk_dyndbg_set_sink(NULL, NULL);
@@ -64,35 +64,35 @@ Test(dyndbg_kparam, disjoint_names)
 	cr_assert_eq(param_set_dyndbg_classes("-MID,NOPE", &dn_kp), -EINVAL);
 	cr_assert_eq(param_set_dyndbg_classes("1", &dn_kp), -EINVAL);
 	cr_assert_eq(dn_bits, 0x6);
-	cr_assert_str_eq(dd_flags_of("kp mid"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp mid"), "p");
 	cr_assert_eq(param_set_dyndbg_classes("-MID,-HI,+LOW", &dn_kp), 0);
 	cr_assert_eq(dn_bits, 0x1);
-	cr_assert_str_eq(dd_flags_of("kp low"), "p");
-	cr_assert_str_eq(dd_flags_of("kp mid"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp low"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp mid"), "_");
 	cr_assert_eq(param_set_dyndbg_classes("-LOW", &dn_kp), 0);
 }
 
-Test(dyndbg_kparam, level_names)
+Test(dynamic_debug_kparam, level_names)
 {
 	char buf[KK_PARAM_BUFSIZE];
 
 	cr_assert_eq(param_ops_dyndbg_classes.set("L2", &ln_kp), 0);
 	cr_assert_eq(ln_lvl, 3);
-	cr_assert_str_eq(dd_flags_of("kp L0"), "p");
-	cr_assert_str_eq(dd_flags_of("kp L2"), "p");
-	cr_assert_str_eq(dd_flags_of("kp L3"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L0"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L2"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L3"), "_");
 	param_ops_dyndbg_classes.get(buf, &ln_kp);
 	cr_assert_str_eq(buf, "3\n");
 	cr_assert_eq(param_set_dyndbg_classes("-L2", &ln_kp), 0);
 	cr_assert_eq(ln_lvl, 2);
-	cr_assert_str_eq(dd_flags_of("kp L1"), "p");
-	cr_assert_str_eq(dd_flags_of("kp L2"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L1"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L2"), "_");
 	cr_assert_eq(param_set_dyndbg_classes("-L0", &ln_kp), 0);
 	cr_assert_eq(ln_lvl, 0);
-	cr_assert_str_eq(dd_flags_of("kp L0"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp L0"), "_");
 }
 
-Test(dyndbg_kparam, served_as_control_files)
+Test(dynamic_debug_kparam, served_as_control_files)
 {
 	char *t = NULL, *r = NULL;
 	size_t n;
@@ -120,15 +120,15 @@ Test(dyndbg_kparam, served_as_control_files)
 	cr_assert_eq(param_set_dyndbg_classes("-HI", &dn_kp), 0);
 }
 
-Test(dyndbg_kparam, module_dyndbg_param)
+Test(dynamic_debug_kparam, module_dyndbg_param)
 {
 	char p1[] = "dyndbg", p2[] = "kparam_mod.dyndbg", p3[] = "debug", v[] = "format plain +p";
 
 	cr_assert_eq(ddebug_dyndbg_module_param_cb(p3, v, "kparam_mod"), -ENOENT);
 	cr_assert_eq(ddebug_dyndbg_module_param_cb(p1, v, "kparam_mod"), 0);
-	cr_assert_str_eq(dd_flags_of("kp plain"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp plain"), "p");
 	cr_assert_eq(ddebug_dyndbg_module_param_cb(p2, NULL, "other_mod"), 0);
-	cr_assert_str_eq(dd_flags_of("kp low"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp low"), "_");
 	cr_assert_eq(dynamic_debug_exec_queries("-p", "kparam_mod") >= 1, 1);
-	cr_assert_str_eq(dd_flags_of("kp plain"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("kp plain"), "_");
 }

@@ -12,7 +12,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "dyndbg_util.h"
+#include "dynamic_debug_util.h"
 
 __attribute__((noinline)) void out_site(int v)
 {
@@ -49,7 +49,7 @@ __attribute__((noinline)) void out_rl(int v)
 
 static unsigned line_of(const char *needle)
 {
-	char *l = dd_listing(), *p;
+	char *l = dynamic_debug_listing(), *p;
 	unsigned line = 0;
 
 	for (p = strtok(l, "\n"); p; p = strtok(NULL, "\n")) {
@@ -63,54 +63,54 @@ static unsigned line_of(const char *needle)
 	return line;
 }
 
-Test(dyndbg_output, decorations)
+Test(dynamic_debug_output, decorations)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 	char want[256];
 	unsigned ln = line_of("\"value %d\"");
 
-	dd_capture_start(&c);
-	cr_assert_eq(dd_write("func out_site +p", NULL), 0);
+	dynamic_debug_capture_start(&c);
+	cr_assert_eq(dynamic_debug_write("func out_site +p", NULL), 0);
 	out_site(1);
 	cr_assert_str_eq(c.buf, "value 1\n");
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site +m", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site +m", NULL), 0);
 	out_site(2);
-	cr_assert_str_eq(c.buf, "dyndbg_output: value 2\n");
+	cr_assert_str_eq(c.buf, "dynamic_debug_output: value 2\n");
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site =pmf", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site =pmf", NULL), 0);
 	out_site(3);
-	cr_assert_str_eq(c.buf, "dyndbg_output:out_site: value 3\n");
+	cr_assert_str_eq(c.buf, "dynamic_debug_output:out_site: value 3\n");
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site =pmfsl", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site =pmfsl", NULL), 0);
 	out_site(4);
-	snprintf(want, sizeof(want), "dyndbg_output:out_site:test/unit/dyndbg_output.c:%u: value 4\n", ln);
+	snprintf(want, sizeof(want), "dynamic_debug_output:out_site:test/unit/dynamic_debug_output.c:%u: value 4\n", ln);
 	cr_assert_str_eq(c.buf, want);
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site =pt", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site =pt", NULL), 0);
 	out_site(5);
 	snprintf(want, sizeof(want), "[%d] value 5\n", (int)gettid());
 	cr_assert_str_eq(c.buf, want);
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site =ptmfsl", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site =ptmfsl", NULL), 0);
 	out_site(6);
-	snprintf(want, sizeof(want), "[%d] dyndbg_output:out_site:test/unit/dyndbg_output.c:%u: value 6\n",
+	snprintf(want, sizeof(want), "[%d] dynamic_debug_output:out_site:test/unit/dynamic_debug_output.c:%u: value 6\n",
 		 (int)gettid(), ln);
 	cr_assert_str_eq(c.buf, want);
 	c.len = 0;
-	cr_assert_eq(dd_write("func out_site =pl", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_site =pl", NULL), 0);
 	out_site(7);
 	snprintf(want, sizeof(want), "%u: value 7\n", ln);
 	cr_assert_str_eq(c.buf, want);
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
-Test(dyndbg_output, long_messages_are_whole)
+Test(dynamic_debug_output, long_messages_are_whole)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 
-	dd_capture_start(&c);
-	cr_assert_eq(dd_write("func out_long =pf", NULL), 0);
+	dynamic_debug_capture_start(&c);
+	cr_assert_eq(dynamic_debug_write("func out_long =pf", NULL), 0);
 	out_long();
 	cr_assert_eq(c.n, 1);
 	cr_assert_eq(c.len, strlen("out_long: long ") + 2999 + strlen(" end\n"));
@@ -146,10 +146,10 @@ static void run_nl(void)
 	out_nl(42);
 }
 
-Test(dyndbg_output, default_sink_is_stderr)
+Test(dynamic_debug_output, default_sink_is_stderr)
 {
 	kk_dyndbg_set_sink(NULL, NULL);
-	cr_assert_eq(dd_write("func out_nl =pf", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_nl =pf", NULL), 0);
 	cr_assert_str_eq(capture_stderr(run_nl), "out_nl: line 42\n");
 }
 
@@ -160,10 +160,10 @@ static void run_syslog(void)
 	closelog();
 }
 
-Test(dyndbg_output, syslog_sink)
+Test(dynamic_debug_output, syslog_sink)
 {
 	kk_dyndbg_set_sink(kk_dyndbg_sink_syslog, KK_DYNDBG_SYSLOG_ARG(LOG_DEBUG));
-	cr_assert_eq(dd_write("func out_nl =pf", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_nl =pf", NULL), 0);
 	char *e = capture_stderr(run_syslog);
 
 	cr_assert(strstr(e, "ddtest"), "%s", e);
@@ -171,18 +171,18 @@ Test(dyndbg_output, syslog_sink)
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
-Test(dyndbg_output, hex_dump)
+Test(dynamic_debug_output, hex_dump)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 	unsigned char b[20];
 
 	for (int i = 0; i < 20; i++)
 		b[i] = (unsigned char)(0x41 + i);
 	b[3] = 0x01;
-	dd_capture_start(&c);
+	dynamic_debug_capture_start(&c);
 	out_hex(b, sizeof(b));
 	cr_assert_eq(c.n, 0);
-	cr_assert_eq(dd_write("func out_hex +p; func out_hex4 +p", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_hex +p; func out_hex4 +p", NULL), 0);
 	out_hex(b, sizeof(b));
 	cr_assert_eq(c.n, 2);
 	cr_assert_str_eq(c.buf,
@@ -192,16 +192,16 @@ Test(dyndbg_output, hex_dump)
 	out_hex4(b, 8);
 	cr_assert_str_eq(c.buf, "w: 01434241 48474645\n");
 	/* the hex-dump site is listed like any other */
-	cr_assert_str_eq(dd_flags_of("]out_hex "), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("]out_hex "), "p");
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
-Test(dyndbg_output, stack_dump_flag)
+Test(dynamic_debug_output, stack_dump_flag)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 
-	dd_capture_start(&c);
-	cr_assert_eq(dd_write("func out_nl =pd", NULL), 0);
+	dynamic_debug_capture_start(&c);
+	cr_assert_eq(dynamic_debug_write("func out_nl =pd", NULL), 0);
 	out_nl(1);
 	cr_assert_gt(c.n, 2, "%s", c.buf);
 	cr_assert(!strncmp(c.buf, "line 1\n #0 ", 11), "%s", c.buf);
@@ -213,15 +213,15 @@ Test(dyndbg_output, stack_dump_flag)
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
-Test(dyndbg_output, ratelimited_burst_and_suppressed_report, .timeout = 20)
+Test(dynamic_debug_output, ratelimited_burst_and_suppressed_report, .timeout = 20)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 
-	dd_capture_start(&c);
+	dynamic_debug_capture_start(&c);
 	for (int i = 0; i < 30; i++)
 		out_rl(i);
 	cr_assert_eq(c.n, 0, "disabled: nothing, not even counted");
-	cr_assert_eq(dd_write("func out_rl +p", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_rl +p", NULL), 0);
 	for (int i = 0; i < 25; i++)
 		out_rl(i);
 	cr_assert_eq(c.n, 10, "burst of 10: %s", c.buf);
@@ -246,7 +246,7 @@ static void run_ratelimit(void)
 	cr_assert_eq(__ratelimit(&rs), 1);
 }
 
-Test(dyndbg_output, generic_ratelimit)
+Test(dynamic_debug_output, generic_ratelimit)
 {
 	char *e = capture_stderr(run_ratelimit);
 
@@ -265,20 +265,20 @@ static void *thread_print(void *arg)
 	return NULL;
 }
 
-Test(dyndbg_output, threads_and_switching)
+Test(dynamic_debug_output, threads_and_switching)
 {
-	struct dd_capture c;
+	struct dynamic_debug_capture c;
 	pthread_t th[3];
 
-	dd_capture_start(&c);
-	cr_assert_eq(dd_write("func out_nl =p", NULL), 0);
+	dynamic_debug_capture_start(&c);
+	cr_assert_eq(dynamic_debug_write("func out_nl =p", NULL), 0);
 	for (int i = 0; i < 3; i++)
 		pthread_create(&th[i], NULL, thread_print, NULL);
 	for (int i = 0; i < 20; i++)
-		cr_assert_eq(dd_write(i % 2 ? "func out_nl -p" : "func out_nl +p", NULL), 0);
+		cr_assert_eq(dynamic_debug_write(i % 2 ? "func out_nl -p" : "func out_nl +p", NULL), 0);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	cr_assert_eq(dd_write("func out_nl +p", NULL), 0);
+	cr_assert_eq(dynamic_debug_write("func out_nl +p", NULL), 0);
 	int before = c.n;
 
 	out_nl(1);

@@ -30,7 +30,7 @@ static void my_sink(const struct _ddebug *d, const char *m, size_t l, void *a)
 	(void)d; (void)m; (void)l; (void)a;
 }
 
-Test(dyndbg_sink_file, names_the_sink_and_switches_it)
+Test(dynamic_debug_sink_file, names_the_sink_and_switches_it)
 {
 	char *t = read_sink();
 
@@ -51,7 +51,7 @@ Test(dyndbg_sink_file, names_the_sink_and_switches_it)
 	free(t);
 }
 
-Test(dyndbg_sink_file, a_program_callback_reads_back_as_custom)
+Test(dynamic_debug_sink_file, a_program_callback_reads_back_as_custom)
 {
 	char *t;
 
@@ -65,7 +65,7 @@ Test(dyndbg_sink_file, a_program_callback_reads_back_as_custom)
 	free(t);
 }
 
-Test(dyndbg_sink_file, a_bad_name_changes_nothing)
+Test(dynamic_debug_sink_file, a_bad_name_changes_nothing)
 {
 	char *t;
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include <kernelkit/panic.h>
-#include "dyndbg_util.h"
+#include "dynamic_debug_util.h"
 #include "kktest.h"
 #include "panic_kid.h"
 
@@ -83,31 +83,31 @@ static void enable(const char *q)
 {
 	char *r = NULL;
 
-	cr_assert_eq(dd_write(q, &r), 0, "%s: %s", q, r);
+	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
 	free(r);
 }
 
 /* ---- the flag ---------------------------------------------------------------- */
 
-Test(dyndbg_trace, flag_parses_lists_and_switches_the_site)
+Test(dynamic_debug_trace, flag_parses_lists_and_switches_the_site)
 {
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "_");
 	enable("func tr_seq +T");
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "T");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "T");
 	enable("func tr_seq +pmf");
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "pTmf");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "pTmf");
 	enable("func tr_seq -p");
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "Tmf");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "Tmf");
 	/* a listing line written back keeps the flag */
 	enable("func tr_seq =T");
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "T");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "T");
 	tr_seq(1, 1);		/* T alone switches the site on: it records */
 	char *t = trace_text();
 
 	cr_assert(strstr(t, "seq 1 1\n"), "%s", t);
 	free(t);
 	enable("func tr_seq -T");
-	cr_assert_str_eq(dd_flags_of("tr_seq"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "_");
 	kk_dyndbg_trace_clear();
 	tr_seq(1, 2);		/* off again: nothing recorded */
 	t = trace_text();
@@ -115,20 +115,20 @@ Test(dyndbg_trace, flag_parses_lists_and_switches_the_site)
 	free(t);
 }
 
-Test(dyndbg_trace, flag_refused_where_nothing_would_record)
+Test(dynamic_debug_trace, flag_refused_where_nothing_would_record)
 {
 	char *r = NULL;
 
 	/* a _no_desc site calls its own function, not __dynamic_pr_debug() */
-	cr_assert_eq(dd_write("func tr_nodesc +T", &r), -EOPNOTSUPP, "%s", r);
+	cr_assert_eq(dynamic_debug_write("func tr_nodesc +T", &r), -EOPNOTSUPP, "%s", r);
 	cr_assert(strstr(r, "'T'"), "%s", r);
 	free(r);
-	cr_assert_str_eq(dd_flags_of("tr_nodesc"), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_nodesc"), "_");
 	enable("func tr_nodesc +p");	/* p stays allowed there */
-	cr_assert_str_eq(dd_flags_of("tr_nodesc"), "p");
+	cr_assert_str_eq(dynamic_debug_flags_of("tr_nodesc"), "p");
 }
 
-Test(dyndbg_trace, flag_is_inherited_by_exec)
+Test(dynamic_debug_trace, flag_is_inherited_by_exec)
 {
 	int p[2], st;
 	char buf[8192];
@@ -170,7 +170,7 @@ static void sink(const struct _ddebug *d, const char *msg, size_t len, void *arg
 	}
 }
 
-Test(dyndbg_trace, p_prints_T_records_both_do_both)
+Test(dynamic_debug_trace, p_prints_T_records_both_do_both)
 {
 	char *t;
 
@@ -194,13 +194,13 @@ Test(dyndbg_trace, p_prints_T_records_both_do_both)
 	kk_dyndbg_set_sink(NULL, NULL);
 }
 
-Test(dyndbg_trace, records_of_an_unloaded_object_are_not_formatted)
+Test(dynamic_debug_trace, records_of_an_unloaded_object_are_not_formatted)
 {
-	void *h = dlopen(kkt_build_path("test/lib/libdyndbg_mod.so"), RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(kkt_build_path("test/lib/libdynamic_debug_mod.so"), RTLD_NOW | RTLD_LOCAL);
 	char *t;
 
 	cr_assert_not_null(h, "%s", dlerror());
-	enable("module dyndbg_mod +T");
+	enable("module dynamic_debug_mod +T");
 	enable("func tr_seq +T");
 	((void (*)(int))dlsym(h, "ddm_plain"))(5);
 	tr_seq(70, 0);
@@ -218,7 +218,7 @@ Test(dyndbg_trace, records_of_an_unloaded_object_are_not_formatted)
 
 /* ---- records ----------------------------------------------------------------- */
 
-Test(dyndbg_trace, arguments_are_formatted_as_printf_would)
+Test(dynamic_debug_trace, arguments_are_formatted_as_printf_would)
 {
 	char want[512], *t, *line;
 	const char *s = "hello world";
@@ -254,7 +254,7 @@ __attribute__((noinline)) void tr_many(int v)
 		 v + 20, v + 21, v + 22, v + 23, v + 24, v + 25, v + 26, v + 27, v + 28, "abcdef");
 }
 
-Test(dyndbg_trace, long_formats_are_packed_whole)
+Test(dynamic_debug_trace, long_formats_are_packed_whole)
 {
 	char *t;
 
@@ -268,7 +268,7 @@ Test(dyndbg_trace, long_formats_are_packed_whole)
 	free(t);
 }
 
-Test(dyndbg_trace, unsupported_conversions_show_the_rest_of_the_format)
+Test(dynamic_debug_trace, unsupported_conversions_show_the_rest_of_the_format)
 {
 	char *t;
 
@@ -279,7 +279,7 @@ Test(dyndbg_trace, unsupported_conversions_show_the_rest_of_the_format)
 	free(t);
 }
 
-Test(dyndbg_trace, strings_are_copied_at_the_call)
+Test(dynamic_debug_trace, strings_are_copied_at_the_call)
 {
 	char buf[32], big[1000], *t;
 
@@ -321,7 +321,7 @@ static long check_seq(const char *t, int tag, long first)
 	return n;
 }
 
-Test(dyndbg_trace, one_thread_reads_back_in_order)
+Test(dynamic_debug_trace, one_thread_reads_back_in_order)
 {
 	char *t;
 
@@ -334,7 +334,7 @@ Test(dyndbg_trace, one_thread_reads_back_in_order)
 	free(t);
 }
 
-Test(dyndbg_trace, wraps_around_keeping_the_newest)
+Test(dynamic_debug_trace, wraps_around_keeping_the_newest)
 {
 	char *t, *r;
 	long n;
@@ -400,7 +400,7 @@ static void check_lines(const char *t, long *last)
 	free(copy);
 }
 
-Test(dyndbg_trace, concurrent_writers_and_a_consuming_reader)
+Test(dynamic_debug_trace, concurrent_writers_and_a_consuming_reader)
 {
 	pthread_t th[NW];
 	long last[NW];
@@ -443,7 +443,7 @@ static void *seq_one(void *arg)
 	return NULL;
 }
 
-Test(dyndbg_trace, merged_across_threads_by_time)
+Test(dynamic_debug_trace, merged_across_threads_by_time)
 {
 	pthread_t th;
 	char *t;
@@ -473,7 +473,7 @@ static void on_usr1(int sig)
 	tr_seq(30, (unsigned long)atomic_fetch_add(&handler_calls, 1));
 }
 
-Test(dyndbg_trace, a_signal_handler_records)
+Test(dynamic_debug_trace, a_signal_handler_records)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	char *t;
@@ -503,7 +503,7 @@ static void *kicker(void *arg)
 	return NULL;
 }
 
-Test(dyndbg_trace, a_handler_interrupting_the_writer_never_tears_a_record)
+Test(dynamic_debug_trace, a_handler_interrupting_the_writer_never_tears_a_record)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	pthread_t k;
@@ -565,7 +565,7 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
-Test(dyndbg_trace, a_forked_child_has_a_usable_ring)
+Test(dynamic_debug_trace, a_forked_child_has_a_usable_ring)
 {
 	pthread_t th;
 	pid_t pid;
@@ -614,7 +614,7 @@ static void panic_child(void *arg)
 
 	(void)arg;
 	kk_panic_set_timeout(-1);
-	if (dd_write("func tr_seq +T; func tr_str +T", NULL))
+	if (dynamic_debug_write("func tr_seq +T; func tr_str +T", NULL))
 		_exit(3);
 	for (unsigned long i = 0; i < 300; i++)
 		tr_seq(50, i);
@@ -623,7 +623,7 @@ static void panic_child(void *arg)
 	panic("with a trace");
 }
 
-Test(dyndbg_trace, panic_dumps_the_last_records)
+Test(dynamic_debug_trace, panic_dumps_the_last_records)
 {
 	struct kid k;
 	const char *d, *e;
@@ -649,13 +649,13 @@ static void fault_child(void *arg)
 	(void)arg;
 	kk_panic_set_timeout(-1);
 	kk_panic_set_on_oops(1);
-	if (dd_write("func tr_seq +T", NULL))
+	if (dynamic_debug_write("func tr_seq +T", NULL))
 		_exit(3);
 	tr_seq(51, 7);
 	*bad_ptr = 1;
 }
 
-Test(dyndbg_trace, a_fatal_signal_dumps_the_trace)
+Test(dynamic_debug_trace, a_fatal_signal_dumps_the_trace)
 {
 	struct kid k;
 
@@ -686,7 +686,7 @@ static int write_file(const char *name, const char *v)
 	return ret;
 }
 
-Test(dyndbg_trace, buffer_size_kb_round_trips)
+Test(dynamic_debug_trace, buffer_size_kb_round_trips)
 {
 	char *t = read_file("dynamic_debug/buffer_size_kb");
 
@@ -726,7 +726,7 @@ Test(dyndbg_trace, buffer_size_kb_round_trips)
 	cr_assert_eq(write_file("dynamic_debug/buffer_total_size_kb", "1"), -EACCES);
 }
 
-Test(dyndbg_trace, trace_clears_by_writing_nothing_or_zero)
+Test(dynamic_debug_trace, trace_clears_by_writing_nothing_or_zero)
 {
 	char *t;
 
@@ -760,7 +760,7 @@ Test(dyndbg_trace, trace_clears_by_writing_nothing_or_zero)
 	free(t);
 }
 
-Test(dyndbg_trace, trace_pipe_consumes_and_is_not_writable)
+Test(dynamic_debug_trace, trace_pipe_consumes_and_is_not_writable)
 {
 	char *t;
 

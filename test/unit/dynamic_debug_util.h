@@ -13,7 +13,7 @@
 #include <kernelkit/dynamic_debug.h>
 
 /* A write to dynamic_debug/control; *reply (may be NULL) is the text back. */
-static inline int dd_write(const char *q, char **reply)
+static inline int dynamic_debug_write(const char *q, char **reply)
 {
 	char *r = NULL;
 	int ret = kk_control_write("dynamic_debug/control", q, strlen(q), &r);
@@ -26,7 +26,7 @@ static inline int dd_write(const char *q, char **reply)
 }
 
 /* The listing, malloc'ed. */
-static inline char *dd_listing(void)
+static inline char *dynamic_debug_listing(void)
 {
 	char *t = NULL;
 	size_t n;
@@ -37,10 +37,10 @@ static inline char *dd_listing(void)
 }
 
 /* The listed flags ("p", "pmf", "_") of the first site whose line contains @needle. */
-static inline const char *dd_flags_of(const char *needle)
+static inline const char *dynamic_debug_flags_of(const char *needle)
 {
 	static char out[16];
-	char *l = dd_listing(), *p, *eq;
+	char *l = dynamic_debug_listing(), *p, *eq;
 
 	out[0] = '\0';
 	if (!l)
@@ -57,7 +57,7 @@ static inline const char *dd_flags_of(const char *needle)
 }
 
 /* "matched M changed C" of query @n (1-based) in a reply; -1 if absent. */
-static inline int dd_counts(const char *reply, int n, long *matched, long *changed)
+static inline int dynamic_debug_counts(const char *reply, int n, long *matched, long *changed)
 {
 	char key[32];
 	const char *p;
@@ -70,16 +70,16 @@ static inline int dd_counts(const char *reply, int n, long *matched, long *chang
 }
 
 /* A sink that keeps the messages. */
-struct dd_capture {
+struct dynamic_debug_capture {
 	pthread_mutex_t lock;
 	char buf[65536];
 	size_t len;
 	int n;
 };
 
-static inline void dd_capture_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+static inline void dynamic_debug_capture_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
 {
-	struct dd_capture *c = arg;
+	struct dynamic_debug_capture *c = arg;
 
 	(void)d;
 	pthread_mutex_lock(&c->lock);
@@ -92,14 +92,14 @@ static inline void dd_capture_sink(const struct _ddebug *d, const char *msg, siz
 	pthread_mutex_unlock(&c->lock);
 }
 
-static inline void dd_capture_start(struct dd_capture *c)
+static inline void dynamic_debug_capture_start(struct dynamic_debug_capture *c)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
-	kk_dyndbg_set_sink(dd_capture_sink, c);
+	kk_dyndbg_set_sink(dynamic_debug_capture_sink, c);
 }
 
-static inline int dd_count_str(const char *hay, const char *needle)
+static inline int dynamic_debug_count_str(const char *hay, const char *needle)
 {
 	int n = 0;
 

@@ -26,9 +26,9 @@ static void printer(const char *text, void *arg)
 		reports++;
 }
 
-int odb_idiom_check(void);
+int debugobjects_idiom_check(void);
 
-int odb_idiom_check(void)
+int debugobjects_idiom_check(void)
 {
 	struct timer {
 		int armed;

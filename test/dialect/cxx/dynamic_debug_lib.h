@@ -6,22 +6,22 @@
  * linkers keep must show up as ONE site (one per template instantiation) and
  * flip wherever it runs.
  */
-#ifndef KK_DDLIB_H
-#define KK_DDLIB_H
+#ifndef KK_DYNAMIC_DEBUG_LIB_H
+#define KK_DYNAMIC_DEBUG_LIB_H
 
 #include <kernelkit/dynamic_debug.h>
 
-namespace ddlib {
+namespace dynamic_debug_lib {
 
 inline int hdr_inline(int x)
 {
-	pr_debug("ddlib:inline %d\n", x);
+	pr_debug("dynamic_debug_lib:inline %d\n", x);
 	return x + 1;
 }
 
 template <class T> T hdr_twice(T x)
 {
-	pr_debug("ddlib:twice %d\n", (int)x);
+	pr_debug("dynamic_debug_lib:twice %d\n", (int)x);
 	return x * 2;
 }
 
@@ -29,7 +29,7 @@ template <class T> struct box {
 	T v;
 	T get() const
 	{
-		pr_debug("ddlib:box %d\n", (int)v);
+		pr_debug("dynamic_debug_lib:box %d\n", (int)v);
 		return v;
 	}
 };
@@ -42,6 +42,6 @@ inline int hdr_all(int x)
 	return hdr_inline(x) + hdr_twice(x) + b.get();
 }
 
-}	/* namespace ddlib */
+}	/* namespace dynamic_debug_lib */
 
 #endif

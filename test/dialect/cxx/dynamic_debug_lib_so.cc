@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One of the two shared objects of the C++ dynamic-debug test (built twice,
- * with DDLIB_SO_FN = ddlib_so_a and ddlib_so_b): the header-only library's
+ * with DYNAMIC_DEBUG_LIB_SO_FN = dynamic_debug_lib_so_a and dynamic_debug_lib_so_b): the header-only library's
  * sites, plus one site of its own in a static function.
  */
-#include "ddlib.h"
+#include "dynamic_debug_lib.h"
 
 static int so_own(int x)
 {
@@ -12,9 +12,9 @@ static int so_own(int x)
 	return x;
 }
 
-extern "C" int DDLIB_SO_FN(int x);
+extern "C" int DYNAMIC_DEBUG_LIB_SO_FN(int x);
 
-extern "C" int DDLIB_SO_FN(int x)
+extern "C" int DYNAMIC_DEBUG_LIB_SO_FN(int x)
 {
-	return ddlib::hdr_all(x) + so_own(x);
+	return dynamic_debug_lib::hdr_all(x) + so_own(x);
 }

@@ -3,13 +3,13 @@
  * pr_debug() in every shape C++ code takes, in ONE translation unit (g++
  * once refused an inline and a static site in one unit: "section type
  * conflict"; template sites were never registered), plus the header-only
- * library ddlib.h shared with two -fPIC shared objects.  Checks, through
+ * library dynamic_debug_lib.h shared with two -fPIC shared objects.  Checks, through
  * dynamic_debug/control and the sink: every site is listed exactly once (one
  * per template instantiation), "+p" prints every one of them wherever the
  * code runs, "func NAME" sees the unqualified name, and "-p" silences them;
  * a third copy of the shared object, dlopen'ed, adds only its own site and
  * dlclose takes only that away; KK_DYNDBG at start-up reaches template sites
- * (a re-exec of this program).  Plus the debugobjects idiom (odb_idiom.cc).
+ * (a re-exec of this program).  Plus the debugobjects idiom (debugobjects_idiom.cc).
  * Built with g++ and clang++ for C++11 .. C++23 (mk/dialect.mk).
  */
 #include <dlfcn.h>
@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
-#include "ddlib.h"
+#include "dynamic_debug_lib.h"
 
-extern "C" int ddlib_so_a(int x);
-extern "C" int ddlib_so_b(int x);
-int odb_idiom_check(void);	/* odb_idiom.cc */
+extern "C" int dynamic_debug_lib_so_a(int x);
+extern "C" int dynamic_debug_lib_so_b(int x);
+int debugobjects_idiom_check(void);	/* debugobjects_idiom.cc */
 
 /* ---- the shapes -------------------------------------------------------------------- */
 
@@ -91,13 +91,13 @@ static int run_shapes(int x)
 	};
 
 	return f_static(x) + f_inline(x) + twice(x) + (int)twice(2L) + hi.fetch() + hc.fetch() +
-	       w.poke() + f_anon(x) + named::f_named(x) + lam(x) + ddlib::hdr_all(x) +
-	       (int)ddlib::hdr_twice(1.5);
+	       w.poke() + f_anon(x) + named::f_named(x) + lam(x) + dynamic_debug_lib::hdr_all(x) +
+	       (int)dynamic_debug_lib::hdr_twice(1.5);
 }
 
 static int run_all(int x)
 {
-	return run_shapes(x) + ddlib_so_a(x) + ddlib_so_b(x);
+	return run_shapes(x) + dynamic_debug_lib_so_a(x) + dynamic_debug_lib_so_b(x);
 }
 
 /* ---- what we expect ---------------------------------------------------------------- */
@@ -118,9 +118,9 @@ static const struct expect expects[] = {
 	{ "S:named", 1, 1 },
 	{ "S:lambda", 1, 1 },
 	/* the header-only library: one copy per process, run from 3 objects */
-	{ "ddlib:inline", 1, 3 },
-	{ "ddlib:twice", 2, 4 },	/* <int> from 3 objects, <double> from 1 */
-	{ "ddlib:box", 1, 3 },
+	{ "dynamic_debug_lib:inline", 1, 3 },
+	{ "dynamic_debug_lib:twice", 2, 4 },	/* <int> from 3 objects, <double> from 1 */
+	{ "dynamic_debug_lib:box", 1, 3 },
 	{ "so:own", 2, 2 },		/* static: one per shared object */
 };
 #define NEXPECT (sizeof(expects) / sizeof(expects[0]))
@@ -150,7 +150,7 @@ static int count(const char *text, const char *token)
 
 static int fail(const char *what, const char *token, int got, int want)
 {
-	fprintf(stderr, "dyndbg_shapes: %s of \"%s\": %d, expected %d\n", what, token, got, want);
+	fprintf(stderr, "dynamic_debug_shapes: %s of \"%s\": %d, expected %d\n", what, token, got, want);
 	return 1;
 }
 
@@ -162,7 +162,7 @@ static int check_listing(void)
 	int bad = 0;
 
 	if (kk_control_read("dynamic_debug/control", &text, &len)) {
-		fprintf(stderr, "dyndbg_shapes: cannot read dynamic_debug/control\n");
+		fprintf(stderr, "dynamic_debug_shapes: cannot read dynamic_debug/control\n");
 		return 1;
 	}
 	for (size_t i = 0; i < NEXPECT; i++) {
@@ -207,32 +207,32 @@ static int check_query(const char *q, int want)
 /* dlopen a third copy: the library's sites are not listed again. */
 static int check_dlopen(void)
 {
-	void *h = dlopen(DDLIB_C_PATH, RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(DYNAMIC_DEBUG_LIB_C_PATH, RTLD_NOW | RTLD_LOCAL);
 	int (*fn)(int);
 	int bad = 0;
 
 	if (!h) {
-		fprintf(stderr, "dyndbg_shapes: dlopen: %s\n", dlerror());
+		fprintf(stderr, "dynamic_debug_shapes: dlopen: %s\n", dlerror());
 		return 1;
 	}
-	*(void **)&fn = dlsym(h, "ddlib_so_c");
+	*(void **)&fn = dlsym(h, "dynamic_debug_lib_so_c");
 	if (!fn)
-		bad |= fail("dlsym", "ddlib_so_c", 0, 1);
+		bad |= fail("dlsym", "dynamic_debug_lib_so_c", 0, 1);
 	bad |= check_query("format so:own -t", 3);
-	bad |= check_query("format ddlib:inline -t", 1);
-	bad |= check_query("format ddlib:box -t", 1);
-	bad |= check_query("format ddlib: +p", 4);
+	bad |= check_query("format dynamic_debug_lib:inline -t", 1);
+	bad |= check_query("format dynamic_debug_lib:box -t", 1);
+	bad |= check_query("format dynamic_debug_lib: +p", 4);
 	out_len = 0;
 	out[0] = 0;
 	if (fn)
 		fn(5);
-	ddlib::hdr_all(6);
-	if (count(out, "ddlib:inline 5") != 1 || count(out, "ddlib:box 6") != 1)
+	dynamic_debug_lib::hdr_all(6);
+	if (count(out, "dynamic_debug_lib:inline 5") != 1 || count(out, "dynamic_debug_lib:box 6") != 1)
 		bad |= fail("messages of the dlopen'ed copy", out, 0, 1);
-	bad |= check_query("format ddlib: -p", 4);
+	bad |= check_query("format dynamic_debug_lib: -p", 4);
 	dlclose(h);
 	bad |= check_query("format so:own -t", 2);
-	bad |= check_query("format ddlib:inline -t", 1);
+	bad |= check_query("format dynamic_debug_lib:inline -t", 1);
 	return bad;
 }
 
@@ -254,7 +254,7 @@ static int run_child(void)
 
 static int check_startup_env(void)
 {
-	char *argv[] = { (char *)"dyndbg_shapes", (char *)"child", NULL };
+	char *argv[] = { (char *)"dynamic_debug_shapes", (char *)"child", NULL };
 	char *envp[] = { (char *)"KK_DYNDBG=format S:template +p", NULL };
 	pid_t pid;
 	int st = 0;
@@ -290,18 +290,18 @@ int main(int argc, char **argv)
 	bad |= check_query("func hdr_twice +p", 2);
 	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
 	/* the library's inline site, switched once, prints from all three objects */
-	bad |= check_query("format ddlib:inline +p", 1);
+	bad |= check_query("format dynamic_debug_lib:inline +p", 1);
 	out_len = 0;
 	run_all(4);
-	if (count(out, "ddlib:inline 4") != 3)
-		bad |= fail("messages after one query", "ddlib:inline 4", count(out, "ddlib:inline 4"), 3);
-	bad |= check_query("format ddlib:inline -p", 1);
+	if (count(out, "dynamic_debug_lib:inline 4") != 3)
+		bad |= fail("messages after one query", "dynamic_debug_lib:inline 4", count(out, "dynamic_debug_lib:inline 4"), 3);
+	bad |= check_query("format dynamic_debug_lib:inline -p", 1);
 	bad |= check_dlopen();
 	bad |= check_startup_env();
-	if (odb_idiom_check()) {
-		fprintf(stderr, "dyndbg_shapes: the debugobjects idiom of odb_idiom.cc failed\n");
+	if (debugobjects_idiom_check()) {
+		fprintf(stderr, "dynamic_debug_shapes: the debugobjects idiom of debugobjects_idiom.cc failed\n");
 		bad = 1;
 	}
-	printf("dyndbg_shapes C++ %ld: %s\n", (long)__cplusplus, bad ? "FAILED" : "ok");
+	printf("dynamic_debug_shapes C++ %ld: %s\n", (long)__cplusplus, bad ? "FAILED" : "ok");
 	return bad;
 }
