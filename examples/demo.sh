@@ -29,7 +29,7 @@ queued (static_key_enable_queued()) and applied together
 (static_key_apply_queued(), the API of the 2026 patch series).
 EOF
 echo "  \$ kk-bench jump_label --json $json"
-"$B/kk-bench" static_keys --json "$json" > "$B/demo-static-keys.txt"
+"$B/kk-bench" jump_label --json "$json" > "$B/demo-static-keys.txt"
 get() { sed -n "s/^ *\"$1\": *\([^,]*\),*$/\1/p" "$json"; }
 echo
 printf '%-30s %10s %10s %10s\n' "switch $(get sites) sites on" syncs IPIs ms
