@@ -115,7 +115,7 @@ listing | cmp -s - "$tmp/saved" || { listing | diff "$tmp/saved" - | head; fail 
 stop
 
 # ---- KK_DYNDBG before main(), module load queries at start-up and at dlopen
-start KK_DYNDBG='func target_beta +p; module dynamic_debug_mod format two +p' KK_DYNDBG_MOD_dyndbg_mod='format one +pf'
+start KK_DYNDBG='func target_beta +p; module dynamic_debug_mod format two +p' KK_DYNDBG_MOD_dynamic_debug_mod='format one +pf'
 check_match_ct '\[dynamic_debug_target\]target_beta =p ' 1
 check_match_ct '\[dynamic_debug_target\]target_alpha =_ ' 2
 check_match_ct '\[dynamic_debug_mod\]ddm_plain =pf "ddm plain one' 1
