@@ -3,8 +3,8 @@
 # control_squat.sh): sourced, not run.  Sets B, a world-readable $tmp removed
 # at exit with every process whose pid is in $pids, fail(), as UID CMD...
 # (CMD as that uid and gid, no groups), $control_env (the fallback build has no
-# sites to start the endpoint lazily), $key_line (what a read of jump_label_target's
-# static_keys must hold), and start CMD... (jump_label_target under CMD,
+# sites to start the endpoint lazily), $key_line (what a read of jump_label_prog's
+# static_keys must hold), and start CMD... (jump_label_prog under CMD,
 # which execs it keeping its pid, in the background; sets $tpid once its
 # endpoint listens, which is before it prints).
 B=${KK_BUILD:?}
@@ -32,9 +32,9 @@ start() {
 	n=$((n + 1))
 	mkfifo "$tmp/p$n"
 	chmod 666 "$tmp/p$n"
-	"$@" env $control_env "$B/test/progs/jump_label_target" > "$tmp/p$n" &
+	"$@" env $control_env "$B/test/progs/jump_label_prog" > "$tmp/p$n" &
 	pids="$pids $!"
-	read -r tpid < "$tmp/p$n" || fail "$*: jump_label_target did not start"
+	read -r tpid < "$tmp/p$n" || fail "$*: jump_label_prog did not start"
 	pids="$pids $tpid"
 	grep -q " @kernelkit/$tpid\$" /proc/net/unix || fail "$*: no @kernelkit/$tpid"
 }

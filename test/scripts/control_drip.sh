@@ -17,7 +17,7 @@ fail() {
 mkfifo "$tmp/pidfifo"
 control_env=
 [ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
-env $control_env "$B/test/progs/jump_label_target" > "$tmp/pidfifo" &
+env $control_env "$B/test/progs/jump_label_prog" > "$tmp/pidfifo" &
 pid=$!
 read -r printed < "$tmp/pidfifo" || fail "no pid line"
 "$B/test/progs/control_drip" "$pid" static_keys > "$tmp/out" 2>&1 || fail "control_drip: $(cat "$tmp/out")"

@@ -20,7 +20,7 @@ control_env=
 # The pid is known before exec (exec keeps it); the endpoint starts after it.
 mkfifo "$tmp/go" "$tmp/pid"
 sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh \
-	"$tmp/go" "$B/test/progs/jump_label_target" "$control_env" "$tmp/err" > "$tmp/pid" &
+	"$tmp/go" "$B/test/progs/jump_label_prog" "$control_env" "$tmp/err" > "$tmp/pid" &
 pids="$pids $!"
 exec 5< "$tmp/pid"
 read -r pid <&5 || fail "no pid"

@@ -32,7 +32,7 @@ control_env=
 # reply is the header alone.
 key_line='^target_key '
 [ "${KK_TEST_LABEL:-default}" = fallback ] && key_line='^# name enabled count sites module$'
-start ok env $control_env "$B/test/progs/jump_label_target"
+start ok env $control_env "$B/test/progs/jump_label_prog"
 start drip "$B/test/progs/control_endless" drip 500
 start flood "$B/test/progs/control_endless" flood
 
@@ -92,7 +92,7 @@ check_many() {	# check_many WHAT
 		fail "$1: no line for the drip: $(cat "$tmp/err")"
 	grep -qx "kkctl: process $flood (control_endless): reply larger than 1 MiB" "$tmp/err" ||
 		fail "$1: no line for the flood: $(cat "$tmp/err")"
-	sed -n "/^==> $ok jump_label_target <==\$/,/^==> /p" "$tmp/out" | grep -q "$key_line" ||
+	sed -n "/^==> $ok jump_label_prog <==\$/,/^==> /p" "$tmp/out" | grep -q "$key_line" ||
 		fail "$1: the normal process's reply is missing: $(head -c 500 "$tmp/out")"
 	below 1024 "$1"
 }
@@ -100,7 +100,7 @@ run KKCTL_TIMEOUT=1 KKCTL_MAX_REPLY=1M -- --all read static_keys
 check_many --all
 # Options win over the environment (with KKCTL_TIMEOUT=3600 alone this hangs).
 run KKCTL_TIMEOUT=3600 KKCTL_MAX_REPLY=1G -- --timeout 1 --max-reply 1024K \
-	-n control_endless -n jump_label_target read static_keys
+	-n control_endless -n jump_label_prog read static_keys
 check_many "-n, options"
 run -- -t 1 --max-reply 1M --json -p "$drip" -p "$flood" -p "$ok" read static_keys
 [ $rc -eq 1 ] || fail "--json: exit $rc"

@@ -37,7 +37,7 @@ trap 'for p in $inner; do kill -9 "$p" 2>/dev/null; done
 for p in $outer; do wait "$p" 2>/dev/null; done; cleanup' EXIT
 # A name no other test's process has, for -n: the program run through a link.
 name=kkns$$
-ln -s "$B/test/progs/jump_label_target" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
 
 # ok WHAT CMD...: must succeed.  refused WHAT CMD...: must exit 1, no reply.
 ok() {

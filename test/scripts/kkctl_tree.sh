@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # kkctl --tree PID: PID and its descendants (kernelkit issue 24, item 2: stay
 # within one instance of a service).  A shell P forks a child C and a
-# subshell that forks a grandchild G, all named NAME (jump_label_target under a
+# subshell that forks a grandchild G, all named NAME (jump_label_prog under a
 # symlink of that name: no other test's process shares it), and a child O
 # named otherwise; U is named NAME but no descendant of P.
 #  1. --tree P -n NAME reaches exactly C and G;
@@ -25,8 +25,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 control_env=
 [ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 name=kkt$$ other=kko$$
-ln -s "$B/test/progs/jump_label_target" "$tmp/$name"
-ln -s "$B/test/progs/jump_label_target" "$tmp/$other"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$other"
 mkfifo "$tmp/tree" "$tmp/u"
 
 # P prints "P <pid>", its subshell S "S <pid>"; C, G and O print their pids

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # kkctl tells the truth about the processes a selector matched (kernelkit
 # issue 24, item 2).  U1 and U2 are throwaway uids with no passwd entry; A
-# (uid U1) and B (uid U2) are jump_label_target under one name of their own (a
+# (uid U1) and B (uid U2) are jump_label_prog under one name of their own (a
 # symlink: no other test's process shares it).  kkctl runs as U1:
 #  1. -n NAME reads A, and reports B (which it may not use) in one stderr
 #     line naming B and why, and exits 1; --json has an object for each;
@@ -19,7 +19,7 @@ U1=$((3994000 + $$ % 1000)) U2=$((3995000 + $$ % 1000))
 name=kku$$
 cp "$B/kkctl" "$tmp/kkctl"
 chmod 755 "$tmp/kkctl"
-ln -s "$B/test/progs/jump_label_target" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
 K="as $U1 $tmp/kkctl"
 # start_as UID: $name as UID; $tpid once its endpoint listens.
 start_as() {

@@ -50,7 +50,7 @@ chmod 666 "$tmp/a.err"
 chmod 666 "$tmp/go" "$tmp/apid" "$tmp/sq"
 # The pid is known before exec (exec keeps it); the endpoint starts after it.
 bg_as "$ua" "$tmp/apid" sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh \
-	"$tmp/go" "$B/test/progs/jump_label_target" "$control_env" "$tmp/a.err"
+	"$tmp/go" "$B/test/progs/jump_label_prog" "$control_env" "$tmp/a.err"
 exec 5< "$tmp/apid"
 read -r apid <&5 || fail "no pid from A"
 pids="$pids $apid"
@@ -108,6 +108,6 @@ grep -q "^$apid " "$tmp/ls" && fail "B's ls lists A's process"
 
 # ---- 4. root sees and reads A's process
 "$B/kkctl" ls > "$tmp/ls" || fail "root's ls"
-grep -Eq "^$apid +$(id -u "$ua") +jump_label_target\$" "$tmp/ls" || fail "root's ls: $(cat "$tmp/ls")"
+grep -Eq "^$apid +$(id -u "$ua") +jump_label_prog\$" "$tmp/ls" || fail "root's ls: $(cat "$tmp/ls")"
 "$B/kkctl" -p "$apid" read static_keys > /dev/null 2> "$tmp/err" || fail "root's read: $(cat "$tmp/err")"
 echo "kkctl_users: ok"

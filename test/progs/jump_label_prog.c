@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* A long-running process for the script tests: it has static-key sites,
- * serves its control endpoint, and exits on SIGTERM or after 60 s. */
+ * serves its control endpoint, and exits on SIGTERM or after 60 s.  Its
+ * name fits in a comm (15 characters): kkctl ls, --all and -n completion
+ * show the comm, and the scripts match the whole name. */
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
