@@ -202,7 +202,7 @@ $(B)/test/stress/%: test/stress/%.c test/kktest.h $(HDRS) $(B)/libkernelkit.so $
 # and liburcu/libck, the demo's dynamic-debug modules and the 16000-site guest
 # objects are the benchmarks' and the demo's.
 TEST_RUN_DEPS = lib $(B)/kkctl $(B)/libkernelkit-odebug.so $(B)/$(KK_LIB_REAL)-gdb.py \
-	$(ODB_TW_DEMO) $(KKBM_LIBS) $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk
+	$(ODB_TW_DEMO) $(JUMP_LABEL_MOD_LIBS) $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk
 TEST_BUILD = $(TEST_RUN_DEPS) $(TLIBS) $(UNIT_BINS) $(STRESS_BINS) $(EXTRA_TESTS)
 tests: $(TEST_BUILD)
 
@@ -217,8 +217,8 @@ deps:
 #   make check-quick              the default build's suite (the edit-test loop)
 #   make check-unit, check-stress, check-conformance, check-dialect,
 #        check-scripts            one group (of $(B), label $(CHECK_LABEL))
-#   make check-one T=unit/dyndbg_output   one program (or several: T="a b")
-#   make check-test/unit/dyndbg_output    the same, as a target name
+#   make check-one T=unit/dynamic_debug_output   one program (or several: T="a b")
+#   make check-test/unit/dynamic_debug_output    the same, as a target name
 # Names are group/program as in the tally: unit/X, stress/X, conformance/test_X,
 # dialect/X, script/X.sh.  B= and the build flags pick the build as for `tests`.
 CHECK_LABEL ?= default
@@ -255,8 +255,8 @@ TEST_JOBS_unit/control_endpoint := 1
 # build.
 test_deps = $(if $(filter script/%,$(1)),test/scripts/$(notdir $(1)) $(TEST_BUILD),$(B)/test/$(1)) \
 	$(TEST_NEEDS_$(1))
-TEST_NEEDS_unit/jump_label_registry := $(KKBM_LIBS)
-TEST_NEEDS_stress/jump_label_16154  := $(KKBM_LIBS)
+TEST_NEEDS_unit/jump_label_registry := $(JUMP_LABEL_MOD_LIBS)
+TEST_NEEDS_stress/jump_label_16154  := $(JUMP_LABEL_MOD_LIBS)
 TEST_NEEDS_unit/settings_env := $(B)/test/progs/kk_env_state $(B)/libkernelkit-odebug.so
 TEST_NEEDS_unit/threads_stop := $(B)/test/progs/threads_prog
 run_test = sh scripts/run-one.sh $(B) $(CHECK_LABEL) $(1) $(call test_cmd,$(1))
@@ -300,7 +300,7 @@ check-scripts: $(call check_res,$(SCRIPT_TESTS))
 	@$(call tally,$(SCRIPT_TESTS))
 ifneq ($(filter check-one,$(MAKECMDGOALS)),)
 ifeq ($(strip $(T)),)
-$(error usage: make check-one T=group/program, e.g. T=unit/dyndbg_output)
+$(error usage: make check-one T=group/program, e.g. T=unit/dynamic_debug_output)
 endif
 ifneq ($(filter-out $(ALL_TESTS),$(T)),)
 $(error no such test: $(filter-out $(ALL_TESTS),$(T)) (names: unit/X, stress/X, conformance/test_X, dialect/X, script/X.sh))
@@ -440,7 +440,7 @@ help:
 	@echo '  check-quick    the suite on the default build only'
 	@echo '  check-unit, check-stress, check-conformance, check-dialect, check-scripts'
 	@echo '                 one group of tests (B=, EXTRA_CFLAGS= pick the build)'
-	@echo '  check-one T=unit/dyndbg_output   one test program (or check-test/unit/dyndbg_output)'
+	@echo '  check-one T=unit/dynamic_debug_output   one test program (or check-test/unit/dynamic_debug_output)'
 	@echo '  deps           install missing Debian packages (apt-get, as root) or print the command'
 	@echo '  demo           build, then walk through the facilities (examples/demo.sh)'
 	@echo '  bench          run kk-bench, results in $(B)/bench.json'

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Generate the C source of one benchmark module with N static-key sites, one
 # key per site (as dynamic debug has), each site in its own function.
-#   bench/gen-sites.sh N > kkbm.c
+#   bench/gen-sites.sh N > jump_label_mod.c
 set -eu
 n=$1
 awk -v n="$n" 'BEGIN {
@@ -11,17 +11,17 @@ awk -v n="$n" 'BEGIN {
 	print "#include <stddef.h>"
 	print "#include <kernelkit/jump_label.h>"
 	print ""
-	printf "DEFINE_STATIC_KEY_ARRAY_FALSE(kkbm_k, %d);\n", n
+	printf "DEFINE_STATIC_KEY_ARRAY_FALSE(jump_label_mod_k, %d);\n", n
 	print "static __thread long hits;"
 	for (i = 0; i < n; i++)
-		printf "__attribute__((noinline)) static void f%d(void) { if (static_branch_unlikely(&kkbm_k[%d])) hits++; }\n", i, i
+		printf "__attribute__((noinline)) static void f%d(void) { if (static_branch_unlikely(&jump_label_mod_k[%d])) hits++; }\n", i, i
 	print "static void (*const fns[])(void) = {"
 	for (i = 0; i < n; i++)
 		printf "\tf%d,\n", i
 	print "};"
 	print "/* Run every site once; returns how many took the enabled branch. */"
-	print "long kkbm_run(void) { long h0 = hits;"
+	print "long jump_label_mod_run(void) { long h0 = hits;"
 	print "\tfor (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) fns[i]();"
 	print "\treturn hits - h0; }"
-	printf "struct static_key_false *kkbm_keys(size_t *n) { *n = %d; return kkbm_k; }\n", n
+	printf "struct static_key_false *jump_label_mod_keys(size_t *n) { *n = %d; return jump_label_mod_k; }\n", n
 }'

@@ -256,11 +256,28 @@ static void print_table(const struct kkb_ctx *ctx)
 	fflush(stdout);
 }
 
+/* The sections' names before issue 27 gave each facility the kernel's name;
+ * docs, results and users' commands written then still name them. */
+static const char *const old_names[][2] = {
+	{ "static_keys", "jump_label" },
+	{ "dyndbg", "dynamic_debug" },
+};
+
+static const char *section_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		if (!strcmp(name, old_names[i][0]))
+			return old_names[i][1];
+	return name;
+}
+
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: kk-bench NAME|all [--json FILE]\nbenchmarks:\n");
 	for (struct kkb_bench *b = benches; b; b = b->next)
 		fprintf(f, "  %-14s %s\n", b->name, b->desc);
+	for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		fprintf(f, "  %-14s the old name of %s\n", old_names[i][0], old_names[i][1]);
 	return f == stderr ? 2 : 0;
 }
 
@@ -282,7 +299,7 @@ int main(int argc, char **argv)
 		return usage(stdout);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return usage(stdout);
-	name = argv[1];
+	name = section_name(argv[1]);
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--json") && i + 1 < argc)
 			json = argv[++i];

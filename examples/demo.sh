@@ -4,7 +4,7 @@
 #  1. dynamic debug, driven from outside with kkctl (examples/dyndbg-demo.sh);
 #  2. the static keys underneath: 16154 sites in 8 shared objects switched on
 #     one key at a time and all at once, and what a switched-off site costs
-#     (build/kk-bench static_keys).
+#     (build/kk-bench jump_label).
 set -eu
 B=${1:-build}
 cat <<EOF
@@ -22,14 +22,14 @@ cat <<EOF
 Each pr_debug() above is a "static key" site, and programs can use static
 keys directly: if (static_branch_unlikely(&key)) { ... } is a no-op
 instruction until static_branch_enable(&key) rewrites it into a jump.  Here
-a benchmark program ($B/kk-bench static_keys) has 16154 sites in 8 shared
+a benchmark program ($B/kk-bench jump_label) has 16154 sites in 8 shared
 objects, one key per site, and switches them all on while a worker thread
 runs every site: first one static_branch_enable() per key, then all keys
 queued (static_key_enable_queued()) and applied together
 (static_key_apply_queued(), the API of the 2026 patch series).
 EOF
-echo "  \$ kk-bench static_keys --json $json"
-"$B/kk-bench" static_keys --json "$json" > "$B/demo-static-keys.txt"
+echo "  \$ kk-bench jump_label --json $json"
+"$B/kk-bench" jump_label --json "$json" > "$B/demo-static-keys.txt"
 get() { sed -n "s/^ *\"$1\": *\([^,]*\),*$/\1/p" "$json"; }
 echo
 printf '%-30s %10s %10s %10s\n' "switch $(get sites) sites on" syncs IPIs ms
@@ -48,5 +48,5 @@ cat <<EOF
 
 Full results of this run: $json
 More: README.md, docs/results.md (every measurement and how to repeat it),
-docs/dynamic_debug.md, docs/static_keys.md, docs/control.md, man/man1/kkctl.1.
+docs/dynamic_debug.md, docs/jump_label.md, docs/control.md, man/man1/kkctl.1.
 EOF

@@ -28,7 +28,7 @@ check-aarch64:
 # are read after this one.
 AARCH64_GUEST_BUILD = lib $(TLIBS) $(UNIT_BINS) $(STRESS_BINS) $(PROG_BINS) \
 	$(CONF_LIBS) $(CONF_BINS) $(KK_INTERNAL_SO) $(B)/libkernelkit-odebug.so \
-	$(KKBM_LIBS) $(AARCH64_PROBES)
+	$(JUMP_LABEL_MOD_LIBS) $(AARCH64_PROBES)
 AARCH64_PROBES = $(patsubst test/aarch64/%.c,$(B)/test/aarch64/%,$(wildcard test/aarch64/*.c))
 
 aarch64-guest-build:

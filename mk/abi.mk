@@ -46,7 +46,7 @@ KK_WHITEBOX_BINS  := $(patsubst %,$(B)/test/unit/%,$(KK_WHITEBOX_UNITS))
 $(KK_WHITEBOX_BINS): $(KK_INTERNAL_SO)
 $(KK_WHITEBOX_BINS): private LINK_KK = $(LINK_KK_INTERNAL)
 
-# kk-bench times internals (bench/sync.c: kk_sync_round(), kk_stop_machine()).
+# kk-bench times internals (bench/text_sync.c: kk_sync_round(), kk_stop_machine()).
 $(B)/kk-bench: $(KK_INTERNAL_SO)
 $(B)/kk-bench: private LINK_KK = $(LINK_KK_INTERNAL)
 

@@ -33,7 +33,7 @@ EXTRA_TESTS += $(DIALECT_BINS)
 dialects: $(DIALECT_BINS)
 
 # C++ as C++ is written (test/dialect/cxx/): pr_debug() in every C++ shape in
-# one unit, a header-only library (ddlib.h) used by the program and by two
+# one unit, a header-only library (dynamic_debug_lib.h) used by the program and by two
 # -fPIC shared objects, and the debugobjects idiom; one program per C++
 # compiler and standard:
 #   $(B)/test/dialect/cxx-<compiler>-<standard>
@@ -42,15 +42,15 @@ dialects: $(DIALECT_BINS)
 # DIALECT_SO_FLAGS: extra flags for the shared objects (none: they are built
 # with jump labels, sites in -fPIC inline functions and templates included).
 DIALECT_SO_FLAGS ?=
-DIALECT_CXX_SRCS := test/dialect/cxx/dyndbg_shapes.cc test/dialect/cxx/odb_idiom.cc
+DIALECT_CXX_SRCS := test/dialect/cxx/dynamic_debug_shapes.cc test/dialect/cxx/debugobjects_idiom.cc
 DIALECT_CXX_DEPS := $(wildcard test/dialect/cxx/*) $(HDRS) $(B)/libkernelkit.so
 
 # $(1) compiler (gcc|clang), $(2) standard, $(3) a, b (linked) or c (dlopen'ed)
 define DIALECT_SO_RULE
-$(B)/test/dialect-so/$(1)-$(2)/libddlib_$(3).so: $(DIALECT_CXX_DEPS)
+$(B)/test/dialect-so/$(1)-$(2)/libdynamic_debug_lib_$(3).so: $(DIALECT_CXX_DEPS)
 	@mkdir -p $$(dir $$@)
 	$(call dialect_cxx,$(1)) -std=$(2) $$(DIALECT_FLAGS) -Itest/dialect/cxx -fPIC -shared \
-		$$(DIALECT_SO_FLAGS) -DDDLIB_SO_FN=ddlib_so_$(3) -o $$@ test/dialect/cxx/ddlib_so.cc \
+		$$(DIALECT_SO_FLAGS) -DDYNAMIC_DEBUG_LIB_SO_FN=dynamic_debug_lib_so_$(3) -o $$@ test/dialect/cxx/dynamic_debug_lib_so.cc \
 		$$(LINK_KK)
 endef
 
@@ -59,12 +59,12 @@ define DIALECT_CXX_RULES
 $(call DIALECT_SO_RULE,$(1),$(2),a)
 $(call DIALECT_SO_RULE,$(1),$(2),b)
 $(call DIALECT_SO_RULE,$(1),$(2),c)
-$(B)/test/dialect/cxx-$(1)-$(2): $(DIALECT_CXX_DEPS) $(B)/test/dialect-so/$(1)-$(2)/libddlib_a.so \
-		$(B)/test/dialect-so/$(1)-$(2)/libddlib_b.so $(B)/test/dialect-so/$(1)-$(2)/libddlib_c.so
+$(B)/test/dialect/cxx-$(1)-$(2): $(DIALECT_CXX_DEPS) $(B)/test/dialect-so/$(1)-$(2)/libdynamic_debug_lib_a.so \
+		$(B)/test/dialect-so/$(1)-$(2)/libdynamic_debug_lib_b.so $(B)/test/dialect-so/$(1)-$(2)/libdynamic_debug_lib_c.so
 	@mkdir -p $$(dir $$@)
 	$(call dialect_cxx,$(1)) -std=$(2) $$(DIALECT_FLAGS) -Itest/dialect/cxx -o $$@ \
-		-DDDLIB_C_PATH='"$(ABS_B)/test/dialect-so/$(1)-$(2)/libddlib_c.so"' \
-		$(DIALECT_CXX_SRCS) -L$(B)/test/dialect-so/$(1)-$(2) -lddlib_a -lddlib_b \
+		-DDYNAMIC_DEBUG_LIB_C_PATH='"$(ABS_B)/test/dialect-so/$(1)-$(2)/libdynamic_debug_lib_c.so"' \
+		$(DIALECT_CXX_SRCS) -L$(B)/test/dialect-so/$(1)-$(2) -ldynamic_debug_lib_a -ldynamic_debug_lib_b \
 		-Wl,-rpath,$(ABS_B)/test/dialect-so/$(1)-$(2) $$(LINK_KK) -ldl
 DIALECT_CXX_BINS += $(B)/test/dialect/cxx-$(1)-$(2)
 endef

@@ -37,7 +37,7 @@ EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 # The generated sources are kept for reading by the Makefile's bare
 # ".SECONDARY:" (every target).  Do not list targets after .SECONDARY here: a
 # .SECONDARY with prerequisites anywhere turns the bare one off (GNU make), and
-# make then deletes build/bench-mods/kkbm*.c at the end of every build that
+# make then deletes build/bench-mods/jump_label_mod*.c at the end of every build that
 # made them, the stray "rm build/bench-mods/..." line at the end of make demo.
 
 $(B)/dyndbg-mods/%.c: scripts/gen-dyndbg-module.sh mk/dynamic_debug.mk
@@ -55,19 +55,19 @@ $(B)/dyndbg-mods/modules.list: mk/dynamic_debug.mk
 $(B)/dyndbg-machine: examples/machine.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
 
-# The parser under libFuzzer + ASan (clang).  test/scripts/dyndbg_fuzz.sh runs
+# The parser under libFuzzer + ASan (clang).  test/scripts/dynamic_debug_fuzz.sh runs
 # it for a bounded time; it is skipped when clang cannot build it.
 DD_FUZZ_CC := clang
-DD_FUZZ    := $(B)/test/fuzz/dyndbg_parser
+DD_FUZZ    := $(B)/test/fuzz/dynamic_debug_parser
 EXTRA_TESTS += $(DD_FUZZ)
 
-$(DD_FUZZ): test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h \
+$(DD_FUZZ): test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h \
 		src/common/internal.h
 	@mkdir -p $(dir $@)
 	$(DD_FUZZ_CC) -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
-		-o $@ test/fuzz/dyndbg_parser.c src/dynamic_debug/query.c \
+		-o $@ test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.c \
 	|| { echo "dyndbg: cannot build the fuzzer with $(DD_FUZZ_CC); its test will skip"; \
 	     rm -f $@; }
 
 # The kernel-conformance module links a second module built with DEBUG.
-CONF_LDLIBS_test_dynamic_debug := -ldd_debug
+CONF_LDLIBS_test_dynamic_debug := -ldynamic_debug_debug

@@ -4,7 +4,7 @@
 # targets (one per program, so that make -j runs them side by side) and by
 # scripts/run-tests.sh (all of them, one after another).
 #   scripts/run-one.sh BUILD_DIR LABEL NAME COMMAND...
-# NAME is group/program (unit/dyndbg_output, script/abi.sh, ...).  Writes
+# NAME is group/program (unit/dynamic_debug_output, script/abi.sh, ...).  Writes
 #   BUILD_DIR/test-logs/<NAME with / as _>.log  what the program printed
 #   BUILD_DIR/test-logs/<...>.res  "NAME RC SECONDS PASSED FAILED SKIPPED"
 #   BUILD_DIR/test-logs/<...>.out  the report printed below, for the tally

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * kk-bench static_keys: a disabled site in C++ as real C++ is written, in a
+ * kk-bench jump_label: a disabled site in C++ as real C++ is written, in a
  * -fPIC shared object (bench-mods/libkkbcxx.so, dlopen()ed by kk-bench):
  * a static key and a pr_debug in a member of a class template, reached
  * through an inline function.  Counted under callgrind next to the C site
- * of bench/static_keys.c, in the same run: both should be one NOP.
+ * of bench/jump_label.c, in the same run: both should be one NOP.
  */
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/jump_label.h>

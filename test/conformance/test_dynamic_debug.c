@@ -149,7 +149,7 @@ static void do_prints(void)
 	do_levels();
 }
 
-extern void dd_debug_hello(int n);
+extern void dynamic_debug_debug_hello(int n);
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -258,7 +258,7 @@ static void test_level_names(void)
 #ifndef TEST_DYNAMIC_DEBUG_WRONG
 	static const char *const on1[] = { "L1", "L2", "L3", NULL };
 	static const char *const off1[] = { "L4", "L7", "V1", NULL };
-#else	/* test/scripts/dyndbg_conformance_wrong.sh: L3 must not enable L4 */
+#else	/* test/scripts/dynamic_debug_conformance_wrong.sh: L3 must not enable L4 */
 	static const char *const on1[] = { "L1", "L2", "L3", "L4", NULL };
 	static const char *const off1[] = { "L7", "V1", NULL };
 #endif
@@ -339,11 +339,11 @@ static void test_modname_and_hexdump(void)
 static void test_debug_module(void)
 {
 	out_reset();
-	dd_debug_hello(1);
-	CHECK(strstr(out, "dd_debug hello 1") != NULL, "a DEBUG module's site is on: %s", out);
-	CHECK(dynamic_debug_exec_queries("module dd_debug -p", NULL) == 1, "its module is dd_debug");
+	dynamic_debug_debug_hello(1);
+	CHECK(strstr(out, "dynamic_debug_debug hello 1") != NULL, "a DEBUG module's site is on: %s", out);
+	CHECK(dynamic_debug_exec_queries("module dynamic_debug_debug -p", NULL) == 1, "its module is dynamic_debug_debug");
 	out_reset();
-	dd_debug_hello(2);
+	dynamic_debug_debug_hello(2);
 	CHECK(out_n == 0, "off after -p: %s", out);
 }
 

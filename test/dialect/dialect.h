@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-int dialect_static_keys(void);
+int dialect_jump_label(void);
 int dialect_dynamic_debug(void);
 int dialect_debugobjects(void);
 int dialect_misc(void);		/* panic, shazptr, ratelimit, control, kernelkit */

@@ -117,7 +117,7 @@ static void __attribute__((__noinline__)) families(int n)
 
 #ifdef __cplusplus
 /* A template's sites: one per instantiation, each registered (g++ once lost them). */
-template <class T> static T dd_twice(T x)
+template <class T> static T dynamic_debug_twice(T x)
 {
 	pr_debug("dialect twice %d\n", (int)x);
 	return 2 * x;
@@ -126,12 +126,12 @@ template <class T> static T dd_twice(T x)
 static int cxx_template(void)
 {
 	reset();
-	DIALECT_CHECK(dd_twice(1) + (int)dd_twice(2L) == 6);
+	DIALECT_CHECK(dynamic_debug_twice(1) + (int)dynamic_debug_twice(2L) == 6);
 	DIALECT_CHECK(lines == 0);
-	DIALECT_CHECK(on("func dd_twice +p") == 2);
-	DIALECT_CHECK(dd_twice(3) + (int)dd_twice(4L) == 14);
+	DIALECT_CHECK(on("func dynamic_debug_twice +p") == 2);
+	DIALECT_CHECK(dynamic_debug_twice(3) + (int)dynamic_debug_twice(4L) == 14);
 	DIALECT_CHECK(seen("dialect twice 3\n") && seen("dialect twice 4\n"));
-	DIALECT_CHECK(on("func dd_twice -p") == 2);
+	DIALECT_CHECK(on("func dynamic_debug_twice -p") == 2);
 	return 0;
 }
 #else

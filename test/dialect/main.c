@@ -14,7 +14,7 @@ int main(void)
 {
 	int bad = 0;
 
-	bad |= dialect_static_keys();
+	bad |= dialect_jump_label();
 	bad |= dialect_dynamic_debug();
 	bad |= dialect_debugobjects();
 	bad |= dialect_misc();

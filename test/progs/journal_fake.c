@@ -2,7 +2,7 @@
 /*
  * A stand-in for systemd-journald that checks the wire format of the native
  * protocol (systemd's "Native Journal Protocol") strictly, for
- * test/scripts/dyndbg_journal.sh where no journald can run.
+ * test/scripts/dynamic_debug_journal.sh where no journald can run.
  *   journal_fake SOCKET
  * Binds SOCKET (a datagram socket), and for each datagram prints one JSON
  * object per line on stdout, as `journalctl -o json` would: the fields, plus

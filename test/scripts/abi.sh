@@ -208,8 +208,8 @@ done
 echo "white-box unit tests (linking $B/internal/libkernelkit.so): $nwhite"
 
 # A white-box process that loads a module built against the real library
-# (test/lib/libjl_deferred.so needs its soname) must keep one kernelkit.
-MOD=$B/test/lib/libjl_deferred.so
+# (test/lib/libjump_label_deferred.so needs its soname) must keep one kernelkit.
+MOD=$B/test/lib/libjump_label_deferred.so
 if [ -f "$B/internal/libkernelkit.so" ] && [ -f "$MOD" ] && command -v "$CC" >/dev/null 2>&1; then
 	cat > "$tmp/one.c" <<'EOF'
 #define _GNU_SOURCE

@@ -16,7 +16,7 @@
 set -u
 B=${KK_BUILD:?}
 KKCTL=$B/kkctl
-PROG=$B/test/progs/ctl_guest
+PROG=$B/test/progs/control_guest
 [ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
 
 tmp=$(mktemp -d /tmp/kk-guest.XXXXXX)

@@ -19,7 +19,7 @@ set -u
 command -v setpriv > /dev/null || { echo "skip: needs setpriv"; exit 77; }
 B=${KK_BUILD:?}
 KKCTL=$B/kkctl
-PROG=$B/test/progs/ctl_guest
+PROG=$B/test/progs/control_guest
 [ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
 U=$((3994000 + $$ % 1000)) U2=$((3995000 + $$ % 1000))
 
@@ -34,13 +34,13 @@ fail() {
 	exit 1
 }
 # The fallback build has no sites to start the endpoint lazily.
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 
 start() {	# start: the program, with fd 2 closed
 	rm -f "$tmp/in" "$tmp/out"
 	mkfifo "$tmp/in" "$tmp/out"
-	env $ctl_env "$PROG" < "$tmp/in" > "$tmp/out" 2>&- &
+	env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2>&- &
 	pid=$!
 	exec 3> "$tmp/in" 4< "$tmp/out"
 	cmd tasks
@@ -127,7 +127,7 @@ echo "setuid: root and uid $U reach the process after its drop, uid $U2 does not
 mkdir "$tmp/jail"
 t="chroot"
 # (LeakSanitizer's exit check needs /proc, which the jail has not)
-[ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && ctl_env="$ctl_env ASAN_OPTIONS=detect_leaks=0"
+[ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && control_env="$control_env ASAN_OPTIONS=detect_leaks=0"
 start
 cmd "lowfd $tmp/log"
 cmd "chroot $tmp/jail"

@@ -7,8 +7,8 @@
 # unless the program asks by name; an unknown value is refused with a warning.
 set -u
 B=${KK_BUILD:?}
-PROG=$B/test/progs/ctl_hello
-LIB=$B/test/lib/libdyndbg_mod.so
+PROG=$B/test/progs/control_hello
+LIB=$B/test/lib/libdynamic_debug_mod.so
 [ -x "$PROG" ] && [ -f "$LIB" ] || { echo "not built"; exit 77; }
 tmp=$(mktemp -d /tmp/kk-lazy.XXXXXX)
 fail() { echo "FAIL: $*"; rm -rf "$tmp"; exit 1; }
@@ -20,8 +20,8 @@ expect() {
 	while [ "$1" != -- ]; do envs="$envs $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
-	got=$(env $envs "$PROG" "$@" 2> "$tmp/err") || fail "ctl_hello $*: exit $?: $(cat "$tmp/err")"
-	[ "$got" = "$want" ] || fail "${envs:+$envs }ctl_hello $*: $got, want $want"
+	got=$(env $envs "$PROG" "$@" 2> "$tmp/err") || fail "control_hello $*: exit $?: $(cat "$tmp/err")"
+	[ "$got" = "$want" ] || fail "${envs:+$envs }control_hello $*: $got, want $want"
 }
 
 expect "tasks=1 endpoint=0" --

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # exit(0) under a seccomp filter like OpenSSH's pre-auth sandbox exits 0, not
 # SIGSYS: whatever the library does at exit must be on that allow-list.
-# test/progs/ctl_seccomp.c has the filter (from openssh-portable's
+# test/progs/control_seccomp.c has the filter (from openssh-portable's
 # sandbox-seccomp-filter.c) and uses sites, a key flip, pr_debug, debug
 # objects and the control endpoint first.  Modes: TSYNC (all threads), the
 # calling thread only (as sshd), and after kk_threads_stop(); each with the
@@ -16,7 +16,7 @@
 # gone, all six cases exit 0.
 set -u
 B=${KK_BUILD:?}
-PROG=$B/test/progs/ctl_seccomp
+PROG=$B/test/progs/control_seccomp
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
 # The sanitizers' own exit work (the leak check) is not on OpenSSH's list.
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && { echo "skip: sanitizer exit handlers"; exit 77; }

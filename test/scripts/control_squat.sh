@@ -9,18 +9,18 @@
 # process once.
 set -u
 KK_CTL_LIB_NAME=squat
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 squat=
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 	squat="setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups"
 fi
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 
 # The pid is known before exec (exec keeps it); the endpoint starts after it.
 mkfifo "$tmp/go" "$tmp/pid"
 sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh \
-	"$tmp/go" "$B/test/progs/jl_target" "$ctl_env" "$tmp/err" > "$tmp/pid" &
+	"$tmp/go" "$B/test/progs/jump_label_prog" "$control_env" "$tmp/err" > "$tmp/pid" &
 pids="$pids $!"
 exec 5< "$tmp/pid"
 read -r pid <&5 || fail "no pid"
@@ -29,7 +29,7 @@ i=1
 while [ $i -lt 16 ]; do names="$names @kernelkit/$pid/$i"; i=$((i + 1)); done
 i=0
 for n in $names; do
-	$squat "$B/test/progs/ctl_squat" "${n#@kernelkit/}" > "$tmp/sq$i" &
+	$squat "$B/test/progs/control_squat" "${n#@kernelkit/}" > "$tmp/sq$i" &
 	pids="$pids $!"
 	[ $i -eq 0 ] && sq0=$!
 	i=$((i + 1))
@@ -54,7 +54,7 @@ grep -q "are taken by other sockets (refused); serving $own instead\$" "$tmp/err
 	fail "stderr: $(cat "$tmp/err")"
 
 # A fake random name too: kkctl verifies those like any other.
-$squat "$B/test/progs/ctl_squat" "$pid.0123456789abcdef" > "$tmp/sqfake" &
+$squat "$B/test/progs/control_squat" "$pid.0123456789abcdef" > "$tmp/sqfake" &
 pids="$pids $!"
 for t in $(seq 200); do
 	grep -q " @kernelkit/$pid.0123456789abcdef\$" /proc/net/unix && break

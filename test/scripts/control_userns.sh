@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The endpoint's trust inside user namespaces (the peer's uid as the kernel
 # maps it into the endpoint's namespace; the overflow uid is never trusted).
-# The clients are ctl_raw, which checks nothing: what is tested is the
+# The clients are control_raw, which checks nothing: what is tested is the
 # endpoint's decision.  S and S2 are throwaway uids with no passwd entry.
 #  1. a process running as its namespace's nobody (65534, mapped to root):
 #     a host user the namespace does not map shows as 65534 too, and is
@@ -23,13 +23,13 @@ done
 unshare -U --map-user=65534 --map-group=65534 true 2>/dev/null ||
 	{ echo "skip: no user namespaces, or unshare without --map-user"; exit 77; }
 KK_CTL_LIB_NAME=userns
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 S=$((3990000 + $$ % 1000)) S2=$((3991000 + $$ % 1000))
-# expect STATUS WHAT CMD...: the first line of ctl_raw's reply under CMD.
+# expect STATUS WHAT CMD...: the first line of control_raw's reply under CMD.
 expect() {
 	want=$1 what=$2; shift 2
-	"$@" "$B/test/progs/ctl_raw" "$tpid" "read static_keys" > "$tmp/out" 2> "$tmp/err" ||
-		fail "$what: ctl_raw: $(cat "$tmp/err")"
+	"$@" "$B/test/progs/control_raw" "$tpid" "read static_keys" > "$tmp/out" 2> "$tmp/err" ||
+		fail "$what: control_raw: $(cat "$tmp/err")"
 	got=$(head -n 1 "$tmp/out")
 	[ "$got" = "$want" ] || fail "$what: status '$got', want $want: $(cat "$tmp/out")"
 	if [ "$want" = -13 ]; then
@@ -42,7 +42,7 @@ expect() {
 start unshare -U --map-user=65534 --map-group=65534
 expect -13 "unmapped host uid $S on a namespace's nobody" as "$S"
 expect -13 "host root, mapped to the overflow uid" env
-"$B/test/progs/ctl_raw" "$tpid" "write panic" > "$tmp/out" 2>&1
+"$B/test/progs/control_raw" "$tpid" "write panic" > "$tmp/out" 2>&1
 [ "$(head -n 1 "$tmp/out")" = -13 ] || fail "write panic: $(cat "$tmp/out")"
 
 # ---- 2. unshare -U -r by root: its root is host root

@@ -56,7 +56,7 @@ if grep -q ODEBUG "$out"; then echo "FAIL: a correct program was reported"; cat 
 # free() in a signal handler that interrupted a hook holding the lock of the
 # freed block's bucket: skipped and counted, no deadlock (it hung before);
 # in another bucket: checked, reported and fixed up from the handler
-sigfree=$B/test/progs/odebug_sigfree
+sigfree=$B/test/progs/debugobjects_sigfree
 if [ -x "$sigfree" ]; then
 	env KK_CONTROL=0 LD_PRELOAD="$lib" timeout 60 "$sigfree" same >"$out" 2>&1
 	rc=$?

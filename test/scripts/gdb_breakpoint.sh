@@ -4,7 +4,7 @@
 # site, static_branch_enable() failed with -EILSEQ and a message that did not
 # name the cause.
 #
-# test/progs/jl_gdb_break hands gdb the address of a site (bp_ready(addr, 1));
+# test/progs/jump_label_gdb_break hands gdb the address of a site (bp_ready(addr, 1));
 # gdb sets `break *addr` there and continues.  The enable must fail, its
 # message (kk_jump_label_strerror()) must name the debugger breakpoint, and
 # nothing may change (the program checks the key, the other site of the key,
@@ -13,9 +13,9 @@
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"
 [ "${KK_TEST_LABEL:-default}" = fallback ] && { echo "skip: no sites under KK_NO_JUMP_LABEL"; exit 77; }
-PROG=$B/test/progs/jl_gdb_break
+PROG=$B/test/progs/jump_label_gdb_break
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
-"$PROG" --no-debugger || fail "jl_gdb_break --no-debugger"
+"$PROG" --no-debugger || fail "jump_label_gdb_break --no-debugger"
 
 # After the breakpoint is deleted the enable succeeds, under stop_machine (a
 # tracer is attached): the park signal stops each thread once; `continue`.

@@ -5,7 +5,7 @@
 # flip then still stopped gdb once per thread on the park signal (SIG60),
 # so that `run` plus 200 `continue`s did not reach the end of 200 flips.
 # Real gdb, batch mode, no init files, default signal settings, no helper:
-# test/progs/jl_flip (512 sites, 200 flips, every third a batch of all keys;
+# test/progs/jump_label_flip (512 sites, 200 flips, every third a batch of all keys;
 # 1 reader thread, then 4) must exit 0 with `run` alone: no stop at all (the
 # loop of `continue`s after it must not be needed once).
 #
@@ -15,17 +15,17 @@
 # lets gdb load it.  Then `run` alone must finish too.
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"
-PROG=$B/test/progs/jl_flip
+PROG=$B/test/progs/jump_label_flip
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
 
 { echo run; continue_loop 20000; } > "$tmp/continue.gdb"
 for args in "1 200" "4 200"; do
 	# shellcheck disable=SC2086
 	run_gdb 300 -x "$tmp/continue.gdb" --args "$PROG" $args > "$tmp/default.log" 2>&1
-	check_exit "$tmp/default.log" "jl_flip $args: default settings, run + continue"
+	check_exit "$tmp/default.log" "jump_label_flip $args: default settings, run + continue"
 	n=$(grep '^KK-EXIT' "$tmp/default.log" | cut -d' ' -f3)
-	echo "jl_flip $args: default settings: $n continues"
-	[ "$n" = 0 ] || { grep -m 3 "received signal" "$tmp/default.log"; fail "jl_flip $args: gdb stopped $n times"; }
+	echo "jump_label_flip $args: default settings: $n continues"
+	[ "$n" = 0 ] || { grep -m 3 "received signal" "$tmp/default.log"; fail "jump_label_flip $args: gdb stopped $n times"; }
 done
 
 # gdb looks for <real path of the library>-gdb.py: the soname's link resolved.

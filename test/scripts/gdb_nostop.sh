@@ -5,7 +5,7 @@
 # its own breakpoints) before it passes the signal on, so the library's
 # handler saw the site's address instead of the address after the int3.
 #
-# Real gdb, `handle SIGTRAP nostop noprint pass`, test/progs/jl_flip:
+# Real gdb, `handle SIGTRAP nostop noprint pass`, test/progs/jump_label_flip:
 #  - KK_TEXT_SYNC=membarrier: the int3 protocol is forced even under a
 #    tracer, so the readers do trap and the handler must cope with the
 #    rewound pc.  `run` alone must finish with exit 0 (nothing else stops).
@@ -14,7 +14,7 @@
 #    through the park signal's stops (no helper loaded here); exit 0.
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"
-PROG=$B/test/progs/jl_flip
+PROG=$B/test/progs/jump_label_flip
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
 
 # The handle goes in at main: before that gdb's own breakpoint in the dynamic
@@ -28,8 +28,8 @@ if "$PROG" --membarrier-ok; then
 		# shellcheck disable=SC2086
 		KK_TEXT_SYNC=membarrier run_gdb 300 -x "$tmp/run.gdb" --args "$PROG" $args \
 			> "$tmp/int3.log" 2>&1
-		check_exit "$tmp/int3.log" "jl_flip $args, KK_TEXT_SYNC=membarrier, SIGTRAP nostop"
-		grep "^jl_flip: .* traps" "$tmp/int3.log"
+		check_exit "$tmp/int3.log" "jump_label_flip $args, KK_TEXT_SYNC=membarrier, SIGTRAP nostop"
+		grep "^jump_label_flip: .* traps" "$tmp/int3.log"
 	done
 else
 	echo "membarrier SYNC_CORE unavailable: the forced int3 case is skipped"
@@ -39,5 +39,5 @@ fi
   echo "signal 0"
   continue_loop 20000; } > "$tmp/cont.gdb"
 run_gdb 300 -x "$tmp/cont.gdb" --args "$PROG" 4 200 > "$tmp/auto.log" 2>&1
-check_exit "$tmp/auto.log" "jl_flip 4 200, SIGTRAP nostop, run + continue"
+check_exit "$tmp/auto.log" "jump_label_flip 4 200, SIGTRAP nostop, run + continue"
 echo "gdb_nostop: ok"

@@ -8,7 +8,7 @@
 #  2. the aarch64 header compiles warning-free (-Wall -Wextra -Werror
 #     -pedantic) in every C and C++ standard, with aarch64-linux-gnu-gcc/g++
 #     and clang --target=aarch64-linux-gnu, as PIC, PIE and non-PIC code:
-#     test/dialect/static_keys.c, every macro family, compiled to objects;
+#     test/dialect/jump_label.c, every macro family, compiled to objects;
 #     and sites in C++ inline functions, templates and lambdas as -fPIC code.
 # x86_64 is checked on the host; aarch64 with the cross compilers that
 # make check-aarch64 installs (skipped, and said, where they are missing).
@@ -94,7 +94,7 @@ if have $a64_gcc && have $a64_gxx; then
 				have ${cc%% *} || continue
 				n=$((n + 1))
 				$cc -x c -std=$std $flags $pic -c -o "$tmp/d.o" \
-					"$src/test/dialect/static_keys.c" 2>"$tmp/err" ||
+					"$src/test/dialect/jump_label.c" 2>"$tmp/err" ||
 					{ bad=$((bad + 1)); echo "FAIL aarch64 $cc -std=$std $pic:"; head -5 "$tmp/err"; }
 			done
 		done
@@ -103,7 +103,7 @@ if have $a64_gcc && have $a64_gxx; then
 				have ${cxx%% *} || continue
 				n=$((n + 1))
 				$cxx -x c++ -std=$std $flags $pic -c -o "$tmp/d.o" \
-					"$src/test/dialect/static_keys.c" 2>"$tmp/err" ||
+					"$src/test/dialect/jump_label.c" 2>"$tmp/err" ||
 					{ bad=$((bad + 1)); echo "FAIL aarch64 $cxx -std=$std $pic:"; head -5 "$tmp/err"; }
 			done
 		done

@@ -6,4 +6,4 @@
 # test/scripts/text_poke_torture.sh covers stop_machine at every site offset.
 export KK_VARIANT_TOGGLES=${KK_VARIANT_TOGGLES:-2000}
 export KK_VARIANT_SIGNAL_TOGGLES=${KK_VARIANT_SIGNAL_TOGGLES:-1000}
-exec sh "${KK_SRC:-.}/test/jl-stress-variant.sh" KK_TEXT_SYNC=stop-machine
+exec sh "${KK_SRC:-.}/test/jump_label-stress-variant.sh" KK_TEXT_SYNC=stop-machine

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # kkctl bounds every target: one deadline for a whole reply and a cap on its
 # size.  Two endpoints that pass kkctl's checks and never finish their reply
-# (test/progs/ctl_endless.c: one drips a byte every 0.5 s, inside any
+# (test/progs/control_endless.c: one drips a byte every 0.5 s, inside any
 # per-receive timeout; one floods) get one line each and exit status 1, alone
 # and among others (--all, -n), while a normal process is still served; kkctl's
 # largest resident set stays under the cap plus a slack.  Bounds from the
@@ -26,15 +26,15 @@ start() {	# start VAR PROG ARGS...: PROG's pid in VAR once it serves
 	eval "$v=\$!"
 	read -r line < "$tmp/f.$v" || fail "$1 did not start"
 }
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 # The fallback build has no sites, so an untouched key is not listed: its
 # reply is the header alone.
 key_line='^target_key '
 [ "${KK_TEST_LABEL:-default}" = fallback ] && key_line='^# name enabled count sites module$'
-start ok env $ctl_env "$B/test/progs/jl_target"
-start drip "$B/test/progs/ctl_endless" drip 500
-start flood "$B/test/progs/ctl_endless" flood
+start ok env $control_env "$B/test/progs/jump_label_prog"
+start drip "$B/test/progs/control_endless" drip 500
+start flood "$B/test/progs/control_endless" flood
 
 # run [VAR=VALUE...] -- KKCTL-ARGS...: kkctl's status in $rc, its output in
 # $tmp/out and $tmp/err, its largest resident set (KiB) in $rss.  Outside a
@@ -72,27 +72,27 @@ line() {	# line TEXT: stderr is exactly this one line
 # ---- alone: the dripping one is cut at the deadline, the flood at the cap
 run KKCTL_TIMEOUT=1 -- -p "$drip" read static_keys
 [ $rc -eq 1 ] || fail "drip: exit $rc: $(cat "$tmp/err")"
-line "kkctl: process $drip (ctl_endless): no complete reply within 1 s"
+line "kkctl: process $drip (control_endless): no complete reply within 1 s"
 run KKCTL_MAX_REPLY=1M -- -p "$flood" read static_keys
 [ $rc -eq 1 ] || fail "flood: exit $rc: $(cat "$tmp/err")"
-line "kkctl: process $flood (ctl_endless): reply larger than 1 MiB"
+line "kkctl: process $flood (control_endless): reply larger than 1 MiB"
 below 1024 "flood, 1 MiB cap"
 [ ! -s "$tmp/out" ] || fail "flood: something printed: $(head -c 200 "$tmp/out")"
 # The default cap (a long deadline: the cap must be what stops it).
 run KKCTL_TIMEOUT=600 -- -p "$flood" read static_keys
 [ $rc -eq 1 ] || fail "flood, default cap: exit $rc: $(cat "$tmp/err")"
-line "kkctl: process $flood (ctl_endless): reply larger than 64 MiB"
+line "kkctl: process $flood (control_endless): reply larger than 64 MiB"
 below 65536 "flood, default cap"
 echo "alone: ok (flood with the default cap: $rss KiB)"
 
 # ---- among others: --all finishes, reports each, serves the normal one
 check_many() {	# check_many WHAT
 	[ $rc -eq 1 ] || fail "$1: exit $rc: $(cat "$tmp/err")"
-	grep -qx "kkctl: process $drip (ctl_endless): no complete reply within 1 s" "$tmp/err" ||
+	grep -qx "kkctl: process $drip (control_endless): no complete reply within 1 s" "$tmp/err" ||
 		fail "$1: no line for the drip: $(cat "$tmp/err")"
-	grep -qx "kkctl: process $flood (ctl_endless): reply larger than 1 MiB" "$tmp/err" ||
+	grep -qx "kkctl: process $flood (control_endless): reply larger than 1 MiB" "$tmp/err" ||
 		fail "$1: no line for the flood: $(cat "$tmp/err")"
-	sed -n "/^==> $ok jl_target <==\$/,/^==> /p" "$tmp/out" | grep -q "$key_line" ||
+	sed -n "/^==> $ok jump_label_prog <==\$/,/^==> /p" "$tmp/out" | grep -q "$key_line" ||
 		fail "$1: the normal process's reply is missing: $(head -c 500 "$tmp/out")"
 	below 1024 "$1"
 }
@@ -100,7 +100,7 @@ run KKCTL_TIMEOUT=1 KKCTL_MAX_REPLY=1M -- --all read static_keys
 check_many --all
 # Options win over the environment (with KKCTL_TIMEOUT=3600 alone this hangs).
 run KKCTL_TIMEOUT=3600 KKCTL_MAX_REPLY=1G -- --timeout 1 --max-reply 1024K \
-	-n ctl_endless -n jl_target read static_keys
+	-n control_endless -n jump_label_prog read static_keys
 check_many "-n, options"
 run -- -t 1 --max-reply 1M --json -p "$drip" -p "$flood" -p "$ok" read static_keys
 [ $rc -eq 1 ] || fail "--json: exit $rc"

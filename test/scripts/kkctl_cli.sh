@@ -18,25 +18,25 @@ fail() {
 tmp=$(mktemp -d /tmp/kk-cli.XXXXXX)
 chmod 755 "$tmp"
 mkfifo "$tmp/pidfifo"
-# jl_target has sites: its endpoint listens before main() prints the pid.
+# jump_label_prog has sites: its endpoint listens before main() prints the pid.
 # The fallback build (KK_NO_JUMP_LABEL) has no sites, so nothing starts the
 # endpoint by the lazy rule: ask for it at load.
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
-env $ctl_env "$B/test/progs/jl_target" > "$tmp/pidfifo" &
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
+env $control_env "$B/test/progs/jump_label_prog" > "$tmp/pidfifo" &
 pid=$!
 read -r printed < "$tmp/pidfifo" || fail "no pid line"
 [ "$printed" = "$pid" ] || fail "pid line $printed, want $pid"
 grep -q " @kernelkit/$pid\$" /proc/net/unix || fail "@kernelkit/$pid is not in /proc/net/unix"
 
-"$KKCTL" ls | grep -Eq "^$pid +[0-9]+ +jl_target\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
+"$KKCTL" ls | grep -Eq "^$pid +[0-9]+ +jump_label_prog\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
 "$KKCTL" -p "$pid" files | grep -q "static_keys" || fail "files"
 out=$("$KKCTL" -p "$pid" read static_keys) || fail "read exit $?"
 echo "$out" | grep -q '^# name enabled count sites module$' || fail "listing header: $out"
 # The fallback build has no sites, so untouched keys are unknown to the registry.
 if [ "${KK_TEST_LABEL:-default}" != fallback ]; then
-	echo "$out" | grep -q '^target_key 0 0 1 jl_target$' || fail "listing: $out"
-	echo "$out" | grep -q '^target_true_key 1 1 1 jl_target$' || fail "listing: $out"
+	echo "$out" | grep -q '^target_key 0 0 1 jump_label_prog$' || fail "listing: $out"
+	echo "$out" | grep -q '^target_true_key 1 1 1 jump_label_prog$' || fail "listing: $out"
 fi
 
 "$KKCTL" -p "$pid" read no/such/file 2>"$tmp/err"; rc=$?
@@ -74,7 +74,7 @@ fi
 sleep 30 &
 sl=$!
 mkfifo "$tmp/sqfifo"
-"$B/test/progs/ctl_squat" "$sl" > "$tmp/sqfifo" &
+"$B/test/progs/control_squat" "$sl" > "$tmp/sqfifo" &
 sq=$!
 exec 5< "$tmp/sqfifo"
 read -r ready <&5 || fail "squatter did not start"

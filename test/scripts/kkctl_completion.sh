@@ -10,11 +10,11 @@ tmp=$(mktemp -d /tmp/kk-compl.XXXXXX)
 pid=
 fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
 mkfifo "$tmp/f"
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
-env $ctl_env "$B/test/progs/jl_target" > "$tmp/f" &
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
+env $control_env "$B/test/progs/jump_label_prog" > "$tmp/f" &
 pid=$!
-read -r line < "$tmp/f" || fail "jl_target did not start"
+read -r line < "$tmp/f" || fail "jump_label_prog did not start"
 # complete WORDS...: the candidates for the last word, one per line
 cat > "$tmp/c.bash" <<EOS
 PATH=$B:\$PATH
@@ -38,7 +38,7 @@ complete kkctl --tree "" | grep -qx "$$" || fail "--tree pids: $(complete kkctl 
 # A bound's value is not the command.
 [ "$(complete kkctl -t 1 re | tr '\n' ' ')" = "read " ] || fail "after -t 1: $(complete kkctl -t 1 re)"
 complete kkctl -p "" | grep -qx "$pid" || fail "pids: $(complete kkctl -p '')"
-complete kkctl -n jl_ | grep -qx jl_target || fail "names: $(complete kkctl -n jl_)"
+complete kkctl -n jump_label_ | grep -qx jump_label_prog || fail "names: $(complete kkctl -n jump_label_)"
 complete kkctl -p "$pid" read st | grep -qx static_keys || fail "files: $(complete kkctl -p "$pid" read st)"
 kill "$pid"; wait "$pid" 2>/dev/null
 rm -rf "$tmp"

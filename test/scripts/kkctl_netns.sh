@@ -25,7 +25,7 @@ done
 unshare -u -n -p -f --mount-proc true 2>/dev/null ||
 	{ echo "skip: cannot make network, pid and mount namespaces"; exit 77; }
 KK_CTL_LIB_NAME=kknetns
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 K=$B/kkctl
 S=$((3994000 + $$ % 1000)) S2=$((3995000 + $$ % 1000))
 as "$S" unshare -U -r -u -n -p -f --mount-proc true 2>/dev/null ||
@@ -37,7 +37,7 @@ trap 'for p in $inner; do kill -9 "$p" 2>/dev/null; done
 for p in $outer; do wait "$p" 2>/dev/null; done; cleanup' EXIT
 # A name no other test's process has, for -n: the program run through a link.
 name=kkns$$
-ln -s "$B/test/progs/jl_target" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
 
 # ok WHAT CMD...: must succeed.  refused WHAT CMD...: must exit 1, no reply.
 ok() {
@@ -61,7 +61,7 @@ container() {
 	n=$((n + 1))
 	mkfifo "$tmp/p$n"
 	chmod 666 "$tmp/p$n"
-	"$@" sh -c 'hostname "$1" && exec env $2 "$3"' sh "$host" "$ctl_env" "$tmp/$name" \
+	"$@" sh -c 'hostname "$1" && exec env $2 "$3"' sh "$host" "$control_env" "$tmp/$name" \
 		> "$tmp/p$n" 2> "$tmp/e$n" &
 	u=$!
 	outer="$outer $u"
@@ -85,7 +85,7 @@ container kk-r-$$ as "$S" unshare -U -r -u -n -p -f --mount-proc
 r=$cpid
 n=$((n + 1))
 mkfifo "$tmp/p$n"
-env $ctl_env "$tmp/$name" > "$tmp/p$n" &
+env $control_env "$tmp/$name" > "$tmp/p$n" &
 h=$!
 pids="$pids $h"
 read -r got < "$tmp/p$n" && [ "$got" = "$h" ] || fail "the host's process did not start"

@@ -5,7 +5,7 @@
 # (root by key only, its own authorized_keys, no PAM) and a throwaway client
 # key, and stops it at the end.  "The other host" is this one: kkctl -H
 # root@127.0.0.1:PORT runs ssh ... kkctl ARGS there ($KKCTL_REMOTE: the
-# build's kkctl), which reaches jl_target here.
+# build's kkctl), which reaches jump_label_prog here.
 #  1. ls, read, write (TEXT, and TEXT from stdin) through -H;
 #  2. two -H at once: each reply under "==> HOST <==", --json objects with
 #     "host" first;
@@ -25,7 +25,7 @@ if ! [ -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || ! command -v
 		{ echo "skip: no sshd (openssh-server could not be installed)"; exit 77; }
 fi
 KK_CTL_LIB_NAME=kkssh
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 K=$B/kkctl
 sshd_pid=
 trap '[ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null && wait "$sshd_pid"; cleanup' EXIT
@@ -79,7 +79,7 @@ p=$tpid
 
 # ---- 1. one host
 "$K" -H "$H1" ls > "$tmp/out" 2> "$tmp/err" || fail "-H ls: $(cat "$tmp/out" "$tmp/err")"
-head -n 1 "$tmp/out" | grep -q '^PID  *UID  *COMMAND$' && grep -Eq "^$p +0 +jl_target\$" "$tmp/out" ||
+head -n 1 "$tmp/out" | grep -q '^PID  *UID  *COMMAND$' && grep -Eq "^$p +0 +jump_label_prog\$" "$tmp/out" ||
 	fail "-H ls: $(cat "$tmp/out")"
 "$K" -H "$H1" -p "$p" read static_keys > "$tmp/out" 2> "$tmp/err" || fail "-H read: $(cat "$tmp/err")"
 grep -q "$key_line" "$tmp/out" && ! grep -q "^==>" "$tmp/out" || fail "-H read: $(cat "$tmp/out")"
@@ -93,10 +93,10 @@ echo 1 | "$K" -H "$H1" -p "$p" write dynamic_debug/all_or_nothing 2> "$tmp/err" 
 "$K" -H "$H1" -H "$H2" -p "$p" read dynamic_debug/all_or_nothing > "$tmp/out" 2> "$tmp/err" ||
 	fail "two -H: $(cat "$tmp/out" "$tmp/err")"
 printf '==> %s <==\n1\n==> %s <==\n1\n' "$H1" "$H2" | cmp -s - "$tmp/out" || fail "two -H: $(cat "$tmp/out")"
-"$K" --json -H "$H1" -H "$H2" -n jl_target --tree "$p" read dynamic_debug/all_or_nothing \
+"$K" --json -H "$H1" -H "$H2" -n jump_label_prog --tree "$p" read dynamic_debug/all_or_nothing \
 	> "$tmp/out" 2> "$tmp/err" || fail "two -H --json: $(cat "$tmp/out" "$tmp/err")"
 for h in "$H1" "$H2"; do
-	grep -qx "{\"host\":\"$h\",\"pid\":$p,\"name\":\"jl_target\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}" \
+	grep -qx "{\"host\":\"$h\",\"pid\":$p,\"name\":\"jump_label_prog\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}" \
 		"$tmp/out" || fail "two -H --json, $h: $(cat "$tmp/out")"
 done
 [ "$(wc -l < "$tmp/out")" -eq 2 ] || fail "two -H --json: $(cat "$tmp/out")"
@@ -144,7 +144,7 @@ if command -v ansible >/dev/null && [ -x /usr/bin/python3 ]; then
 		timeout 120 ansible kernelkit -i "$tmp/inventory" -o -m command \
 		-a "$B/kkctl --json --tree $p read dynamic_debug/all_or_nothing" > "$tmp/out" 2> "$tmp/err" ||
 		fail "ansible: $(cat "$tmp/out" "$tmp/err")"
-	grep -q "^h1 | CHANGED | rc=0 | (stdout) {\"pid\":$p,\"name\":\"jl_target\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}\$" \
+	grep -q "^h1 | CHANGED | rc=0 | (stdout) {\"pid\":$p,\"name\":\"jump_label_prog\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}\$" \
 		"$tmp/out" || fail "ansible: $(cat "$tmp/out")"
 else
 	echo "kkctl_ssh: (no ansible: its recipe not run)"

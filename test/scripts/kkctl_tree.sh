@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # kkctl --tree PID: PID and its descendants (kernelkit issue 24, item 2: stay
 # within one instance of a service).  A shell P forks a child C and a
-# subshell that forks a grandchild G, all named NAME (jl_target under a
+# subshell that forks a grandchild G, all named NAME (jump_label_prog under a
 # symlink of that name: no other test's process shares it), and a child O
 # named otherwise; U is named NAME but no descendant of P.
 #  1. --tree P -n NAME reaches exactly C and G;
@@ -22,16 +22,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 name=kkt$$ other=kko$$
-ln -s "$B/test/progs/jl_target" "$tmp/$name"
-ln -s "$B/test/progs/jl_target" "$tmp/$other"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$other"
 mkfifo "$tmp/tree" "$tmp/u"
 
 # P prints "P <pid>", its subshell S "S <pid>"; C, G and O print their pids
 # once they serve.  G is the one whose parent is S.
-env $ctl_env sh -c '
+env $control_env sh -c '
 	"$1/$2" &
 	sh -c "\"\$1/\$2\" & echo S \$\$; wait" sh "$1" "$2" &
 	"$1/$3" &
@@ -55,7 +55,7 @@ for k in $kids; do
 	else c=$k; fi
 done
 [ -n "$p" ] && [ -n "$c" ] && [ -n "$g" ] && [ -n "$o" ] || fail "the tree: P=$p C=$c G=$g O=$o"
-env $ctl_env "$tmp/$name" > "$tmp/u" &
+env $control_env "$tmp/$name" > "$tmp/u" &
 u=$!
 pids="$pids $u"
 read -r line < "$tmp/u" || fail "U did not start"

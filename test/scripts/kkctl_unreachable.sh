@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # kkctl tells the truth about the processes a selector matched (kernelkit
 # issue 24, item 2).  U1 and U2 are throwaway uids with no passwd entry; A
-# (uid U1) and B (uid U2) are jl_target under one name of their own (a
+# (uid U1) and B (uid U2) are jump_label_prog under one name of their own (a
 # symlink: no other test's process shares it).  kkctl runs as U1:
 #  1. -n NAME reads A, and reports B (which it may not use) in one stderr
 #     line naming B and why, and exits 1; --json has an object for each;
@@ -14,19 +14,19 @@ set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root to run processes as other uids"; exit 77; }
 command -v setpriv >/dev/null || { echo "skip: needs setpriv"; exit 77; }
 KK_CTL_LIB_NAME=kkunreach
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 U1=$((3994000 + $$ % 1000)) U2=$((3995000 + $$ % 1000))
 name=kku$$
 cp "$B/kkctl" "$tmp/kkctl"
 chmod 755 "$tmp/kkctl"
-ln -s "$B/test/progs/jl_target" "$tmp/$name"
+ln -s "$B/test/progs/jump_label_prog" "$tmp/$name"
 K="as $U1 $tmp/kkctl"
 # start_as UID: $name as UID; $tpid once its endpoint listens.
 start_as() {
 	n=$((n + 1))
 	mkfifo "$tmp/p$n"
 	chmod 666 "$tmp/p$n"
-	as "$1" env $ctl_env "$tmp/$name" > "$tmp/p$n" &
+	as "$1" env $control_env "$tmp/$name" > "$tmp/p$n" &
 	pids="$pids $!"
 	read -r tpid < "$tmp/p$n" || fail "$name as uid $1 did not start"
 	pids="$pids $tpid"
@@ -67,7 +67,7 @@ sl=$!
 pids="$pids $sl"
 mkfifo "$tmp/sq"
 chmod 666 "$tmp/sq"
-as "$U2" "$B/test/progs/ctl_squat" "$sl" > "$tmp/sq" &
+as "$U2" "$B/test/progs/control_squat" "$sl" > "$tmp/sq" &
 pids="$pids $!"
 exec 5< "$tmp/sq"
 read -r ready <&5 || fail "the squatter did not start"

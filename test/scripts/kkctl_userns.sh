@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # kkctl across user namespaces (kernelkit issue 22, item 4).  S and S2 are
-# throwaway uids with no passwd entry; S runs jl_target in `unshare -U -r`
+# throwaway uids with no passwd entry; S runs jump_label_prog in `unshare -U -r`
 # (its own user namespace, whose root is S; the host's network namespace).
 #  1. host root's kkctl reads and writes it, and --all reaches it, without
 #     nsenter: kkctl connects from a child that entered the namespace as its
@@ -25,7 +25,7 @@ done
 unshare -U --map-user=65534 --map-group=65534 true 2>/dev/null ||
 	{ echo "skip: no user namespaces, or unshare without --map-user"; exit 77; }
 KK_CTL_LIB_NAME=kkuserns
-. "${KK_SRC:?}/test/ctl-lib.sh"
+. "${KK_SRC:?}/test/control-lib.sh"
 K=$B/kkctl
 S=$((3992000 + $$ % 1000)) S2=$((3993000 + $$ % 1000))
 # ok WHAT CMD...: kkctl (the rest of CMD) must succeed.
@@ -53,10 +53,10 @@ ok "host root writes it" "$K" -p "$c" write dynamic_debug/all_or_nothing 0
 ok "host root reads back" "$K" -p "$c" read dynamic_debug/all_or_nothing
 [ "$(cat "$tmp/out")" = 0 ] || fail "the write did not take: $(cat "$tmp/out")"
 ok "host root's ls" "$K" ls
-grep -q "^$c  *$S  *jl_target\$" "$tmp/out" || fail "ls does not list $c: $(cat "$tmp/out")"
+grep -q "^$c  *$S  *jump_label_prog\$" "$tmp/out" || fail "ls does not list $c: $(cat "$tmp/out")"
 # (other processes on the machine may fail: only $c's own line counts)
 "$K" --json --all read static_keys > "$tmp/out" 2> "$tmp/err"
-grep -q "^{\"pid\":$c,\"name\":\"jl_target\",\"uid\":$S,\"ok\":true,\"reply\":\"# name" "$tmp/out" ||
+grep -q "^{\"pid\":$c,\"name\":\"jump_label_prog\",\"uid\":$S,\"ok\":true,\"reply\":\"# name" "$tmp/out" ||
 	fail "--all did not reach $c: $(cat "$tmp/out" "$tmp/err")"
 
 # ---- 2. the container's root, inside its namespace
@@ -75,7 +75,7 @@ grep -q "^$c " "$tmp/out" && fail "S2's namespace root lists $c: $(cat "$tmp/out
 # ---- 4. kkctl as the overflow uid, on a fake endpoint that shows as it too
 mkfifo "$tmp/fake"
 chmod 666 "$tmp/fake"
-as "$S2" sh -c 'echo $$; exec "$1" $$' sh "$B/test/progs/ctl_squat" > "$tmp/fake" &
+as "$S2" sh -c 'echo $$; exec "$1" $$' sh "$B/test/progs/control_squat" > "$tmp/fake" &
 pids="$pids $!"
 exec 5< "$tmp/fake"
 read -r fake <&5 && read -r ready <&5 || fail "the fake endpoint did not start"

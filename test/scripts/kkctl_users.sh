@@ -30,8 +30,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 useradd -M -N -r -s /bin/sh "$ua" || { echo "skip: useradd failed"; exit 77; }
 useradd -M -N -r -s /bin/sh "$ub" || { echo "skip: useradd failed"; exit 77; }
 chmod 755 "$tmp"
-cp "$B/kkctl" "$B/test/progs/ctl_squat" "$tmp/"
-chmod 755 "$tmp/kkctl" "$tmp/ctl_squat"
+cp "$B/kkctl" "$B/test/progs/control_squat" "$tmp/"
+chmod 755 "$tmp/kkctl" "$tmp/control_squat"
 as() { u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@"; }
 # bg_as USER OUT CMD...: in the background, stdout to OUT (opened by the
 # child: OUT may be a FIFO), with $! the program's own pid (a simple command
@@ -40,8 +40,8 @@ bg_as() {
 	u=$1 o=$2; shift 2
 	setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups "$@" > "$o" &
 }
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 
 # ---- 1. B squats the name before A's process binds it
 mkfifo "$tmp/go" "$tmp/apid" "$tmp/sq"
@@ -50,11 +50,11 @@ chmod 666 "$tmp/a.err"
 chmod 666 "$tmp/go" "$tmp/apid" "$tmp/sq"
 # The pid is known before exec (exec keeps it); the endpoint starts after it.
 bg_as "$ua" "$tmp/apid" sh -c 'echo $$; read x < "$1"; exec env $3 "$2" 2> "$4"' sh \
-	"$tmp/go" "$B/test/progs/jl_target" "$ctl_env" "$tmp/a.err"
+	"$tmp/go" "$B/test/progs/jump_label_prog" "$control_env" "$tmp/a.err"
 exec 5< "$tmp/apid"
 read -r apid <&5 || fail "no pid from A"
 pids="$pids $apid"
-bg_as "$ub" "$tmp/sq" "$tmp/ctl_squat" "$apid"
+bg_as "$ub" "$tmp/sq" "$tmp/control_squat" "$apid"
 sq=$!
 pids="$pids $sq"
 exec 6< "$tmp/sq"
@@ -82,7 +82,7 @@ exec 6<&-
 bg_as "$ua" /dev/null sleep 60
 sl=$!
 pids="$pids $sl"
-bg_as "$ub" "$tmp/sq" "$tmp/ctl_squat" "$sl"
+bg_as "$ub" "$tmp/sq" "$tmp/control_squat" "$sl"
 pids="$pids $!"
 exec 6< "$tmp/sq"
 read -r ready <&6 || fail "B's second squatter did not start"
@@ -108,6 +108,6 @@ grep -q "^$apid " "$tmp/ls" && fail "B's ls lists A's process"
 
 # ---- 4. root sees and reads A's process
 "$B/kkctl" ls > "$tmp/ls" || fail "root's ls"
-grep -Eq "^$apid +$(id -u "$ua") +jl_target\$" "$tmp/ls" || fail "root's ls: $(cat "$tmp/ls")"
+grep -Eq "^$apid +$(id -u "$ua") +jump_label_prog\$" "$tmp/ls" || fail "root's ls: $(cat "$tmp/ls")"
 "$B/kkctl" -p "$apid" read static_keys > /dev/null 2> "$tmp/err" || fail "root's read: $(cat "$tmp/err")"
 echo "kkctl_users: ok"

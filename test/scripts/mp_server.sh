@@ -35,15 +35,15 @@ chmod 755 "$tmp"
 cp "$B/kkctl" "$tmp/"
 chmod 755 "$tmp/kkctl"
 as_u() { setpriv --reuid="$U" --regid="$U" --clear-groups "$@"; }
-ctl_env=
+control_env=
 # The fallback build has no sites that start the endpoint at load.
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 tree=0
 "$B/kkctl" --help 2>&1 | grep -q -- '--tree' && tree=1
 
 # ---- start: the master's stdout is a FIFO read line by line on fd 5
 mkfifo "$tmp/out"
-env $ctl_env "$B/test/progs/mp_server" -w 2 -u "$U" -g "$U" -l "$tmp/log" -P "$tmp/pid" \
+env $control_env "$B/test/progs/mp_server" -w 2 -u "$U" -g "$U" -l "$tmp/log" -P "$tmp/pid" \
 	> "$tmp/out" 2> "$tmp/early" &
 M=$!
 pids="$pids $M"

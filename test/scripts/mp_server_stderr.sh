@@ -19,9 +19,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-ctl_env=
+control_env=
 # The fallback build has no sites that start the endpoint at load.
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 runs=20 bad=0 first=
 i=0
 while [ $i -lt $runs ]; do
@@ -29,7 +29,7 @@ while [ $i -lt $runs ]; do
 	log=$tmp/log$i
 	mkfifo "$tmp/out$i"
 	# env execs the server: $! is the master
-	env $ctl_env "$B/test/progs/mp_server" -w 2 -l "$log" > "$tmp/out$i" 2>&- &
+	env $control_env "$B/test/progs/mp_server" -w 2 -l "$log" > "$tmp/out$i" 2>&- &
 	mp=$!
 	pids="$pids $mp"
 	# The first line: "ready ..." once every worker is up, or nothing (EOF)

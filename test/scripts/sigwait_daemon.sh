@@ -22,10 +22,10 @@ fail() {
 	exit 1
 }
 # The fallback build has no sites to start the endpoint lazily.
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+control_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 mkfifo "$tmp/out"
-env $ctl_env "$PROG" 2 > "$tmp/out" 2>/dev/null &
+env $control_env "$PROG" 2 > "$tmp/out" 2>/dev/null &
 pid=$!
 exec 3< "$tmp/out"
 read -r line <&3 || fail "the daemon died before it was ready"

@@ -3,12 +3,12 @@
 # strace is a tracer: TracerPid is set.  Issue 22: under a tracer batches are
 # written by page swaps, so no thread ever takes a SIGTRAP or the park
 # signal (the old code stopped the machine with the park signal for every
-# batch, which strace shows).  Real `strace -f` over test/progs/jl_flip (512
+# batch, which strace shows).  Real `strace -f` over test/progs/jump_label_flip (512
 # sites, 4 reader threads checking every branch): the program exits 0, and
 # the trace shows no signal at all.
 set -u
 B=${KK_BUILD:?}
-PROG=$B/test/progs/jl_flip
+PROG=$B/test/progs/jump_label_flip
 command -v strace >/dev/null 2>&1 || { echo "skip: no strace"; exit 77; }
 [ "${KK_TEST_LABEL:-default}" = fallback ] && { echo "skip: no sites under KK_NO_JUMP_LABEL"; exit 77; }
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
@@ -25,7 +25,7 @@ timeout -k 10 300 strace -f -qq -e trace=none -e signal=all -o "$tmp/trace" "$PR
 	> "$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"
-[ "$rc" -eq 0 ] || { echo "FAIL: jl_flip under strace -f exited $rc"; exit 1; }
+[ "$rc" -eq 0 ] || { echo "FAIL: jump_label_flip under strace -f exited $rc"; exit 1; }
 if grep -q "SIGTRAP" "$tmp/trace"; then
 	echo "FAIL: a thread took a SIGTRAP under strace (the int3 protocol ran under a tracer):"
 	grep -m 5 SIGTRAP "$tmp/trace"

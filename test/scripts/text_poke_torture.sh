@@ -70,7 +70,7 @@ run() {
 
 # ---- every sync method x every write method --------------------------------------
 mb=no
-[ -x "$B/test/progs/jl_flip" ] && "$B/test/progs/jl_flip" --membarrier-ok 2>/dev/null && mb=yes
+[ -x "$B/test/progs/jump_label_flip" ] && "$B/test/progs/jump_label_flip" --membarrier-ok 2>/dev/null && mb=yes
 for sync in membarrier signal stop-machine; do
 	for poke in proc-mem remap; do
 		if [ "$sync" = membarrier ] && [ $mb = no ]; then

@@ -25,16 +25,16 @@ set -u
 export KK_BUILD=$B
 U=$B/test/unit
 P=$B/test/progs
-for f in "$U/jump_label_api" "$U/dyndbg_output" "$P/jl_flip"; do
+for f in "$U/jump_label_api" "$U/dynamic_debug_output" "$P/jump_label_flip"; do
 	[ -x "$f" ] || { echo "not built: $f"; exit 77; }
 done
 
 vg_run "memcheck jump_label_api" memcheck --trace-children=yes -- \
-	"$U/jump_label_api" --jobs 1 --filter='@(branches|refcount|queued|deferred)/*'
-vg_run "memcheck jl_flip" memcheck -- "$P/jl_flip" 4 50
-vg_run "memcheck dyndbg_output" memcheck --trace-children=yes -- "$U/dyndbg_output" --jobs 1
+	"$U/jump_label_api" --jobs 1 --filter='jump_label_api/@(branches|refcount|queued|deferred)_*'
+vg_run "memcheck jump_label_flip" memcheck -- "$P/jump_label_flip" 4 50
+vg_run "memcheck dynamic_debug_output" memcheck --trace-children=yes -- "$U/dynamic_debug_output" --jobs 1
 vg_run "helgrind jump_label_api" helgrind --trace-children=yes -- \
-	"$U/jump_label_api" --jobs 1 --filter='@(queued|deferred)/*'
-vg_run "helgrind jl_flip" helgrind -- "$P/jl_flip" 2 10
+	"$U/jump_label_api" --jobs 1 --filter='jump_label_api/@(queued|deferred)_*'
+vg_run "helgrind jump_label_flip" helgrind -- "$P/jump_label_flip" 2 10
 [ -z "$bad" ] || { echo "FAIL:$bad"; exit 1; }
 echo "valgrind_check: ok"

@@ -115,13 +115,13 @@ int main(void)
 		void *h;
 		struct static_key_false *(*keys)(size_t *);
 
-		snprintf(rel, sizeof(rel), "bench-mods/libkkbm%d.so", m);
+		snprintf(rel, sizeof(rel), "bench-mods/libjump_label_mod%d.so", m);
 		if (!(h = dlopen(kkt_build_path(rel), RTLD_NOW))) {
 			fprintf(stderr, "%s\n", dlerror());
 			return 1;
 		}
-		mods[m].run = (long (*)(void))dlsym(h, "kkbm_run");
-		keys = (struct static_key_false *(*)(size_t *))dlsym(h, "kkbm_keys");
+		mods[m].run = (long (*)(void))dlsym(h, "jump_label_mod_run");
+		keys = (struct static_key_false *(*)(size_t *))dlsym(h, "jump_label_mod_keys");
 		if (!mods[m].run || !keys)
 			return 1;
 		mods[m].keys = keys(&mods[m].n);

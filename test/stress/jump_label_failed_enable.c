@@ -32,7 +32,7 @@
  * Environment: KK_FAILED_ENABLE_ATTEMPTS (per phase, default 1200).
  *
  * Architectures differ in what a failed batch may show while the call runs
- * (docs/static_keys.md, "Architectures"):
+ * (docs/jump_label.md, "Architectures"):
  *  - x86_64 (int3 protocol): nothing, ever: until the commit point a thread
  *    at a site traps and runs the old instruction, and a batch that cannot
  *    be repaired has its sites emulated;

@@ -101,7 +101,7 @@ static int raw(const void *req, size_t len, char *body, size_t blen)
 	return atoi(buf);
 }
 
-Test(registry, names_and_duplicates)
+Test(control_endpoint, registry_names_and_duplicates)
 {
 	cr_expect_eq(kk_control_create_file("", &echo_ops, NULL), -EINVAL);
 	cr_expect_eq(kk_control_create_file("../x", &echo_ops, NULL), -EINVAL);
@@ -115,7 +115,7 @@ Test(registry, names_and_duplicates)
 	cr_expect_eq(kk_control_read("ok/name-1.x", NULL, NULL), -ENOENT);
 }
 
-Test(registry, in_process_read_write, .init = setup)
+Test(control_endpoint, registry_in_process_read_write, .init = setup)
 {
 	char *txt = NULL, *reply = NULL;
 	char big[200];
@@ -135,7 +135,7 @@ Test(registry, in_process_read_write, .init = setup)
 	cr_expect_eq(kk_control_write("test/echo", big, 99, NULL), 0);
 }
 
-Test(socket, served_requests, .init = setup)
+Test(control_endpoint, socket_served_requests, .init = setup)
 {
 	char body[4096];
 
@@ -148,7 +148,7 @@ Test(socket, served_requests, .init = setup)
 	cr_expect(strstr(body, "r-\tstatic_keys\n"), "%s", body);
 }
 
-Test(socket, bad_input_is_rejected, .init = setup)
+Test(control_endpoint, socket_bad_input_is_rejected, .init = setup)
 {
 	static const char junk[] = { 'r', 'e', 0, 'a', 'd', '\n', 0x7f, (char)0xff };
 	char body[4096];
@@ -168,7 +168,7 @@ Test(socket, bad_input_is_rejected, .init = setup)
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0);
 }
 
-Test(socket, oversize_requests, .init = setup)
+Test(control_endpoint, socket_oversize_requests, .init = setup)
 {
 	size_t n = KK_CONTROL_MAX_REQUEST + 4096;
 	char *req = malloc(n);
@@ -219,7 +219,7 @@ static void *stalled_client(void *arg)
 	return NULL;
 }
 
-Test(socket, stalled_client_does_not_block_others, .init = setup, .timeout = 20)
+Test(control_endpoint, socket_stalled_client_does_not_block_others, .init = setup, .timeout = 20)
 {
 	pthread_t th;
 
@@ -234,7 +234,7 @@ Test(socket, stalled_client_does_not_block_others, .init = setup, .timeout = 20)
 
 /* The endpoint is an abstract socket: no file anywhere, listed in
  * /proc/net/unix as @kernelkit/<pid>, listening, its descriptor close-on-exec. */
-Test(socket, abstract_name_no_file, .init = setup)
+Test(control_endpoint, socket_abstract_name_no_file, .init = setup)
 {
 	char want[64], line[512];
 	FILE *f = fopen("/proc/net/unix", "re");
@@ -267,7 +267,7 @@ Test(socket, abstract_name_no_file, .init = setup)
 
 /* A client running as nobody can connect (an abstract name has no
  * permissions) and is refused by SO_PEERCRED. */
-Test(socket, foreign_uid_is_refused, .init = setup)
+Test(control_endpoint, socket_foreign_uid_is_refused, .init = setup)
 {
 	struct passwd *pw = getpwnam("nobody");
 	char path[512];
@@ -337,7 +337,7 @@ static int stranger_flood(const char *path, uid_t uid, gid_t gid)
 	return held;
 }
 
-Test(socket, strangers_do_not_starve_the_owner, .init = setup, .timeout = 60)
+Test(control_endpoint, socket_strangers_do_not_starve_the_owner, .init = setup, .timeout = 60)
 {
 	struct passwd *pw = getpwnam("nobody");
 	struct sockaddr_un sa;
@@ -384,7 +384,7 @@ Test(socket, strangers_do_not_starve_the_owner, .init = setup, .timeout = 60)
 
 /* Someone else holds our name: the endpoint takes @kernelkit/<pid>/1 and
  * says once, in one line, which name it refused. */
-Test(socket, squatted_name_is_reported_once, .timeout = 20)
+Test(control_endpoint, socket_squatted_name_is_reported_once, .timeout = 20)
 {
 	int go[2], errp[2], st, s;
 	char buf[1024] = "", name[64];
@@ -434,7 +434,7 @@ Test(socket, squatted_name_is_reported_once, .timeout = 20)
  * nobody can connect; it does not start while stopped; kk_threads_start()
  * brings it back.  In a fork child, where the only thread is ours.
  */
-Test(threads, stop_and_start, .timeout = 30)
+Test(control_endpoint, threads_stop_and_start, .timeout = 30)
 {
 	int st;
 	pid_t pid = fork();
@@ -481,7 +481,7 @@ Test(threads, stop_and_start, .timeout = 30)
  * started (the join once read the thread's id before the thread had written
  * it, and did not wait for it to leave the thread group: child status 11).
  */
-Test(threads, stop_right_after_start, .timeout = 60)
+Test(control_endpoint, threads_stop_right_after_start, .timeout = 60)
 {
 	int st;
 	pid_t pid = fork();
@@ -513,7 +513,7 @@ static int serves_own(void)
 	return p && !strcmp(p, want) && try_connect(getpid()) == 0;
 }
 
-Test(socket, fork_of_a_fork, .timeout = 30)
+Test(control_endpoint, socket_fork_of_a_fork, .timeout = 30)
 {
 	int st;
 	pid_t pid;
@@ -545,7 +545,7 @@ Test(socket, fork_of_a_fork, .timeout = 30)
 }
 
 /* A process without an endpoint forks a child without one: nothing to control. */
-Test(socket, no_endpoint_no_endpoint_in_the_child, .timeout = 30)
+Test(control_endpoint, socket_no_endpoint_no_endpoint_in_the_child, .timeout = 30)
 {
 	int st;
 	pid_t pid;

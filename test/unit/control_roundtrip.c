@@ -211,7 +211,7 @@ static int write_back(const char *name, const char *text, char **reply)
 	return 0;
 }
 
-Test(roundtrip, the_listing_has_every_facility, .init = setup)
+Test(control_roundtrip, the_listing_has_every_facility, .init = setup)
 {
 	static const char *const expect[] = {
 		"panic", "static_keys", "dynamic_debug/control", "dynamic_debug/params/rt_names",
@@ -232,7 +232,7 @@ Test(roundtrip, the_listing_has_every_facility, .init = setup)
 	free(l);
 }
 
-Test(roundtrip, every_file_takes_back_what_it_printed, .init = setup)
+Test(control_roundtrip, every_file_takes_back_what_it_printed, .init = setup)
 {
 	unsigned rw = 0;
 
@@ -302,7 +302,7 @@ static void write_ok(const char *name, const char *text)
 	free(reply);
 }
 
-Test(roundtrip, panic_changed_in_printed_form, .init = setup)
+Test(control_roundtrip, panic_changed_in_printed_form, .init = setup)
 {
 	char *before = read_file("panic"), *mod, *after, *want, *want2;
 	int old = kk_panic_get_timeout();
@@ -331,7 +331,7 @@ Test(roundtrip, panic_changed_in_printed_form, .init = setup)
 	free(want);
 }
 
-Test(roundtrip, shazptr_stats_changed_in_printed_form, .init = setup)
+Test(control_roundtrip, shazptr_stats_changed_in_printed_form, .init = setup)
 {
 	char *before = read_file("shazptr/stats"), *mod, *after;
 
@@ -351,7 +351,7 @@ Test(roundtrip, shazptr_stats_changed_in_printed_form, .init = setup)
 	free(before);
 }
 
-Test(roundtrip, dyndbg_listing_line_changed, .init = setup)
+Test(control_roundtrip, dynamic_debug_listing_line_changed, .init = setup)
 {
 	char *list = read_file("dynamic_debug/control"), *line, *end, *after;
 	char buf[512];
@@ -377,7 +377,7 @@ Test(roundtrip, dyndbg_listing_line_changed, .init = setup)
 	free(list);
 }
 
-Test(roundtrip, dyndbg_names_param_takes_its_number, .init = setup)
+Test(control_roundtrip, dynamic_debug_names_param_takes_its_number, .init = setup)
 {
 	char *t, *reply = NULL;
 

@@ -56,7 +56,7 @@ static unsigned long long stops(void)
 	return st.stopped;
 }
 
-Test(branches, initial_values)
+Test(jump_label_api, branches_initial_values)
 {
 	cr_expect_eq(u_f(), 0);
 	cr_expect_eq(l_f(), 0);
@@ -68,7 +68,7 @@ Test(branches, initial_values)
 		cr_expect_eq(arr(i), 0, "karr[%d]", i);
 }
 
-Test(branches, enable_disable_all_four)
+Test(jump_label_api, branches_enable_disable_all_four)
 {
 	cr_assert_eq(static_branch_enable(&kf), 0);
 	cr_assert_eq(static_branch_disable(&kt), 0);
@@ -87,7 +87,7 @@ Test(branches, enable_disable_all_four)
 	cr_expect_eq(l_t(), 1);
 }
 
-Test(branches, array_elements_are_independent)
+Test(jump_label_api, branches_array_elements_are_independent)
 {
 	cr_assert_eq(static_branch_enable(&karr[1]), 0);
 	cr_assert_eq(static_branch_enable(&karr[3]), 0);
@@ -97,7 +97,7 @@ Test(branches, array_elements_are_independent)
 	cr_expect_eq(arr(3), 1);
 }
 
-Test(branches, idempotent_and_cheap)
+Test(jump_label_api, branches_idempotent_and_cheap)
 {
 	unsigned long long s0;
 
@@ -108,7 +108,7 @@ Test(branches, idempotent_and_cheap)
 	cr_expect_eq(static_key_count(&kf.key), 1);
 }
 
-Test(refcount, inc_dec)
+Test(jump_label_api, refcount_inc_dec)
 {
 	cr_assert_eq(static_branch_inc(&kf), 0);
 	cr_assert_eq(static_branch_inc(&kf), 0);
@@ -121,7 +121,7 @@ Test(refcount, inc_dec)
 	cr_expect_eq(static_key_count(&kf.key), 0);
 }
 
-Test(refcount, true_key_dec_then_inc)
+Test(jump_label_api, refcount_true_key_dec_then_inc)
 {
 	/* A TRUE key starts with a count of 1: dec switches it off. */
 	cr_expect_eq(static_key_count(&kt.key), 1);
@@ -131,14 +131,14 @@ Test(refcount, true_key_dec_then_inc)
 	cr_expect_eq(l_t(), 1);
 }
 
-Test(refcount, dec_below_zero_is_refused)
+Test(jump_label_api, refcount_dec_below_zero_is_refused)
 {
 	cr_expect_eq(static_branch_dec(&kf), -EINVAL);
 	cr_expect_eq(static_key_count(&kf.key), 0);
 	cr_expect(strstr(kk_jump_label_strerror(), "count is 0"));
 }
 
-Test(refcount, disable_of_shared_key_is_refused)
+Test(jump_label_api, refcount_disable_of_shared_key_is_refused)
 {
 	cr_assert_eq(static_branch_inc(&kf), 0);
 	cr_assert_eq(static_branch_inc(&kf), 0);
@@ -149,14 +149,14 @@ Test(refcount, disable_of_shared_key_is_refused)
 	cr_expect_eq(static_key_count(&kf.key), 2);
 }
 
-Test(errors, null_key)
+Test(jump_label_api, errors_null_key)
 {
 	cr_expect_eq(static_key_enable(NULL), -EINVAL);
 	cr_expect_eq(static_key_slow_inc(NULL), -EINVAL);
 	cr_expect_eq(static_key_enable_queued(NULL), -EINVAL);
 }
 
-Test(cpuslocked, needs_the_lock)
+Test(jump_label_api, cpuslocked_needs_the_lock)
 {
 	cr_expect_eq(static_branch_enable_cpuslocked(&kf), -EPERM);
 	cr_expect_eq(u_f(), 0);
@@ -171,7 +171,7 @@ Test(cpuslocked, needs_the_lock)
 	cr_expect_eq(static_key_count(&kf.key), 0);
 }
 
-Test(queued, nothing_moves_until_apply)
+Test(jump_label_api, queued_nothing_moves_until_apply)
 {
 	cr_assert_eq(static_branch_enable_queued(&kf), 0);
 	cr_assert_eq(static_branch_disable_queued(&kt), 0);
@@ -189,7 +189,7 @@ Test(queued, nothing_moves_until_apply)
 	cr_expect(!static_key_enabled(&kt));
 }
 
-Test(queued, one_batch_for_many_keys)
+Test(jump_label_api, queued_one_batch_for_many_keys)
 {
 	unsigned long long s0 = syncs(), t0 = stops();
 
@@ -213,7 +213,7 @@ Test(queued, one_batch_for_many_keys)
 	cr_expect_eq(syncs(), s0);
 }
 
-Test(queued, last_queued_state_wins_and_immediate_dequeues)
+Test(jump_label_api, queued_last_queued_state_wins_and_immediate_dequeues)
 {
 	cr_assert_eq(static_branch_enable_queued(&kf), 0);
 	cr_assert_eq(static_branch_disable_queued(&kf), 0);
@@ -224,7 +224,7 @@ Test(queued, last_queued_state_wins_and_immediate_dequeues)
 	cr_expect_eq(arr(1), 0);
 }
 
-Test(queued, discard)
+Test(jump_label_api, queued_discard)
 {
 	cr_assert_eq(static_branch_enable_queued(&kf), 0);
 	kk_static_key_discard_queued();
@@ -232,7 +232,7 @@ Test(queued, discard)
 	cr_expect_eq(u_f(), 0);
 }
 
-Test(queued, refused_apply_changes_nothing)
+Test(jump_label_api, queued_refused_apply_changes_nothing)
 {
 	cr_assert_eq(static_branch_inc(&karr[2]), 0);
 	cr_assert_eq(static_branch_inc(&karr[2]), 0);
@@ -254,7 +254,7 @@ DEFINE_STATIC_KEY_DEFERRED_FALSE(dk_fast, 20);
 __attribute__((noinline)) static int u_dk(void) { return static_branch_unlikely(&dk.key); }
 __attribute__((noinline)) static int u_dkf(void) { return static_branch_unlikely(&dk_fast.key); }
 
-Test(deferred, last_dec_waits_for_the_timeout)
+Test(jump_label_api, deferred_last_dec_waits_for_the_timeout)
 {
 	cr_assert_eq(static_branch_deferred_inc(&dk), 0);
 	cr_expect_eq(u_dk(), 1);
@@ -267,7 +267,7 @@ Test(deferred, last_dec_waits_for_the_timeout)
 	cr_expect_eq(static_key_count(&dk.key.key), 0);
 }
 
-Test(deferred, inc_before_expiry_keeps_it_on)
+Test(jump_label_api, deferred_inc_before_expiry_keeps_it_on)
 {
 	cr_assert_eq(static_branch_deferred_inc(&dk), 0);
 	cr_assert_eq(static_branch_slow_dec_deferred(&dk), 0);
@@ -278,7 +278,7 @@ Test(deferred, inc_before_expiry_keeps_it_on)
 	cr_expect_eq(u_dk(), 1);
 }
 
-Test(deferred, worker_carries_out_the_dec)
+Test(jump_label_api, deferred_worker_carries_out_the_dec)
 {
 	struct timespec ts = { 0, 5 * 1000 * 1000 };
 
@@ -291,12 +291,12 @@ Test(deferred, worker_carries_out_the_dec)
 	cr_expect_eq(static_key_count(&dk_fast.key.key), 0);
 }
 
-Test(deferred, dec_of_zero_is_refused)
+Test(jump_label_api, deferred_dec_of_zero_is_refused)
 {
 	cr_expect_eq(static_branch_slow_dec_deferred(&dk), -EINVAL);
 }
 
-Test(deferred, rate_limit_sets_the_timeout)
+Test(jump_label_api, deferred_rate_limit_sets_the_timeout)
 {
 	struct static_key_deferred d = { .key = STATIC_KEY_INIT_FALSE };
 
@@ -304,7 +304,7 @@ Test(deferred, rate_limit_sets_the_timeout)
 	cr_expect_eq(d.timeout, 1234);
 }
 
-Test(listing, static_keys_file)
+Test(jump_label_api, listing_static_keys_file)
 {
 	char *txt = NULL, line[128];
 
@@ -339,7 +339,7 @@ static int have_wx_mapping(void)
 	return wx;
 }
 
-Test(patching, never_writable_and_executable)
+Test(jump_label_api, patching_never_writable_and_executable)
 {
 	cr_assert_eq(static_branch_enable(&kf), 0);
 	cr_expect(!have_wx_mapping());
@@ -370,7 +370,7 @@ static long anon_kb_at(const void *addr)
  * Registration leaves the text alone: a page that holds sites stays shared
  * with the file (and with other processes) until a site on it changes.
  */
-Test(patching, site_pages_stay_shared_until_a_site_changes)
+Test(jump_label_api, patching_site_pages_stay_shared_until_a_site_changes)
 {
 	cr_expect_eq(u_f(), 0);		/* the page is mapped, from the file */
 	cr_expect_eq(anon_kb_at((const void *)u_f), 0, "a site page was copied at load");
@@ -382,7 +382,7 @@ Test(patching, site_pages_stay_shared_until_a_site_changes)
  * The write method is chosen with the first patch, from the environment: run
  * this test again in a fresh process with KK_TEXT_POKE=remap.
  */
-Test(patching, remap_fallback)
+Test(jump_label_api, patching_remap_fallback)
 {
 	if (!getenv("KK_TEXT_POKE")) {
 		int st;
@@ -394,7 +394,7 @@ Test(patching, remap_fallback)
 			 * make the new process think it is a worker */
 			char *const env[] = { "KK_TEXT_POKE=remap", "KK_CONTROL=0", NULL };
 
-			execle("/proc/self/exe", "jump_label_api", "--filter", "patching/remap_fallback",
+			execle("/proc/self/exe", "jump_label_api", "--filter", "jump_label_api/patching_remap_fallback",
 			       "--jobs", "1", (char *)NULL, env);
 			_exit(127);
 		}
@@ -418,7 +418,7 @@ Test(patching, remap_fallback)
  * jump-label instruction, is refused and the good site is left alone.
  * The "object" is hand-built in an anonymous mapping: code page + table.
  */
-Test(patching, bad_site_changes_nothing)
+Test(jump_label_api, patching_bad_site_changes_nothing)
 {
 	struct static_key_false key = STATIC_KEY_FALSE_INIT;
 	long pg = sysconf(_SC_PAGESIZE);
@@ -456,7 +456,7 @@ static void user_trap(int sig, siginfo_t *si, void *uc)
 	user_traps++;
 }
 
-Test(patching, chains_foreign_sigtrap)
+Test(jump_label_api, patching_chains_foreign_sigtrap)
 {
 	struct sigaction sa = { .sa_sigaction = user_trap, .sa_flags = SA_SIGINFO };
 

@@ -78,15 +78,15 @@ Test(jump_label_deferred, rate_limit_then_decrement)
  */
 Test(jump_label_deferred, unloading_the_object_cancels_its_pending_decrement)
 {
-	const char *path = kkt_build_path("test/lib/libjl_deferred.so");
+	const char *path = kkt_build_path("test/lib/libjump_label_deferred.so");
 	int (*inc)(void), (*dec)(void), (*count)(void), (*branch)(void);
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 
 	cr_assert(h, "dlopen: %s", dlerror());
-	inc = (int (*)(void))dlsym(h, "jl_deferred_inc");
-	dec = (int (*)(void))dlsym(h, "jl_deferred_dec");
-	count = (int (*)(void))dlsym(h, "jl_deferred_count");
-	branch = (int (*)(void))dlsym(h, "jl_deferred_branch");
+	inc = (int (*)(void))dlsym(h, "jump_label_deferred_inc");
+	dec = (int (*)(void))dlsym(h, "jump_label_deferred_dec");
+	count = (int (*)(void))dlsym(h, "jump_label_deferred_count");
+	branch = (int (*)(void))dlsym(h, "jump_label_deferred_branch");
 	cr_assert(inc && dec && count && branch);
 	cr_assert_eq(inc(), 0);
 	cr_assert_eq(branch(), 1);

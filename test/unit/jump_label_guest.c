@@ -35,8 +35,8 @@ __attribute__((__constructor__)) static void live_protocol(void)
 }
 
 DEFINE_STATIC_KEY_FALSE(gk);
-/* test/lib/libjl_user.so uses this key (the program links with -rdynamic). */
-DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+/* test/lib/libjump_label_user.so uses this key (the program links with -rdynamic). */
+DEFINE_STATIC_KEY_FALSE(jump_label_shared_key);
 
 __attribute__((noinline)) static int gk_site(void)
 {
@@ -150,7 +150,7 @@ static int closefrom_body(void)
 	return 0;
 }
 
-Test(descriptors, closefrom_and_reuse_of_the_number)
+Test(jump_label_guest, descriptors_closefrom_and_reuse_of_the_number)
 {
 	int st = in_child(closefrom_body);
 
@@ -161,7 +161,7 @@ Test(descriptors, closefrom_and_reuse_of_the_number)
 
 /* Loading the library changes no signal disposition; the first patch does
  * where the protocol traps (x86_64), and never where it does not (aarch64). */
-Test(signals, sigtrap_untouched_until_the_first_patch)
+Test(jump_label_guest, signals_sigtrap_untouched_until_the_first_patch)
 {
 	struct sigaction sa;
 
@@ -199,7 +199,7 @@ static int bad_setting_body(void)
 	return 0;
 }
 
-Test(settings, unknown_text_poke_value_warns)
+Test(jump_label_guest, settings_unknown_text_poke_value_warns)
 {
 	int st = in_child(bad_setting_body);
 
@@ -208,7 +208,7 @@ Test(settings, unknown_text_poke_value_warns)
 
 #else
 
-Test(descriptors, fallback_build_has_no_descriptor)
+Test(jump_label_guest, descriptors_fallback_build_has_no_descriptor)
 {
 	cr_assert_eq(static_branch_enable(&gk), 0);
 	cr_expect_eq(gk_site(), 1);
@@ -258,10 +258,10 @@ static int sandbox(void)
  */
 static int sandboxed_unload_body(void)
 {
-	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(kkt_build_path("test/lib/libjump_label_user.so"), RTLD_NOW | RTLD_LOCAL);
 	struct static_key_true *(*key)(void);
 
-	if (!h || !(key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key")))
+	if (!h || !(key = (struct static_key_true *(*)(void))dlsym(h, "jump_label_user_key")))
 		return 10;
 	/* give the registry something to forget: a queued key of the object */
 	if (static_branch_disable(key()) || static_branch_enable_queued(key()))
@@ -273,7 +273,7 @@ static int sandboxed_unload_body(void)
 	return 0;
 }
 
-Test(sandbox, unload_makes_no_forbidden_syscall)
+Test(jump_label_guest, sandbox_unload_makes_no_forbidden_syscall)
 {
 	int st = in_child(sandboxed_unload_body);
 

@@ -17,11 +17,11 @@
 #include "kktest.h"
 
 /* Exported (the test links with -rdynamic) so that the object can use it. */
-DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+DEFINE_STATIC_KEY_FALSE(jump_label_shared_key);
 
 __attribute__((noinline)) static int local_site(void)
 {
-	return static_branch_unlikely(&jl_shared_key);
+	return static_branch_unlikely(&jump_label_shared_key);
 }
 
 struct user {
@@ -32,12 +32,12 @@ struct user {
 
 static void user_open(struct user *u)
 {
-	u->h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	u->h = dlopen(kkt_build_path("test/lib/libjump_label_user.so"), RTLD_NOW | RTLD_LOCAL);
 	cr_assert(u->h, "dlopen: %s", dlerror());
-	u->shared = (int (*)(void))dlsym(u->h, "jl_user_shared");
-	u->shared_likely = (int (*)(void))dlsym(u->h, "jl_user_shared_likely");
-	u->own = (int (*)(void))dlsym(u->h, "jl_user_own");
-	u->key = (struct static_key_true *(*)(void))dlsym(u->h, "jl_user_key");
+	u->shared = (int (*)(void))dlsym(u->h, "jump_label_user_shared");
+	u->shared_likely = (int (*)(void))dlsym(u->h, "jump_label_user_shared_likely");
+	u->own = (int (*)(void))dlsym(u->h, "jump_label_user_own");
+	u->key = (struct static_key_true *(*)(void))dlsym(u->h, "jump_label_user_key");
 	cr_assert(u->shared && u->shared_likely && u->own && u->key);
 }
 
@@ -49,35 +49,35 @@ static struct kk_jump_label_stats stats(void)
 	return st;
 }
 
-Test(objects, key_defined_here_used_there)
+Test(jump_label_objects, key_defined_here_used_there)
 {
 	struct user u;
 
 	user_open(&u);
 	cr_expect_eq(u.shared(), 0);
 	cr_expect_eq(u.shared_likely(), 0);
-	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_enable(&jump_label_shared_key), 0);
 	cr_expect_eq(u.shared(), 1);
 	cr_expect_eq(u.shared_likely(), 1);
 	cr_expect_eq(local_site(), 1);
-	cr_assert_eq(static_branch_disable(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_disable(&jump_label_shared_key), 0);
 	cr_expect_eq(u.shared(), 0);
 	cr_expect_eq(local_site(), 0);
 	dlclose(u.h);
 }
 
-Test(objects, late_load_takes_the_current_state)
+Test(jump_label_objects, late_load_takes_the_current_state)
 {
 	struct user u;
 
-	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_enable(&jump_label_shared_key), 0);
 	user_open(&u);		/* compiled as NOP; must come up as taken */
 	cr_expect_eq(u.shared(), 1);
 	cr_expect_eq(u.shared_likely(), 1);
 	dlclose(u.h);
 }
 
-Test(objects, key_owned_by_the_object)
+Test(jump_label_objects, key_owned_by_the_object)
 {
 	struct user u;
 
@@ -88,7 +88,7 @@ Test(objects, key_owned_by_the_object)
 	dlclose(u.h);
 }
 
-Test(objects, dlclose_forgets_sites_and_keys)
+Test(jump_label_objects, dlclose_forgets_sites_and_keys)
 {
 	struct kk_jump_label_stats before = stats(), loaded, after;
 	struct user u;
@@ -107,10 +107,10 @@ Test(objects, dlclose_forgets_sites_and_keys)
 	cr_expect_eq(after.sites, before.sites);
 	cr_expect_eq(after.objects, before.objects);
 	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
-	cr_expect(!strstr(txt, "jl_lib_key"), "unloaded key still listed:\n%s", txt);
+	cr_expect(!strstr(txt, "jump_label_lib_key"), "unloaded key still listed:\n%s", txt);
 	free(txt);
 	/* Patching after the unload must not touch the unmapped text. */
-	cr_expect_eq(static_branch_enable(&jl_shared_key), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(static_branch_enable(&jump_label_shared_key), 0, "%s", kk_jump_label_strerror());
 	cr_expect_eq(local_site(), 1);
 }
 
@@ -143,7 +143,7 @@ static void *toggler(void *arg)
 		done++;
 		fresh = malloc(sizeof(*fresh));
 
-		if (static_branch_enable(&jl_shared_key) || static_branch_disable(&jl_shared_key))
+		if (static_branch_enable(&jump_label_shared_key) || static_branch_disable(&jump_label_shared_key))
 			atomic_fetch_add(&toggle_errors, 1);
 		/* a key the registry has never seen: creates a record */
 		*fresh = (struct static_key_false)STATIC_KEY_FALSE_INIT;
@@ -157,7 +157,7 @@ static void *toggler(void *arg)
 	return NULL;
 }
 
-Test(objects, dlopen_dlclose_while_toggling, .timeout = 120)
+Test(jump_label_objects, dlopen_dlclose_while_toggling, .timeout = 120)
 {
 	pthread_t th;
 
@@ -178,25 +178,25 @@ Test(objects, dlopen_dlclose_while_toggling, .timeout = 120)
 	cr_expect_eq(atomic_load(&toggle_errors), 0, "%s", kk_jump_label_strerror());
 }
 
-Test(objects, fork_keeps_state_and_can_patch)
+Test(jump_label_objects, fork_keeps_state_and_can_patch)
 {
 	int st;
 	pid_t pid;
 
 	bool parent_served = kk_control_socket_path() != NULL;
 
-	cr_assert_eq(static_branch_enable(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_enable(&jump_label_shared_key), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		const char *sock;
 		char want[32];
 
-		if (local_site() != 1 || !static_key_enabled(&jl_shared_key))
+		if (local_site() != 1 || !static_key_enabled(&jump_label_shared_key))
 			_exit(10);
-		if (static_branch_disable(&jl_shared_key) || local_site() != 0)
+		if (static_branch_disable(&jump_label_shared_key) || local_site() != 0)
 			_exit(11);
-		if (static_branch_enable(&jl_shared_key) || local_site() != 1)
+		if (static_branch_enable(&jump_label_shared_key) || local_site() != 1)
 			_exit(12);
 		sock = kk_control_socket_path();
 		snprintf(want, sizeof(want), "@kernelkit/%d", (int)getpid());
@@ -208,6 +208,6 @@ Test(objects, fork_keeps_state_and_can_patch)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	/* The child's patching did not reach the parent. */
 	cr_expect_eq(local_site(), 1);
-	cr_expect_eq(static_branch_disable(&jl_shared_key), 0);
+	cr_expect_eq(static_branch_disable(&jump_label_shared_key), 0);
 	cr_expect_eq(local_site(), 0);
 }

@@ -61,7 +61,7 @@ static void set_entry(struct jump_entry *e, uint8_t *code, uint8_t *target,
  * offset is re-based, an absolute key is not.  The table mixes both kinds
  * (an object may link units built with older headers).
  */
-Test(sorting, table_sorted_in_place_and_entries_rebased)
+Test(jump_label_registry, sorting_table_sorted_in_place_and_entries_rebased)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint8_t *code = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -138,7 +138,7 @@ Test(sorting, table_sorted_in_place_and_entries_rebased)
  * and shared with the file.  The test makes the table read-only, so a write
  * would crash.
  */
-Test(sorting, grouped_table_is_not_written)
+Test(jump_label_registry, sorting_grouped_table_is_not_written)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -188,7 +188,7 @@ ZPAGE int zp4(void) { return static_branch_unlikely(&zk_x); }
  * private copies without a TLB flush each; a page we patched before, or one
  * a debugger wrote a breakpoint into, must keep its bytes.
  */
-Test(cow, private_pages_keep_their_bytes)
+Test(jump_label_registry, cow_private_pages_keep_their_bytes)
 {
 	volatile uint8_t *mark = (volatile uint8_t *)((uintptr_t)zp3 | 4095);	/* padding */
 	uint8_t want;
@@ -217,37 +217,37 @@ Test(cow, private_pages_keep_their_bytes)
 
 #endif /* KK_NO_JUMP_LABEL */
 
-/* test/lib/libjl_user.so uses this key (the program links with -rdynamic). */
-DEFINE_STATIC_KEY_FALSE(jl_shared_key);
+/* test/lib/libjump_label_user.so uses this key (the program links with -rdynamic). */
+DEFINE_STATIC_KEY_FALSE(jump_label_shared_key);
 
 /*
  * A key of an object that is unloaded while it is queued leaves the queue
  * with it: applying the queue afterwards must not touch the unmapped key.
  * The cross-object key the object used keeps working, with its own sites.
  */
-Test(registration, unload_drops_queued_keys_of_the_object)
+Test(jump_label_registry, registration_unload_drops_queued_keys_of_the_object)
 {
-	void *h = dlopen(kkt_build_path("test/lib/libjl_user.so"), RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(kkt_build_path("test/lib/libjump_label_user.so"), RTLD_NOW | RTLD_LOCAL);
 	struct static_key_true *(*key)(void);
 	int (*shared)(void);
 	char *txt = NULL;
 
 	cr_assert(h, "%s", dlerror());
-	key = (struct static_key_true *(*)(void))dlsym(h, "jl_user_key");
-	shared = (int (*)(void))dlsym(h, "jl_user_shared");
+	key = (struct static_key_true *(*)(void))dlsym(h, "jump_label_user_key");
+	shared = (int (*)(void))dlsym(h, "jump_label_user_shared");
 	cr_assert(key && shared);
 	cr_assert_eq(static_branch_disable_queued(key()), 0);
-	cr_assert_eq(static_branch_enable_queued(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_enable_queued(&jump_label_shared_key), 0);
 	cr_assert_eq(static_key_apply_queued(), 0);
 	cr_expect_eq(shared(), 1);
 	cr_expect(!static_key_enabled(key()));
 	cr_assert_eq(static_branch_enable_queued(key()), 0);
-	cr_assert_eq(static_branch_disable_queued(&jl_shared_key), 0);
+	cr_assert_eq(static_branch_disable_queued(&jump_label_shared_key), 0);
 	dlclose(h);
 	cr_expect_eq(static_key_apply_queued(), 0, "%s", kk_jump_label_strerror());
-	cr_expect(!static_key_enabled(&jl_shared_key));
+	cr_expect(!static_key_enabled(&jump_label_shared_key));
 	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
-	cr_expect(!strstr(txt, "jl_lib_key"), "%s", txt);
+	cr_expect(!strstr(txt, "jump_label_lib_key"), "%s", txt);
 	free(txt);
 }
 
@@ -258,14 +258,14 @@ Test(registration, unload_drops_queued_keys_of_the_object)
  * 300 bytes a site).  (In the fallback build the object has no sites: the
  * same holds trivially, and its keys are known only once the API touches them.)
  */
-Test(registration, no_allocation_per_key_or_site)
+Test(jump_label_registry, registration_no_allocation_per_key_or_site)
 {
 	struct mallinfo2 a, b;
 	size_t used;
 	void *h;
 
 	a = mallinfo2();
-	h = dlopen(kkt_build_path("bench-mods/libkkbm0.so"), RTLD_NOW | RTLD_LOCAL);
+	h = dlopen(kkt_build_path("bench-mods/libjump_label_mod0.so"), RTLD_NOW | RTLD_LOCAL);
 	cr_assert(h, "%s", dlerror());
 	b = mallinfo2();
 	used = (b.uordblks + b.hblkhd) - (a.uordblks + a.hblkhd);

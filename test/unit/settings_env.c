@@ -176,7 +176,7 @@ Test(settings_env, exit_report_setting)
 	cr_assert(strstr(r.err, "ODEBUG: 1 active object at exit"), "the default (on): %s", r.err);
 }
 
-Test(settings_env, dyndbg_verbose_is_a_boolean)
+Test(settings_env, dynamic_debug_verbose_is_a_boolean)
 {
 	const char *env[] = { "KK_DYNDBG_VERBOSE=2", NULL };
 	struct result r = run(NULL, env);

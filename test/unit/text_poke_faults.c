@@ -30,7 +30,7 @@ __attribute__((__constructor__)) static void live_protocol(void)
 
 #ifdef KK_NO_JUMP_LABEL
 /* The fallback build writes no text: nothing here applies. */
-Test(faults, no_text_is_written_in_the_fallback_build)
+Test(text_poke_faults, faults_no_text_is_written_in_the_fallback_build)
 {
 	cr_skip_test("KK_NO_JUMP_LABEL: sites are load+test+branch, no text is written");
 }
@@ -93,7 +93,7 @@ static void stats(struct kk_text_stats *st)
 
 #define M(s) (1u << (s))
 
-Test(faults, dry_run_refusal_changes_nothing)
+Test(text_poke_faults, faults_dry_run_refusal_changes_nothing)
 {
 	fail_steps(M(KK_STEP_DRY), 1);
 	cr_expect_eq(static_branch_enable(&kf), -EIO);
@@ -108,7 +108,7 @@ Test(faults, dry_run_refusal_changes_nothing)
 	cr_expect_eq(f2(), 1);
 }
 
-Test(faults, first_live_write_fails_then_undone)
+Test(text_poke_faults, faults_first_live_write_fails_then_undone)
 {
 	struct kk_text_stats st;
 
@@ -128,7 +128,7 @@ Test(faults, first_live_write_fails_then_undone)
  * its sites are emulated as the old instruction (x86; aarch64 has no trap to
  * emulate with, and says so), and the next change, once writes work again,
  * repairs and applies (the old code: -EILSEQ forever). */
-Test(faults, stuck_before_commit_then_repairs)
+Test(text_poke_faults, faults_stuck_before_commit_then_repairs)
 {
 	struct kk_text_stats st;
 
@@ -165,7 +165,7 @@ Test(faults, stuck_before_commit_then_repairs)
 
 /* A failure after the change took effect (step 3 began) finishes it: the
  * call succeeds, and the sites run the new instruction, emulated if need be. */
-Test(faults, stuck_after_commit_runs_new)
+Test(text_poke_faults, faults_stuck_after_commit_runs_new)
 {
 	struct kk_text_stats st;
 
@@ -186,7 +186,7 @@ Test(faults, stuck_after_commit_runs_new)
 
 /* The remap path takes over when /proc/self/mem fails mid-batch (EBADF: the
  * program closed our descriptor): repaired at once, nothing changed. */
-Test(faults, failure_mid_batch_is_repaired_at_once)
+Test(text_poke_faults, faults_failure_mid_batch_is_repaired_at_once)
 {
 	struct kk_text_stats st;
 
@@ -214,7 +214,7 @@ static const uint8_t bp_insn[] = { 0x00, 0x00, 0x20, 0xd4 };
 #define BRK_NAME "brk"
 #endif
 
-Test(breakpoint, foreign_breakpoint_on_site_is_named)
+Test(text_poke_faults, breakpoint_foreign_breakpoint_on_site_is_named)
 {
 	uintptr_t site = 0;
 	int fd;
@@ -305,9 +305,9 @@ static void fork_mid_batch(int step, int mode)
 	cr_expect_eq(f2(), 1);
 }
 
-Test(fork, from_handler_before_commit_runs_sites) { fork_mid_batch(BEFORE_COMMIT_STEP, 0); }
-Test(fork, from_handler_after_commit_runs_sites) { fork_mid_batch(AFTER_COMMIT_STEP, 0); }
-Test(fork, from_handler_child_finishes_batch) { fork_mid_batch(BEFORE_COMMIT_STEP, 1); }
+Test(text_poke_faults, fork_from_handler_before_commit_runs_sites) { fork_mid_batch(BEFORE_COMMIT_STEP, 0); }
+Test(text_poke_faults, fork_from_handler_after_commit_runs_sites) { fork_mid_batch(AFTER_COMMIT_STEP, 0); }
+Test(text_poke_faults, fork_from_handler_child_finishes_batch) { fork_mid_batch(BEFORE_COMMIT_STEP, 1); }
 
 /* ---- stop_machine (KK_TEXT_SYNC=stop-machine) ----------------------------------- */
 
@@ -322,7 +322,7 @@ static void force_stop_machine(void)
 	setenv("KK_TEXT_SYNC", "stop-machine", 1);
 }
 
-Test(stop_machine, failed_write_is_undone, .init = force_stop_machine)
+Test(text_poke_faults, stop_machine_failed_write_is_undone, .init = force_stop_machine)
 {
 	struct kk_jump_label_stats st;
 
@@ -343,7 +343,7 @@ Test(stop_machine, failed_write_is_undone, .init = force_stop_machine)
 
 /* The remaining hazard, shown: the undo fails too, and a site stays changed
  * while the key says disabled.  Reported, never silent. */
-Test(stop_machine, stop_machine_undo_failure_is_reported, .init = force_stop_machine)
+Test(text_poke_faults, stop_machine_stop_machine_undo_failure_is_reported, .init = force_stop_machine)
 {
 	cr_assert_neq((uintptr_t)h1 >> 12, (uintptr_t)h2 >> 12, "h1 and h2 share a page");
 	fail_steps(M(KK_STEP_STOP) | M(KK_STEP_REPAIR), 2);
@@ -376,7 +376,7 @@ static void force_swap(void)
 	cr_assert_geq(((uintptr_t)s2 >> 12) - ((uintptr_t)s1 >> 12), 2, "s1 and s2 are too close");
 }
 
-Test(swap, flip_by_swaps, .init = force_swap)
+Test(text_poke_faults, swap_flip_by_swaps, .init = force_swap)
 {
 	struct kk_text_stats a, b;
 
@@ -392,7 +392,7 @@ Test(swap, flip_by_swaps, .init = force_swap)
 }
 
 /* The second run's mremap() fails: the first is swapped back. */
-Test(swap, failure_mid_batch_changes_nothing, .init = force_swap)
+Test(text_poke_faults, swap_failure_mid_batch_changes_nothing, .init = force_swap)
 {
 	fail_steps(M(KK_STEP_SWAP), 2);
 	cr_expect_eq(static_branch_enable(&ks), -EIO);
@@ -408,7 +408,7 @@ Test(swap, failure_mid_batch_changes_nothing, .init = force_swap)
 
 /* mremap() refused for good (a seccomp filter, sealed text): nothing
  * changed, one line, and forced swaps are refused from then on. */
-Test(swap, refused_changes_nothing, .init = force_swap)
+Test(text_poke_faults, swap_refused_changes_nothing, .init = force_swap)
 {
 	fail_errno = EPERM;
 	fail_steps(M(KK_STEP_SWAP), 1);
@@ -423,7 +423,7 @@ Test(swap, refused_changes_nothing, .init = force_swap)
 }
 
 /* The undo fails too: reported, never silent. */
-Test(swap, undo_failure_is_reported, .init = force_swap)
+Test(text_poke_faults, swap_undo_failure_is_reported, .init = force_swap)
 {
 	fail_steps(M(KK_STEP_SWAP) | M(KK_STEP_REPAIR), 2);
 	cr_expect_eq(static_branch_enable(&ks), -EIO);

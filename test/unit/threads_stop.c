@@ -79,17 +79,17 @@ static void expect_ok(const char *mode)
 		  r.out);
 }
 
-Test(threads, no_thread_before_it_is_needed_and_one_worker_for_all)
+Test(threads_stop, no_thread_before_it_is_needed_and_one_worker_for_all)
 {
 	expect_ok("lazy");
 }
 
-Test(threads, stop_leaves_one_thread_and_start_resumes_pending_work)
+Test(threads_stop, stop_leaves_one_thread_and_start_resumes_pending_work)
 {
 	expect_ok("stop");
 }
 
-Test(threads, threads_started_again_inherit_a_per_thread_seccomp_filter)
+Test(threads_stop, threads_started_again_inherit_a_per_thread_seccomp_filter)
 {
 	expect_ok("seccomp");
 }

@@ -71,7 +71,7 @@ static void gate_fn(struct kk_work *w)
 	wait_flag(&gate_open, 1);
 }
 
-Test(worker, earliest_deadline_first_and_fifo_among_equals)
+Test(threads_worker, earliest_deadline_first_and_fifo_among_equals)
 {
 	struct kk_work gate = KK_WORK_INIT(gate_fn);
 	struct item a = { KK_WORK_INIT(record), 'A', 0 }, b = { KK_WORK_INIT(record), 'B', 0 },
@@ -101,7 +101,7 @@ static void where_fn(struct kk_work *w)
 	set_flag(&in_worker_seen, kk_in_worker() ? 2 : 1);
 }
 
-Test(worker, runs_on_a_library_thread)
+Test(threads_worker, runs_on_a_library_thread)
 {
 	struct kk_work w = KK_WORK_INIT(where_fn);
 
@@ -111,7 +111,7 @@ Test(worker, runs_on_a_library_thread)
 	cr_assert_eq(in_worker_seen, 2);
 }
 
-Test(worker, cancel_takes_a_pending_item_off)
+Test(threads_worker, cancel_takes_a_pending_item_off)
 {
 	struct item a = { KK_WORK_INIT(record), 'A', 0 };
 
@@ -146,7 +146,7 @@ static void *canceller(void *arg)
 	return NULL;
 }
 
-Test(worker, cancel_waits_for_the_running_instance)
+Test(threads_worker, cancel_waits_for_the_running_instance)
 {
 	struct kk_work w = KK_WORK_INIT(slow_fn);
 	pthread_t t;
@@ -165,7 +165,7 @@ Test(worker, cancel_waits_for_the_running_instance)
 	cr_assert_eq(done_at_return, 1, "cancel returned while the item ran");
 }
 
-Test(worker, flush_runs_a_delayed_item_now)
+Test(threads_worker, flush_runs_a_delayed_item_now)
 {
 	struct item a = { KK_WORK_INIT(record), 'A', 0 };
 
@@ -187,7 +187,7 @@ static void rearm_fn(struct kk_work *w)
 	kk_queue_work(w, rearm_delay);
 }
 
-Test(worker, flush_waits_for_one_instance_of_a_requeueing_item)
+Test(threads_worker, flush_waits_for_one_instance_of_a_requeueing_item)
 {
 	struct kk_work w = KK_WORK_INIT(rearm_fn);
 
@@ -200,7 +200,7 @@ Test(worker, flush_waits_for_one_instance_of_a_requeueing_item)
 	cr_assert_not(kk_work_pending(&w));
 }
 
-Test(worker, cancel_stops_an_item_that_keeps_queuing_itself)
+Test(threads_worker, cancel_stops_an_item_that_keeps_queuing_itself)
 {
 	struct kk_work w = KK_WORK_INIT(rearm_fn);
 	int runs;
@@ -227,7 +227,7 @@ static void outer_fn(struct kk_work *w)
 	set_flag(&outer_done, 1);
 }
 
-Test(worker, flush_from_a_work_function)
+Test(threads_worker, flush_from_a_work_function)
 {
 	struct kk_work outer = KK_WORK_INIT(outer_fn);
 
@@ -251,7 +251,7 @@ static bool in_first_two(const struct kk_work *w, void (*fn)(struct kk_work *), 
 	return (const void *)w >= (const void *)&range[0] && (const void *)w < (const void *)&range[2];
 }
 
-Test(worker, cancel_matching_takes_only_the_matching_items)
+Test(threads_worker, cancel_matching_takes_only_the_matching_items)
 {
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(kk_queue_work(&range[i].work, LONG_NS), 1);
@@ -277,7 +277,7 @@ static void on_usr1(int sig)
 	handler_ret = kk_queue_work(&from_handler.work, 0);
 }
 
-Test(worker, a_signal_handler_can_queue_once_the_worker_runs)
+Test(threads_worker, a_signal_handler_can_queue_once_the_worker_runs)
 {
 	struct item warm = { KK_WORK_INIT(record), 'W', 0 };
 
@@ -291,7 +291,7 @@ Test(worker, a_signal_handler_can_queue_once_the_worker_runs)
 
 /* ---- fork ---------------------------------------------------------------------------- */
 
-Test(worker, a_fork_child_restarts_the_worker_and_runs_what_was_pending)
+Test(threads_worker, a_fork_child_restarts_the_worker_and_runs_what_was_pending)
 {
 	struct item a = { KK_WORK_INIT(record), 'A', 0 };
 	int st;
@@ -323,7 +323,7 @@ Test(worker, a_fork_child_restarts_the_worker_and_runs_what_was_pending)
 
 /* ---- kk_threads_stop() --------------------------------------------------------------- */
 
-Test(worker, stopped_items_wait_and_flush_runs_them_in_the_caller)
+Test(threads_worker, stopped_items_wait_and_flush_runs_them_in_the_caller)
 {
 	struct item a = { KK_WORK_INIT(record), 'A', 0 }, b = { KK_WORK_INIT(record), 'B', 0 };
 	struct item warm = { KK_WORK_INIT(record), 'W', 0 };
@@ -347,7 +347,7 @@ Test(worker, stopped_items_wait_and_flush_runs_them_in_the_caller)
  * of its own yet (the join once read its id before the worker had written
  * it).  One CPU, in a fork child (one thread to count).
  */
-Test(worker, stop_right_after_start, .timeout = 60)
+Test(threads_worker, stop_right_after_start, .timeout = 60)
 {
 	int st;
 	pid_t pid = fork();

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# Shared by the endpoint-identity scripts (control_userns.sh, kkctl_userns.sh,
+# control_squat.sh): sourced, not run.  Sets B, a world-readable $tmp removed
+# at exit with every process whose pid is in $pids, fail(), as UID CMD...
+# (CMD as that uid and gid, no groups), $control_env (the fallback build has no
+# sites to start the endpoint lazily), $key_line (what a read of jump_label_prog's
+# static_keys must hold), and start CMD... (jump_label_prog under CMD,
+# which execs it keeping its pid, in the background; sets $tpid once its
+# endpoint listens, which is before it prints).
+B=${KK_BUILD:?}
+pids=
+tmp=$(mktemp -d "/tmp/kk-${KK_CTL_LIB_NAME:-ctl}.XXXXXX")
+chmod 755 "$tmp"
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
+control_env=
+key_line='^target_key 0 '
+if [ "${KK_TEST_LABEL:-default}" = fallback ]; then
+	control_env=KK_CONTROL=1
+	# (and an untouched key is not listed: the reply is the header alone)
+	key_line='^# name enabled count sites module$'
+fi
+n=0
+start() {
+	n=$((n + 1))
+	mkfifo "$tmp/p$n"
+	chmod 666 "$tmp/p$n"
+	"$@" env $control_env "$B/test/progs/jump_label_prog" > "$tmp/p$n" &
+	pids="$pids $!"
+	read -r tpid < "$tmp/p$n" || fail "$*: jump_label_prog did not start"
+	pids="$pids $tpid"
+	grep -q " @kernelkit/$tpid\$" /proc/net/unix || fail "$*: no @kernelkit/$tpid"
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pr_debug() in every shape C++ code takes, in ONE translation unit (g++
+ * once refused an inline and a static site in one unit: "section type
+ * conflict"; template sites were never registered), plus the header-only
+ * library dynamic_debug_lib.h shared with two -fPIC shared objects.  Checks, through
+ * dynamic_debug/control and the sink: every site is listed exactly once (one
+ * per template instantiation), "+p" prints every one of them wherever the
+ * code runs, "func NAME" sees the unqualified name, and "-p" silences them;
+ * a third copy of the shared object, dlopen'ed, adds only its own site and
+ * dlclose takes only that away; KK_DYNDBG at start-up reaches template sites
+ * (a re-exec of this program).  Plus the debugobjects idiom (debugobjects_idiom.cc).
+ * Built with g++ and clang++ for C++11 .. C++23 (mk/dialect.mk).
+ */
+#include <dlfcn.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <kernelkit/control.h>
+#include <kernelkit/dynamic_debug.h>
+#include "dynamic_debug_lib.h"
+
+extern "C" int dynamic_debug_lib_so_a(int x);
+extern "C" int dynamic_debug_lib_so_b(int x);
+int debugobjects_idiom_check(void);	/* debugobjects_idiom.cc */
+
+/* ---- the shapes -------------------------------------------------------------------- */
+
+static int f_static(int x)
+{
+	pr_debug("S:static %d\n", x);
+	return x;
+}
+
+inline int f_inline(int x)
+{
+	pr_debug("S:inline %d\n", x);
+	return x;
+}
+
+template <class T> T twice(T x)
+{
+	pr_debug("S:template %d\n", (int)x);
+	return 2 * x;
+}
+
+template <class T> struct holder {
+	T v;
+	T fetch() const
+	{
+		pr_debug("S:classtmpl %d\n", (int)v);
+		return v;
+	}
+};
+
+struct widget {
+	int n;
+	int poke()	/* defined in the class: implicitly inline */
+	{
+		pr_debug("S:member %d\n", n);
+		return n;
+	}
+};
+
+namespace {
+int f_anon(int x)
+{
+	pr_debug("S:anon %d\n", x);
+	return x;
+}
+}	/* namespace */
+
+namespace named {
+int f_named(int x)
+{
+	pr_debug("S:named %d\n", x);
+	return x;
+}
+}	/* namespace named */
+
+static int run_shapes(int x)
+{
+	holder<int> hi = { x };
+	holder<char> hc = { 'c' };
+	widget w = { x };
+	int (*lam)(int) = [](int y) {
+		pr_debug("S:lambda %d\n", y);
+		return y;
+	};
+
+	return f_static(x) + f_inline(x) + twice(x) + (int)twice(2L) + hi.fetch() + hc.fetch() +
+	       w.poke() + f_anon(x) + named::f_named(x) + lam(x) + dynamic_debug_lib::hdr_all(x) +
+	       (int)dynamic_debug_lib::hdr_twice(1.5);
+}
+
+static int run_all(int x)
+{
+	return run_shapes(x) + dynamic_debug_lib_so_a(x) + dynamic_debug_lib_so_b(x);
+}
+
+/* ---- what we expect ---------------------------------------------------------------- */
+
+struct expect {
+	const char *token;	/* in the site's format */
+	int sites;		/* lines of the listing */
+	int prints;		/* messages of one run_all() */
+};
+
+static const struct expect expects[] = {
+	{ "S:static", 1, 1 },
+	{ "S:inline", 1, 1 },
+	{ "S:template", 2, 2 },		/* twice<int>, twice<long> */
+	{ "S:classtmpl", 2, 2 },	/* holder<int>, holder<char> */
+	{ "S:member", 1, 1 },
+	{ "S:anon", 1, 1 },
+	{ "S:named", 1, 1 },
+	{ "S:lambda", 1, 1 },
+	/* the header-only library: one copy per process, run from 3 objects */
+	{ "dynamic_debug_lib:inline", 1, 3 },
+	{ "dynamic_debug_lib:twice", 2, 4 },	/* <int> from 3 objects, <double> from 1 */
+	{ "dynamic_debug_lib:box", 1, 3 },
+	{ "so:own", 2, 2 },		/* static: one per shared object */
+};
+#define NEXPECT (sizeof(expects) / sizeof(expects[0]))
+
+static char out[16384];
+static size_t out_len;
+
+static void sink(const struct _ddebug *desc, const char *msg, size_t len, void *arg)
+{
+	(void)desc;
+	(void)arg;
+	if (out_len + len < sizeof(out)) {
+		memcpy(out + out_len, msg, len);
+		out_len += len;
+		out[out_len] = 0;
+	}
+}
+
+static int count(const char *text, const char *token)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, token)) != NULL; p += strlen(token))
+		n++;
+	return n;
+}
+
+static int fail(const char *what, const char *token, int got, int want)
+{
+	fprintf(stderr, "dynamic_debug_shapes: %s of \"%s\": %d, expected %d\n", what, token, got, want);
+	return 1;
+}
+
+/* Every site listed exactly once (per instantiation). */
+static int check_listing(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int bad = 0;
+
+	if (kk_control_read("dynamic_debug/control", &text, &len)) {
+		fprintf(stderr, "dynamic_debug_shapes: cannot read dynamic_debug/control\n");
+		return 1;
+	}
+	for (size_t i = 0; i < NEXPECT; i++) {
+		int n = count(text, expects[i].token);
+
+		if (n != expects[i].sites)
+			bad |= fail("listed sites", expects[i].token, n, expects[i].sites);
+	}
+	if (bad)
+		fprintf(stderr, "%s", text);
+	free(text);
+	return bad;
+}
+
+/* One run_all() prints each site's expected number of messages (0 when off). */
+static int check_prints(int on)
+{
+	int bad = 0;
+
+	out_len = 0;
+	out[0] = 0;
+	run_all(3);
+	for (size_t i = 0; i < NEXPECT; i++) {
+		int n = count(out, expects[i].token);
+
+		if (n != (on ? expects[i].prints : 0))
+			bad |= fail(on ? "messages (+p)" : "messages (-p)", expects[i].token, n,
+				    on ? expects[i].prints : 0);
+	}
+	return bad;
+}
+
+static int check_query(const char *q, int want)
+{
+	int n = dynamic_debug_exec_queries(q, NULL);
+
+	if (n != want)
+		return fail("matched sites of query", q, n, want);
+	return 0;
+}
+
+/* dlopen a third copy: the library's sites are not listed again. */
+static int check_dlopen(void)
+{
+	void *h = dlopen(DYNAMIC_DEBUG_LIB_C_PATH, RTLD_NOW | RTLD_LOCAL);
+	int (*fn)(int);
+	int bad = 0;
+
+	if (!h) {
+		fprintf(stderr, "dynamic_debug_shapes: dlopen: %s\n", dlerror());
+		return 1;
+	}
+	*(void **)&fn = dlsym(h, "dynamic_debug_lib_so_c");
+	if (!fn)
+		bad |= fail("dlsym", "dynamic_debug_lib_so_c", 0, 1);
+	bad |= check_query("format so:own -t", 3);
+	bad |= check_query("format dynamic_debug_lib:inline -t", 1);
+	bad |= check_query("format dynamic_debug_lib:box -t", 1);
+	bad |= check_query("format dynamic_debug_lib: +p", 4);
+	out_len = 0;
+	out[0] = 0;
+	if (fn)
+		fn(5);
+	dynamic_debug_lib::hdr_all(6);
+	if (count(out, "dynamic_debug_lib:inline 5") != 1 || count(out, "dynamic_debug_lib:box 6") != 1)
+		bad |= fail("messages of the dlopen'ed copy", out, 0, 1);
+	bad |= check_query("format dynamic_debug_lib: -p", 4);
+	dlclose(h);
+	bad |= check_query("format so:own -t", 2);
+	bad |= check_query("format dynamic_debug_lib:inline -t", 1);
+	return bad;
+}
+
+/*
+ * KK_DYNDBG='format S:template +p' at start-up: the child prints the
+ * template's messages before any query.  Inherit is off so the child starts
+ * from the variable alone.
+ */
+static int run_child(void)
+{
+	out_len = 0;
+	out[0] = 0;
+	twice(7);
+	twice(8L);
+	f_static(9);
+	return count(out, "S:template 7") == 1 && count(out, "S:template 8") == 1 &&
+	       count(out, "S:static") == 0 ? 0 : 1;
+}
+
+static int check_startup_env(void)
+{
+	char *argv[] = { (char *)"dynamic_debug_shapes", (char *)"child", NULL };
+	char *envp[] = { (char *)"KK_DYNDBG=format S:template +p", NULL };
+	pid_t pid;
+	int st = 0;
+
+	kk_dyndbg_set_inherit(0);
+	if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp) ||
+	    waitpid(pid, &st, 0) != pid)
+		return fail("spawning the KK_DYNDBG child", "", 0, 1);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return fail("KK_DYNDBG at start-up: child status", "format S:template +p", st, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int bad = 0;
+
+	kk_dyndbg_set_sink(sink, NULL);
+	if (argc > 1 && !strcmp(argv[1], "child"))
+		return run_child();
+	bad |= check_listing();
+	bad |= check_prints(0);
+	bad |= check_query("+p", (int)kk_dyndbg_count_sites(NULL));
+	bad |= check_prints(1);
+	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
+	bad |= check_prints(0);
+	/* func: the unqualified name, every instantiation; a lambda is operator() */
+	bad |= check_query("func twice +p", 2);
+	bad |= check_query("func fetch +p", 2);
+	bad |= check_query("func poke +p", 1);
+	bad |= check_query("func f_named +p", 1);
+	bad |= check_query("func operator() +p", 1);
+	bad |= check_query("func hdr_twice +p", 2);
+	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
+	/* the library's inline site, switched once, prints from all three objects */
+	bad |= check_query("format dynamic_debug_lib:inline +p", 1);
+	out_len = 0;
+	run_all(4);
+	if (count(out, "dynamic_debug_lib:inline 4") != 3)
+		bad |= fail("messages after one query", "dynamic_debug_lib:inline 4", count(out, "dynamic_debug_lib:inline 4"), 3);
+	bad |= check_query("format dynamic_debug_lib:inline -p", 1);
+	bad |= check_dlopen();
+	bad |= check_startup_env();
+	if (debugobjects_idiom_check()) {
+		fprintf(stderr, "dynamic_debug_shapes: the debugobjects idiom of debugobjects_idiom.cc failed\n");
+		bad = 1;
+	}
+	printf("dynamic_debug_shapes C++ %ld: %s\n", (long)__cplusplus, bad ? "FAILED" : "ok");
+	return bad;
+}

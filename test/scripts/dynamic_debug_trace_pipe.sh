@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# kkctl -f read dynamic_debug/trace_pipe streams a process's trace records as
+# they are written (issue 26: "a blocking trace_pipe-like file"): one kkctl,
+# started before any record, prints each record the program writes later,
+# in order, without being restarted; when the process is gone it stops with
+# status 1.  The program runs its site on a command through a pipe, and the
+# script waits for each line in kkctl's output with a bounded poll: no sleep
+# orders anything.
+set -u
+B=${KK_BUILD:?}
+KKCTL=$B/kkctl
+PROG=$B/test/progs/control_guest
+[ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
+tmp=$(mktemp -d /tmp/kk-tpipe.XXXXXX)
+pid= fpid=
+cleanup() {
+	[ -n "$fpid" ] && kill "$fpid" 2>/dev/null
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -s "$tmp/follow" ] && { echo "--- kkctl -f:"; cat "$tmp/follow"; }; exit 1; }
+ctl_env=
+[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+
+mkfifo "$tmp/in" "$tmp/out"
+env $ctl_env "$PROG" < "$tmp/in" > "$tmp/out" 2>/dev/null &
+pid=$!
+exec 3> "$tmp/in" 4< "$tmp/out"
+cmd() { echo "$*" >&3; read -r ans <&4 || fail "$*: no answer"; [ "${ans%% *}" = ok ] || fail "$*: $ans"; }
+cmd tasks
+"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello =T' > /dev/null ||
+	fail "+T refused"
+
+: > "$tmp/follow"
+"$KKCTL" -f -p "$pid" read dynamic_debug/trace_pipe >> "$tmp/follow" 2> "$tmp/follow.err" &
+fpid=$!
+# n lines of "guest hello 42" in kkctl's output, within 10 s
+wait_lines() {
+	i=0
+	while [ "$(grep -c 'guest hello 42$' "$tmp/follow")" -lt "$1" ]; do
+		i=$((i + 1))
+		[ $i -le 1000 ] || fail "kkctl -f printed $(grep -c 'guest hello 42$' "$tmp/follow") records, want $1"
+		kill -0 "$fpid" 2>/dev/null || fail "kkctl -f exited early: $(cat "$tmp/follow.err")"
+		sleep 0.01
+	done
+}
+for n in 1 2 3; do
+	cmd debug
+	wait_lines $n
+done
+[ "$(grep -c . "$tmp/follow")" -eq 3 ] || fail "other lines than the 3 records"
+
+# The process goes: kkctl -f stops, with status 1 and the reason.
+echo quit >&3
+wait "$pid"
+pid=
+i=0
+while kill -0 "$fpid" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -le 1000 ] || fail "kkctl -f still running 10 s after its target exited"
+	sleep 0.01
+done
+wait "$fpid"
+rc=$?
+fpid=
+[ "$rc" -eq 1 ] || fail "kkctl -f ended with status $rc, want 1"
+[ -s "$tmp/follow.err" ] || fail "kkctl -f did not say why it stopped"
+"$KKCTL" -f -p "$$" write dynamic_debug/control x > /dev/null 2>&1
+[ $? -eq 2 ] || fail "-f with write was not a usage error"
+echo "ok: kkctl -f streamed 3 records written after it started, and stopped with its target"

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers for the dynamic-debug tests: writes, listings, captured output. */
+#ifndef DYNDBG_UTIL_H
+#define DYNDBG_UTIL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kernelkit/control.h>
+#include <kernelkit/dynamic_debug.h>
+
+/* A write to dynamic_debug/control; *reply (may be NULL) is the text back. */
+static inline int dynamic_debug_write(const char *q, char **reply)
+{
+	char *r = NULL;
+	int ret = kk_control_write("dynamic_debug/control", q, strlen(q), &r);
+
+	if (reply)
+		*reply = r ? r : strdup("");
+	else
+		free(r);
+	return ret;
+}
+
+/* The listing, malloc'ed. */
+static inline char *dynamic_debug_listing(void)
+{
+	char *t = NULL;
+	size_t n;
+
+	if (kk_control_read("dynamic_debug/control", &t, &n))
+		return NULL;
+	return t;
+}
+
+/* The listed flags ("p", "pmf", "_") of the first site whose line contains @needle. */
+static inline const char *dynamic_debug_flags_of(const char *needle)
+{
+	static char out[16];
+	char *l = dynamic_debug_listing(), *p, *eq;
+
+	out[0] = '\0';
+	if (!l)
+		return "?";
+	for (p = strtok(l, "\n"); p; p = strtok(NULL, "\n")) {
+		if (p[0] == '#' || !strstr(p, needle))
+			continue;
+		eq = strstr(p, " =");
+		if (eq && sscanf(eq + 2, "%15s", out) == 1)
+			break;
+	}
+	free(l);
+	return out[0] ? out : "?";
+}
+
+/* "matched M changed C" of query @n (1-based) in a reply; -1 if absent. */
+static inline int dynamic_debug_counts(const char *reply, int n, long *matched, long *changed)
+{
+	char key[32];
+	const char *p;
+
+	snprintf(key, sizeof(key), "query %d \"", n);
+	p = strstr(reply, key);
+	if (!p || !(p = strstr(p, "\": matched ")))
+		return -1;
+	return sscanf(p, "\": matched %ld changed %ld", matched, changed) == 2 ? 0 : -1;
+}
+
+/* A sink that keeps the messages. */
+struct dynamic_debug_capture {
+	pthread_mutex_t lock;
+	char buf[65536];
+	size_t len;
+	int n;
+};
+
+static inline void dynamic_debug_capture_sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
+{
+	struct dynamic_debug_capture *c = arg;
+
+	(void)d;
+	pthread_mutex_lock(&c->lock);
+	if (c->len + len < sizeof(c->buf)) {
+		memcpy(c->buf + c->len, msg, len);
+		c->len += len;
+		c->buf[c->len] = '\0';
+	}
+	c->n++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static inline void dynamic_debug_capture_start(struct dynamic_debug_capture *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	kk_dyndbg_set_sink(dynamic_debug_capture_sink, c);
+}
+
+static inline int dynamic_debug_count_str(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+#endif
