@@ -768,6 +768,11 @@ static int listen_new(void)
 	struct sockaddr_un sa;
 	socklen_t sl = 0;
 	int fd, ret = 0, n;
+	/* The ids before the socket: if they change while we make it (a fork
+	 * child's setuid() racing our start), the socket may hold the old ones,
+	 * and ids_changed() must then see a change, not the new ids. */
+	uid_t euid = geteuid();
+	gid_t egid = getegid();
 
 	/* Non-blocking: we accept only after poll() says a connection is
 	 * there, and one that went away in between must not block us. */
@@ -791,8 +796,8 @@ static int listen_new(void)
 		say_refused(n < KK_CONTROL_ALT_NAMES ? n : KK_CONTROL_ALT_NAMES, sa.sun_path + 1);
 	srv_addr = sa;
 	srv_addrlen = sl;
-	srv_euid = geteuid();
-	srv_egid = getegid();
+	srv_euid = euid;
+	srv_egid = egid;
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
 	return 0;
 }
@@ -956,9 +961,23 @@ static bool accept_one(int lfd_num, uint64_t *pause_until)
  * connections; on_our_name() notices and we close that connection unread.
  * A client's number is checked the same way before each use.
  */
+/*
+ * The ids are checked at the top of the loop, and a change interrupts
+ * poll().  A change that lands between the check and poll() (right after we
+ * start in a fork child, which is when workers drop privileges, or after a
+ * request) interrupts nothing, and poll() would wait for ever with a socket
+ * of the old owner, which kkctl refuses to talk to.  So after any activity
+ * poll() wakes to check again after RECHECK_MIN_MS, then twice as late each
+ * time, and after RECHECK_MAX_MS of quiet waits without a deadline: about 10
+ * wake-ups per burst of activity, none while idle.
+ */
+#define RECHECK_MIN_MS 5
+#define RECHECK_MAX_MS 2560
+
 static void *serve(void *arg)
 {
 	uint64_t pause_until = 0;
+	int recheck = RECHECK_MIN_MS;	/* ms, 0: none */
 
 	(void)arg;
 	on_srv_thread = true;
@@ -969,9 +988,15 @@ static void *serve(void *arg)
 		int num = lfd.fd, ready;
 
 		pollset_fill(&ps, num, pause_until);
+		if (recheck && (ps.timeout < 0 || ps.timeout > recheck))
+			ps.timeout = recheck;
 		pthread_mutex_unlock(&lfd_lock);
 		ready = poll(ps.pfd, (nfds_t)ps.n, ps.timeout);
 		pthread_mutex_lock(&lfd_lock);
+		if (ready == 0 && recheck)
+			recheck = recheck >= RECHECK_MAX_MS ? 0 : 2 * recheck;
+		else
+			recheck = RECHECK_MIN_MS;
 		if (ready <= 0)
 			continue;		/* a deadline, or EINTR */
 		for (int i = 0; i < ps.n; i++)
