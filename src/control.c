@@ -961,23 +961,9 @@ static bool accept_one(int lfd_num, uint64_t *pause_until)
  * connections; on_our_name() notices and we close that connection unread.
  * A client's number is checked the same way before each use.
  */
-/*
- * The ids are checked at the top of the loop, and a change interrupts
- * poll().  A change that lands between the check and poll() (right after we
- * start in a fork child, which is when workers drop privileges, or after a
- * request) interrupts nothing, and poll() would wait for ever with a socket
- * of the old owner, which kkctl refuses to talk to.  So after any activity
- * poll() wakes to check again after RECHECK_MIN_MS, then twice as late each
- * time, and after RECHECK_MAX_MS of quiet waits without a deadline: about 10
- * wake-ups per burst of activity, none while idle.
- */
-#define RECHECK_MIN_MS 5
-#define RECHECK_MAX_MS 2560
-
 static void *serve(void *arg)
 {
 	uint64_t pause_until = 0;
-	int recheck = RECHECK_MIN_MS;	/* ms, 0: none */
 
 	(void)arg;
 	on_srv_thread = true;
@@ -988,15 +974,9 @@ static void *serve(void *arg)
 		int num = lfd.fd, ready;
 
 		pollset_fill(&ps, num, pause_until);
-		if (recheck && (ps.timeout < 0 || ps.timeout > recheck))
-			ps.timeout = recheck;
 		pthread_mutex_unlock(&lfd_lock);
 		ready = poll(ps.pfd, (nfds_t)ps.n, ps.timeout);
 		pthread_mutex_lock(&lfd_lock);
-		if (ready == 0 && recheck)
-			recheck = recheck >= RECHECK_MAX_MS ? 0 : 2 * recheck;
-		else
-			recheck = RECHECK_MIN_MS;
 		if (ready <= 0)
 			continue;		/* a deadline, or EINTR */
 		for (int i = 0; i < ps.n; i++)
