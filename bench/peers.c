@@ -536,7 +536,9 @@ static void pr_first_keys(struct kkb_ctx *ctx, int nproc, double kk, double lt)
 {
 	char sfx[32], key[64], key2[64];
 
-	snprintf(sfx, sizeof(sfx), nproc > 1 ? "_%dproc" : "", nproc);
+	sfx[0] = '\0';
+	if (nproc > 1)
+		snprintf(sfx, sizeof(sfx), "_%dproc", nproc);
 	snprintf(key, sizeof(key), "kk_first%s_ms", sfx);
 	pr_num(ctx, key, kk);
 	snprintf(key2, sizeof(key2), "lttng_first%s_ms", sfx);
