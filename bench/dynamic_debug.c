@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * kk-bench dynamic_debug: the seed's experiment.  Loads the demo's 19 modules
- * (16154 pr_debug sites, build/dyndbg-mods/), runs every site on a worker
+ * (16154 pr_debug sites, build/dynamic_debug-mods/), runs every site on a worker
  * thread, and switches all sites on through kkctl and the control endpoint,
  * end to end: batched (the default) and one key at a time.  Then the cost of
  * a pr_debug site: disabled (instructions, callgrind) and enabled (ns, next to
@@ -61,7 +61,7 @@ static int dynamic_debug_load(void)
 	char path[4200], name[128];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/dyndbg-mods/modules.list", kkb_self_dir());
+	snprintf(path, sizeof(path), "%s/dynamic_debug-mods/modules.list", kkb_self_dir());
 	f = fopen(path, "r");
 	if (!f) {
 		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", path);
@@ -71,7 +71,7 @@ static int dynamic_debug_load(void)
 		name[strcspn(name, "\n")] = '\0';
 		if (!name[0])
 			continue;
-		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
+		snprintf(path, sizeof(path), "%s/dynamic_debug-mods/lib%s.so", kkb_self_dir(), name);
 		dynamic_debug_handle[dynamic_debug_nmods] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		if (!dynamic_debug_handle[dynamic_debug_nmods]) {
 			fprintf(stderr, "kk-bench: %s\n", dlerror());

@@ -348,8 +348,8 @@ static int machine_start(struct machine *m, const char *const *extra, int nice)
 
 	if (pipe2(fds, O_CLOEXEC))
 		return -1;
-	path_in_build(bin, sizeof(bin), "dyndbg-machine");
-	path_in_build(mods, sizeof(mods), "dyndbg-mods");
+	path_in_build(bin, sizeof(bin), "dynamic_debug-machine");
+	path_in_build(mods, sizeof(mods), "dynamic_debug-mods");
 	if (nice) {
 		argv[1] = "-n";
 		argv[2] = "19";
@@ -402,7 +402,7 @@ static int text_kb(pid_t pid, struct text_kb *t)
 
 		if (sscanf(line, "%lx-%lx %4s ", &lo, &hi, perm) == 3 && strchr(line, '-') <
 		    strchr(line, ' ')) {
-			in = !strcmp(perm, "r-xp") && strstr(line, "/dyndbg-mods/");
+			in = !strcmp(perm, "r-xp") && strstr(line, "/dynamic_debug-mods/");
 			continue;
 		}
 		if (!in)
@@ -449,7 +449,7 @@ static double machine_worker_ns(struct machine *m)
 		if (!fgets(comm, sizeof(comm), f))
 			comm[0] = '\0';
 		fclose(f);
-		if (strncmp(comm, "dyndbg-machine", 14))
+		if (strncmp(comm, "dynamic_debug-machine", 14))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)m->pid, tid);
 		if (!(f = fopen(path, "re")))
@@ -616,14 +616,14 @@ static int child_flip(const char *mode)
 	FILE *f;
 	int ret;
 
-	path_in_build(path, sizeof(path), "dyndbg-mods/modules.list");
+	path_in_build(path, sizeof(path), "dynamic_debug-mods/modules.list");
 	if (!(f = fopen(path, "re")))
 		return 1;
 	while (nmods < MAX_MODS && fgets(name, sizeof(name), f)) {
 		void *h;
 
 		name[strcspn(name, "\n")] = '\0';
-		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
+		snprintf(path, sizeof(path), "%s/dynamic_debug-mods/lib%s.so", kkb_self_dir(), name);
 		if (!name[0] || !(h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) ||
 		    !(mod_run[nmods++] = (void (*)(int))dlsym(h, "kkmod_run")))
 			return 2;

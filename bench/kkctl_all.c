@@ -2,7 +2,7 @@
 /*
  * kk-bench kkctl_all: `kkctl --all write dynamic_debug/control` (+p, then -p)
  * over 1, 10 and 100 processes of 16154 pr_debug sites each (the dyndbg
- * benchmark's modules, build/dyndbg-mods/), on the host and in containers
+ * benchmark's modules, build/dynamic_debug-mods/), on the host and in containers
  * (each process in a rootless container of its own: `unshare -U -r -n -p -f
  * --mount-proc`, so kkctl finds it in its own network namespace and enters
  * it), beside `kkctl -p PID` on one process in the same run (the baseline).
@@ -30,7 +30,7 @@ enum { MAX_TARGETS = 100 };
 
 /* ---- the target: kk-bench __insns kkctl_target ----------------------------- */
 
-/* Load every module of dyndbg-mods (16154 sites), say "ready", and serve until
+/* Load every module of dynamic_debug-mods (16154 sites), say "ready", and serve until
  * standard input closes. */
 static int target_main(int argc, char **argv)
 {
@@ -39,7 +39,7 @@ static int target_main(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	snprintf(path, sizeof(path), "%s/dyndbg-mods/modules.list", kkb_self_dir());
+	snprintf(path, sizeof(path), "%s/dynamic_debug-mods/modules.list", kkb_self_dir());
 	f = fopen(path, "r");
 	if (!f) {
 		fprintf(stderr, "kk-bench: %s missing (make all builds it)\n", path);
@@ -49,7 +49,7 @@ static int target_main(int argc, char **argv)
 		name[strcspn(name, "\n")] = '\0';
 		if (!name[0])
 			continue;
-		snprintf(path, sizeof(path), "%s/dyndbg-mods/lib%s.so", kkb_self_dir(), name);
+		snprintf(path, sizeof(path), "%s/dynamic_debug-mods/lib%s.so", kkb_self_dir(), name);
 		if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
 			fprintf(stderr, "kk-bench: %s\n", dlerror());
 			fclose(f);

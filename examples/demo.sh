@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # `make demo`, the main job, in two parts (about 15 s):
-#  1. dynamic debug, driven from outside with kkctl (examples/dyndbg-demo.sh);
+#  1. dynamic debug, driven from outside with kkctl (examples/dynamic_debug-demo.sh);
 #  2. the static keys underneath: 16154 sites in 8 shared objects switched on
 #     one key at a time and all at once, and what a switched-off site costs
 #     (build/kk-bench jump_label).
@@ -12,7 +12,7 @@ kernelkit demo: runtime facilities of the Linux kernel (dynamic debug, static
 keys, ...) in a C library for ordinary programs.  About 20 seconds.
 
 EOF
-sh "$(dirname "$0")/dyndbg-demo.sh" "$B"
+sh "$(dirname "$0")/dynamic_debug-demo.sh" "$B"
 
 json=$B/demo-static-keys.json
 cat <<EOF

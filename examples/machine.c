@@ -3,9 +3,9 @@
  * The dynamic-debug demo's "machine": loads modules (shared objects) the way
  * modprobe loads kernel modules, then runs every pr_debug site on worker
  * threads until it is told to stop.  Its sites are driven from outside with
- * kkctl through the control endpoint (see examples/dyndbg-demo.sh).
+ * kkctl through the control endpoint (see examples/dynamic_debug-demo.sh).
  *
- *   dyndbg-machine [-w WORKERS] [-n NICE] [-v] MODDIR
+ *   dynamic_debug-machine [-w WORKERS] [-n NICE] [-v] MODDIR
  *
  * MODDIR holds lib<name>.so for every name in MODDIR/modules.list.  Messages
  * go to a counting sink instead of the terminal (millions a second once all

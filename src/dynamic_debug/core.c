@@ -43,11 +43,11 @@ _Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
 
 /* What a site whose function gets no descriptor cannot honour: m f l s t d,
  * and T (its function is not __dynamic_pr_debug(), so nothing would record). */
-#define DD_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK | _DPRINTK_FLAGS_TRACE)
+#define DDEBUG_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK | _DPRINTK_FLAGS_TRACE)
 /* The site's key is on when it prints or records. */
-#define DD_ON(f)	(((f) & _DPRINTK_FLAGS_ENABLED) != 0)
+#define DDEBUG_ON(f)	(((f) & _DPRINTK_FLAGS_ENABLED) != 0)
 
-#define DD_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
+#define DDEBUG_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
 
 struct ddebug_table {
 	struct ddebug_table *next;
@@ -236,11 +236,11 @@ static void query_site(const struct ddebug_query *q, const struct _ddebug *dp, u
 	unsigned int v = (*nf & (q->mask | _DPRINTK_FLAGS_NO_DESC)) | q->flags;
 
 	qt->matched++;
-	if ((*nf & _DPRINTK_FLAGS_NO_DESC) && (v & ~*nf & DD_DECORATIONS)) {
+	if ((*nf & _DPRINTK_FLAGS_NO_DESC) && (v & ~*nf & DDEBUG_DECORATIONS)) {
 		/* its function gets no descriptor: it cannot decorate */
 		if (!qt->refused++)
 			qt->first_refused = dp;
-		qt->refused_flags |= v & ~*nf & DD_DECORATIONS;
+		qt->refused_flags |= v & ~*nf & DDEBUG_DECORATIONS;
 	}
 	if (v != *nf) {
 		qt->changed++;
@@ -325,7 +325,7 @@ static size_t store_flags(const struct ddebug_table *only, const unsigned int *n
 
 			if (old == nf[k])
 				continue;
-			if (DD_ON(old) != DD_ON(nf[k]))
+			if (DDEBUG_ON(old) != DDEBUG_ON(nf[k]))
 				flips[nflip++] = (struct flip){ dp, old };
 			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
 		}
@@ -341,7 +341,7 @@ static int switch_keys_batched(const struct flip *flips, size_t nflip)
 	for (size_t i = 0; i < nflip && !ret; i++) {
 		struct static_key *key = &flips[i].dp->key.dd_key_false.key;
 
-		ret = DD_ON(flips[i].dp->flags) ?
+		ret = DDEBUG_ON(flips[i].dp->flags) ?
 			static_key_enable_queued(key) : static_key_disable_queued(key);
 	}
 	if (!ret)
@@ -360,7 +360,7 @@ static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
 	for (done = 0; done < nflip; done++) {
 		struct _ddebug *dp = flips[done].dp;
 
-		ret = DD_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
+		ret = DDEBUG_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
 					 static_key_disable(&dp->key.dd_key_false.key);
 		if (ret)
 			break;
@@ -368,7 +368,7 @@ static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
 	while (ret && done--) {
 		struct _ddebug *dp = flips[done].dp;
 
-		if (DD_ON(flips[done].old))
+		if (DDEBUG_ON(flips[done].old))
 			static_key_enable(&dp->key.dd_key_false.key);
 		else
 			static_key_disable(&dp->key.dd_key_false.key);
@@ -1031,7 +1031,7 @@ static int control_write(const char *buf, size_t len, struct kk_buf *out, void *
 static const struct kk_control_file_ops control_fops = {
 	.show = control_show,
 	.write = control_write,
-	.max_write = DD_MAX_WRITE,
+	.max_write = DDEBUG_MAX_WRITE,
 };
 
 static int batched_show(struct kk_buf *out, void *priv)

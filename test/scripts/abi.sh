@@ -187,7 +187,7 @@ runpath() { readelf -d "$1" 2>/dev/null | sed -n 's/.*(R[UN]*PATH).*\[\(.*\)\]/\
 is_elf() { [ -f "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 nwhite=0
 for f in "$B"/test/unit/* "$B"/test/stress/* "$B"/test/conformance/* "$B"/test/dialect/* \
-	 "$B"/test/progs/* "$B"/test/lib/*.so "$B"/dyndbg-mods/*.so "$B"/bench-mods/*.so \
+	 "$B"/test/progs/* "$B"/test/lib/*.so "$B"/dynamic_debug-mods/*.so "$B"/bench-mods/*.so \
 	 "$B"/libkernelkit-odebug.so; do
 	is_elf "$f" || continue
 	case $(runpath "$f") in

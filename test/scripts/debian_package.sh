@@ -46,7 +46,7 @@ start=$(date +%s)
 echo "dpkg-buildpackage: ok ($(( $(date +%s) - start )) s)"
 changes=$tmp/kernelkit_${version}_$arch.changes
 [ -f "$changes" ] || fail "no $changes"
-grep -q -e 'kk-bench' -e 'bench-mods' -e 'dyndbg-mods' -e '-lurcu' -e '-lcriterion' "$tmp/build.log" &&
+grep -q -e 'kk-bench' -e 'bench-mods' -e 'dynamic_debug-mods' -e '-lurcu' -e '-lcriterion' "$tmp/build.log" &&
 	fail "the package build built more than the library, the preload library and kkctl"
 
 lintian --fail-on error "$changes" >"$tmp/lintian.log" 2>&1

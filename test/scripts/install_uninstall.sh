@@ -32,7 +32,7 @@ kkmake() { make -s -j2 -C "$SRC" B="$b" "$@"; }
 
 # ---- 1. what install builds
 kkmake -n install DESTDIR="$tmp/dry" PREFIX=/usr >"$tmp/dry.log" 2>&1 || { cat "$tmp/dry.log"; fail "make -n install"; }
-if grep -E 'kk-bench|bench-mods|dyndbg-mods|/guest/|/test/|-lurcu|-lck|-lcriterion' "$tmp/dry.log"; then
+if grep -E 'kk-bench|bench-mods|dynamic_debug-mods|/guest/|/test/|-lurcu|-lck|-lcriterion' "$tmp/dry.log"; then
 	fail "make install builds more than the library, the preload library and kkctl"
 fi
 [ ! -e "$tmp/dry" ] || fail "make -n install wrote into DESTDIR"

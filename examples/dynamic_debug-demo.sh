@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The dynamic-debug half of `make demo`, for someone who has never heard of
 # the kernel's dynamic debug:
-#   sh examples/dyndbg-demo.sh [BUILD_DIR]
+#   sh examples/dynamic_debug-demo.sh [BUILD_DIR]
 # Starts the "machine" (examples/machine.c), a program that loads 19 shared
 # objects with 16154 pr_debug() calls in all, the way modprobe loads kernel
 # modules, and runs them on a worker thread.  Then, from outside, with kkctl:
@@ -15,12 +15,12 @@
 set -eu
 B=${1:-build}
 KKCTL=$B/kkctl
-MACHINE=$B/dyndbg-machine
-for f in "$KKCTL" "$MACHINE" "$B/dyndbg-mods/modules.list"; do
-	[ -e "$f" ] || { echo "dyndbg-demo: $f is missing; run make first" >&2; exit 1; }
+MACHINE=$B/dynamic_debug-machine
+for f in "$KKCTL" "$MACHINE" "$B/dynamic_debug-mods/modules.list"; do
+	[ -e "$f" ] || { echo "dynamic_debug-demo: $f is missing; run make first" >&2; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/kk-dyndbg-demo.XXXXXX)
+tmp=$(mktemp -d /tmp/kk-dynamic_debug-demo.XXXXXX)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -46,12 +46,12 @@ kk() {
 	sed 's/^/    /' "$tmp/out"
 }
 
-"$MACHINE" "$B/dyndbg-mods" > "$tmp/machine.out" 2>&1 &
+"$MACHINE" "$B/dynamic_debug-mods" > "$tmp/machine.out" 2>&1 &
 pid=$!
 i=0
 until grep -q '^machine: pid' "$tmp/machine.out" 2>/dev/null && grep -q " @kernelkit/$pid\$" /proc/net/unix; do
 	i=$((i + 1))
-	[ $i -gt 300 ] && { cat "$tmp/machine.out"; echo "dyndbg-demo: machine did not start" >&2; exit 1; }
+	[ $i -gt 300 ] && { cat "$tmp/machine.out"; echo "dynamic_debug-demo: machine did not start" >&2; exit 1; }
 	kill -0 "$pid" 2>/dev/null || { cat "$tmp/machine.out"; exit 1; }
 	sleep 0.05
 done
@@ -120,7 +120,7 @@ run() {
 		i=0
 		until "$KKCTL" -p "$pid" read machine/stats > /dev/null 2>&1; do
 			i=$((i + 1))
-			[ $i -lt 12 ] || { echo "dyndbg-demo: the machine does not answer" >&2; exit 1; }
+			[ $i -lt 12 ] || { echo "dynamic_debug-demo: the machine does not answer" >&2; exit 1; }
 		done
 		t1=$(now_ns); i1=$(ipis)
 		echo "total: matched - changed -" > "$tmp/reply"
@@ -186,7 +186,7 @@ for q in $queries; do
 	read -r bm bc bs bi bms < "$tmp/b$n"
 	read -r um uc us ui ums < "$tmp/u$n"
 	[ "$bm" = "$um" ] && [ "$bc" = "$uc" ] || [ "$um" = - ] ||
-		echo "dyndbg-demo: batched and unbatched disagree on '$q'" >&2
+		echo "dynamic_debug-demo: batched and unbatched disagree on '$q'" >&2
 	printf '%-22s %8s %8s | %6s %6s %9s | %7s %7s %9s\n' "$q" "$bm" "$bc" "$bs" "$bi" "$bms" "$us" "$ui" "$ums"
 	IFS='|'
 done
