@@ -121,7 +121,9 @@ static const struct option_def {
 	{ "max-reply", KKCTL_OPT_MAX_REPLY, "SIZE", "--max-reply", opt_bound, false,
 	  "give up on a target whose reply is larger (bytes,\n"
 	  "suffix K, M or G; default 64M, or $KKCTL_MAX_REPLY)" },
-	{ "jobs", KKCTL_OPT_JOBS, "N", "--jobs", opt_bound, false, NULL },
+	{ "jobs", KKCTL_OPT_JOBS, "N", "--jobs", opt_bound, false,
+	  "serve up to N targets at once (1 to 64; default 8, or\n"
+	  "$KKCTL_JOBS); replies still print in target order" },
 	{ "version", 'V', NULL, NULL, opt_version, false, "print the version" },
 	{ "help", 'h', NULL, NULL, opt_help, false, "show this help" },
 };

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The bash completion: commands, options, pids from kkctl ls, and file names
-# from kkctl -p PID files; every option --help lists.
+# from kkctl -p PID files; every option --help lists, and --help lists every
+# option that completes.
 set -u
 command -v bash > /dev/null || { echo "skip: no bash"; exit 77; }
 B=${KK_BUILD:?}
@@ -31,6 +32,11 @@ complete kkctl --tr | grep -qx -- --tree || fail "options: $(complete kkctl --tr
 # Every long option --help lists (kkctl.c's option table prints it) completes.
 for o in $("$B/kkctl" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
 	complete kkctl "$o" | grep -qx -- "$o" || fail "--help lists $o, completion does not"
+done
+# ... and every long option that completes is in --help.
+help=$("$B/kkctl" --help)
+for o in $(complete kkctl -- | grep -E -- '^--[a-z]'); do
+	printf '%s\n' "$help" | grep -q -- "$o\b" || fail "completion offers $o, --help does not list it"
 done
 complete kkctl --tree "" | grep -qx "$$" || fail "--tree pids: $(complete kkctl --tree '' | head -3)"
 # A tree's pid is a target, not the command.
