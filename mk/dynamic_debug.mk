@@ -71,3 +71,8 @@ $(DYNAMIC_DEBUG_FUZZ): test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.
 
 # The kernel-conformance module links a second module built with DEBUG.
 CONF_LDLIBS_test_dynamic_debug := -ldynamic_debug_debug
+
+# The inherit tests define their two sites in one header; the pattern rules
+# know only test/kktest.h, so a change to it rebuilds them through this line.
+$(B)/test/progs/dynamic_debug_inherit $(B)/test/stress/dynamic_debug_inherit_stress: \
+		test/dynamic_debug_inherit_sites.h

@@ -49,9 +49,10 @@
 
 #include <kernelkit/dynamic_debug.h>
 
+#include "dynamic_debug_inherit_sites.h"
+
 extern char **environ;
 
-static int hits;
 static int null_env;		/* pass a NULL envp */
 
 static char **child_env(void)
@@ -59,28 +60,9 @@ static char **child_env(void)
 	return null_env ? NULL : environ;
 }
 
-static void sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
-{
-	(void)d; (void)msg; (void)len; (void)arg;
-	hits++;
-}
-
-__attribute__((noinline)) void report_site(void)
-{
-	pr_debug("report site\n");
-}
-
-__attribute__((noinline)) void other_site(void)
-{
-	pr_debug("other site\n");
-}
-
 static const char *state(void (*f)(void))
 {
-	int before = hits;
-
-	f();
-	return hits != before ? "on" : "off";
+	return site_on(f) ? "on" : "off";
 }
 
 static int report(void)

@@ -14,44 +14,10 @@
 # The program answers each command on a pipe: no sleeps order anything
 # (served() waits for the endpoint to be back after its socket was replaced).
 set -u
-B=${KK_BUILD:?}
-KKCTL=$B/kkctl
-PROG=$B/test/progs/control_guest
-[ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
-
-tmp=$(mktemp -d /tmp/kk-guest.XXXXXX)
-pid=
-fail() {
-	echo "FAIL: $*"
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	[ -s "$tmp/err" ] && { echo "--- stderr"; cat "$tmp/err"; }
-	rm -rf "$tmp"
-	exit 1
-}
+KK_GUEST_LIB_NAME=guest
+. "${KK_SRC:?}/test/guest-lib.sh"
 echo "the program's own file" > "$tmp/data"
 
-start() {	# start [ENV=VAL...]
-	rm -f "$tmp/in" "$tmp/out"
-	mkfifo "$tmp/in" "$tmp/out"
-	env "$@" "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
-	pid=$!
-	exec 3> "$tmp/in" 4< "$tmp/out"
-	cmd tasks	# main() runs: the endpoint started at load (the program has sites)
-}
-finish() {
-	echo quit >&3
-	wait "$pid"; rc=$?
-	exec 3>&- 4<&-
-	[ $rc -eq 0 ] || fail "exit status $rc"
-	pid=
-}
-# cmd LINE: send a command, the answer goes to $ans; fail unless it is ok
-cmd() {
-	echo "$1" >&3
-	IFS= read -r ans <&4 || fail "no answer to '$1'"
-	case $ans in ok*) ;; *) fail "${t:+$t: }'$1': $ans" ;; esac
-}
-ctl() { "$KKCTL" -p "$pid" "$@"; }
 # the endpoint answers (it may need a moment to make a new socket)
 served() {
 	i=0
@@ -142,5 +108,4 @@ finish
 # ---- 5. section 1 with the default text-patching method (see the KNOWN note)
 closefrom_forks_kkctl default
 
-rm -rf "$tmp"
 echo "control_guest: ok"

@@ -17,46 +17,13 @@
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 command -v setpriv > /dev/null || { echo "skip: needs setpriv"; exit 77; }
-B=${KK_BUILD:?}
-KKCTL=$B/kkctl
-PROG=$B/test/progs/control_guest
-[ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
 U=$((3994000 + $$ % 1000)) U2=$((3995000 + $$ % 1000))
-
-tmp=$(mktemp -d /tmp/kk-ident.XXXXXX)
+KK_GUEST_LIB_NAME=ident
+. "${KK_SRC:?}/test/guest-lib.sh"
 chmod 755 "$tmp"
-pid=
-fail() {
-	echo "FAIL: $*"
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	[ -s "$tmp/log" ] && { echo "--- log"; cat "$tmp/log"; }
-	rm -rf "$tmp"
-	exit 1
-}
-# The fallback build has no sites to start the endpoint lazily.
-control_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
+guest_close_stderr=1	# start: the program, with fd 2 closed
+show_on_fail() { [ -s "$tmp/log" ] && { echo "--- log"; cat "$tmp/log"; }; }
 
-start() {	# start: the program, with fd 2 closed
-	rm -f "$tmp/in" "$tmp/out"
-	mkfifo "$tmp/in" "$tmp/out"
-	env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2>&- &
-	pid=$!
-	exec 3> "$tmp/in" 4< "$tmp/out"
-	cmd tasks
-}
-finish() {
-	echo quit >&3
-	wait "$pid"; rc=$?
-	exec 3>&- 4<&-
-	[ $rc -eq 0 ] || fail "exit status $rc"
-	pid=
-}
-cmd() {
-	echo "$1" >&3
-	IFS= read -r ans <&4 || fail "no answer to '$1'"
-	case $ans in ok*) ;; *) fail "${t:+$t: }'$1': $ans" ;; esac
-}
 # as UID CMD...: CMD as that uid and gid, no groups
 as() { u=$1; shift; setpriv --reuid="$u" --regid="$u" --clear-groups "$@"; }
 # reached [UID]: kkctl (as UID, or root) reads from the program.  After a
@@ -81,7 +48,7 @@ chmod 666 "$tmp/log"
 bad=0
 for n in $(seq 20); do
 	t="start $n"
-	start
+	start $control_env
 	cmd quiet
 	echo "lowfd $tmp/log" >&3
 	IFS= read -r ans <&4 || fail "$t: no answer to lowfd"
@@ -93,7 +60,7 @@ for n in $(seq 20); do
 done
 [ $bad -eq 0 ] || fail "dup2 onto fd 2 failed in $bad of 20 starts"
 t="fd 2, then +p"
-start
+start $control_env
 cmd quiet
 cmd "lowfd $tmp/log"
 reached || fail "$t: kkctl: $(cat "$tmp/ctlerr")"
@@ -107,7 +74,7 @@ echo "fd 2: 20 of 20 starts put their log on fd 2"
 # ---- 2. the program drops privileges
 : > "$tmp/log"
 t="setuid"
-start
+start $control_env
 reached || fail "$t: before: $(cat "$tmp/ctlerr")"
 cmd "ids $U"
 reached || fail "$t: root after the drop: $(cat "$tmp/ctlerr")"
@@ -128,7 +95,7 @@ mkdir "$tmp/jail"
 t="chroot"
 # (LeakSanitizer's exit check needs /proc, which the jail has not)
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && control_env="$control_env ASAN_OPTIONS=detect_leaks=0"
-start
+start $control_env
 cmd "lowfd $tmp/log"
 cmd "chroot $tmp/jail"
 "$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
@@ -137,4 +104,3 @@ cmd debug
 grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line in the jail"
 finish
 echo "chroot: reached and switched in a jail without /proc"
-rm -rf "$tmp"

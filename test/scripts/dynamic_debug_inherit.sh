@@ -151,7 +151,7 @@ case ${KK_TEST_LABEL:-default} in
 asan*) echo "ASan: no static link; static case not checked" ;;
 *)
 	src=${KK_SRC:-.}
-	if ${CC:-cc} -D_GNU_SOURCE -I"$src/include" -O2 -static -o "$tmp/static" \
+	if ${CC:-cc} -D_GNU_SOURCE -I"$src/include" -I"$src/test" -O2 -static -o "$tmp/static" \
 		"$src/test/progs/dynamic_debug_inherit.c" "$B/libkernelkit.a" -pthread -ldl \
 		>"$tmp/static.log" 2>&1; then
 		for how in execv execve execvp execl fexecve vfork; do

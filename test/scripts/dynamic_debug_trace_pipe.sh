@@ -8,34 +8,17 @@
 # script waits for each line in kkctl's output with a bounded poll: no sleep
 # orders anything.
 set -u
-B=${KK_BUILD:?}
-KKCTL=$B/kkctl
-PROG=$B/test/progs/control_guest
-[ -x "$PROG" ] && [ -x "$KKCTL" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-tpipe.XXXXXX)
-pid= fpid=
-cleanup() {
-	[ -n "$fpid" ] && kill "$fpid" 2>/dev/null
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; [ -s "$tmp/follow" ] && { echo "--- kkctl -f:"; cat "$tmp/follow"; }; exit 1; }
-ctl_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && ctl_env=KK_CONTROL=1
+KK_GUEST_LIB_NAME=tpipe
+. "${KK_SRC:?}/test/guest-lib.sh"
+show_on_fail() { [ -s "$tmp/follow" ] && { echo "--- kkctl -f:"; cat "$tmp/follow"; }; }
 
-mkfifo "$tmp/in" "$tmp/out"
-env $ctl_env "$PROG" < "$tmp/in" > "$tmp/out" 2>/dev/null &
-pid=$!
-exec 3> "$tmp/in" 4< "$tmp/out"
-cmd() { echo "$*" >&3; read -r ans <&4 || fail "$*: no answer"; [ "${ans%% *}" = ok ] || fail "$*: $ans"; }
-cmd tasks
-"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello =T' > /dev/null ||
-	fail "+T refused"
+start $control_env
+ctl write dynamic_debug/control 'func guest_hello =T' > /dev/null || fail "+T refused"
 
 : > "$tmp/follow"
 "$KKCTL" -f -p "$pid" read dynamic_debug/trace_pipe >> "$tmp/follow" 2> "$tmp/follow.err" &
 fpid=$!
+pids=$fpid	# killed at exit
 # n lines of "guest hello 42" in kkctl's output, within 10 s
 wait_lines() {
 	i=0
@@ -64,7 +47,7 @@ while kill -0 "$fpid" 2>/dev/null; do
 done
 wait "$fpid"
 rc=$?
-fpid=
+pids=
 [ "$rc" -eq 1 ] || fail "kkctl -f ended with status $rc, want 1"
 [ -s "$tmp/follow.err" ] || fail "kkctl -f did not say why it stopped"
 "$KKCTL" -f -p "$$" write dynamic_debug/control x > /dev/null 2>&1

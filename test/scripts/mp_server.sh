@@ -17,27 +17,13 @@
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (the workers setuid)"; exit 77; }
 command -v setpriv >/dev/null || { echo "skip: needs setpriv"; exit 77; }
-B=${KK_BUILD:?}
 U=$((3992000 + $$ % 1000))	# a throwaway uid and gid, no passwd entry
-pids=
 failed=0
-tmp=$(mktemp -d /tmp/kk-mpserver.XXXXXX)
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+KK_CTL_LIB_NAME=mpserver
+. "${KK_SRC:?}/test/control-lib.sh"
 bad() { echo "FAIL: $*"; failed=1; }
-chmod 755 "$tmp"
 cp "$B/kkctl" "$tmp/"
 chmod 755 "$tmp/kkctl"
-as_u() { setpriv --reuid="$U" --regid="$U" --clear-groups "$@"; }
-control_env=
-# The fallback build has no sites that start the endpoint at load.
-[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 tree=0
 "$B/kkctl" --help 2>&1 | grep -q -- '--tree' && tree=1
 
@@ -128,10 +114,10 @@ flags "b, root" =p $M $W1 $W2 -- $(sel $M $W1 $W2)
 req b1
 logged b1 $W1 $W2
 for w in $W1 $W2; do
-	as_u "$tmp/kkctl" -p "$w" write dynamic_debug/control 'func handle_request -p' \
+	as "$U" "$tmp/kkctl" -p "$w" write dynamic_debug/control 'func handle_request -p' \
 		> /dev/null 2> "$tmp/u.err" || bad "b, uid $U on worker $w: exit $?: $(cat "$tmp/u.err")"
 done
-as_u "$tmp/kkctl" -p "$M" read dynamic_debug/control > /dev/null 2> "$tmp/u.err"
+as "$U" "$tmp/kkctl" -p "$M" read dynamic_debug/control > /dev/null 2> "$tmp/u.err"
 rc=$?
 [ $rc -eq 1 ] || bad "b, uid $U on root's master: exit $rc, want 1 (refused)"
 req b2

@@ -9,19 +9,8 @@
 # on every start, not by chance.  20 starts with `2>&-`: every one must get
 # ready, and its log must hold the master's and both workers' lines.
 set -u
-B=${KK_BUILD:?}
-tmp=$(mktemp -d /tmp/kk-mpstderr.XXXXXX)
-pids=
-cleanup() {
-	for p in $pids; do kill -9 "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-control_env=
-# The fallback build has no sites that start the endpoint at load.
-[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
+KK_CTL_LIB_NAME=mpstderr
+. "${KK_SRC:?}/test/control-lib.sh"
 runs=20 bad=0 first=
 i=0
 while [ $i -lt $runs ]; do

@@ -18,6 +18,8 @@
 
 #include <kernelkit/dynamic_debug.h>
 
+#include "dynamic_debug_inherit_sites.h"
+
 #define ITERS		150
 #define TOGGLERS	2
 
@@ -29,31 +31,6 @@ static const char *const queries[] = {
 
 extern char **environ;
 static atomic_int stop;
-static int hits;
-
-static void sink(const struct _ddebug *d, const char *msg, size_t len, void *arg)
-{
-	(void)d; (void)msg; (void)len; (void)arg;
-	hits++;
-}
-
-__attribute__((noinline)) void report_site(void)
-{
-	pr_debug("report site\n");
-}
-
-__attribute__((noinline)) void other_site(void)
-{
-	pr_debug("other site\n");
-}
-
-static int on(void (*f)(void))
-{
-	int before = hits;
-
-	f();
-	return hits != before;
-}
 
 /* The exec'd image: is the state well formed, and are the sites as it says? */
 static int child(void)
@@ -82,9 +59,9 @@ static int child(void)
 			want_other = i == 2;
 	}
 	free(copy);
-	if (on(report_site) != want_report || on(other_site) != want_other) {
-		fprintf(stderr, "child: sites %d %d, state '%s'\n", on(report_site),
-			on(other_site), v);
+	if (site_on(report_site) != want_report || site_on(other_site) != want_other) {
+		fprintf(stderr, "child: sites %d %d, state '%s'\n", site_on(report_site),
+			site_on(other_site), v);
 		return 1;
 	}
 	return 0;
