@@ -499,23 +499,52 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
  * COMDAT group) it drops the duplicate's entries too.
  * Evaluates to true when the code took the jump.
  */
+#define __KK_SITE_ASM								\
+	"1:\n\t"								\
+	".if %c[j]\n\t"							\
+	__KK_JUMP_INSN								\
+	".else\n\t"								\
+	__KK_NOP_INSN								\
+	".endif\n\t"								\
+	".pushsection kk_jump_table, \"aw?\"\n\t"				\
+	".balign 8\n\t"							\
+	".long 1b - ., %l[l_yes] - .\n\t"					\
+	".quad " __KK_KEY_SYM " + %c[b] + 2\n\t"				\
+	".popsection\n\t"
+#define __KK_SITE_OPERANDS(keyp, branch, jump)					\
+	[k] __KK_KEY_OPERAND(keyp), [b] "i"(branch), [j] "i"(jump)
+
+#if defined(__cplusplus) && defined(__clang__)
+/*
+ * clang++: the asm goto sits in a lambda that is always inlined, so the
+ * site is the same code in the caller.  clang before 17 checked every asm
+ * goto of a function against every asm-goto label of that function (as for
+ * computed gotos), and refused a function in which one site's label was in
+ * a scope another site was outside of: "cannot jump from this asm goto
+ * statement to one of its possible targets" for two sites on either side of
+ * an object with a destructor, or one in a try block (LLVM fixed it in 17;
+ * ClangBuiltLinux issue 1886).  A lambda is a function of its own with one
+ * asm goto, and it needs no capture: the key has static storage.  Every
+ * clang takes this path, so the one tested is the one used.
+ */
+#define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
+	__KK_CHECK_CONST_KEY(keyp);						\
+	[]() __attribute__((__always_inline__)) -> bool {			\
+		__asm__ goto(__KK_SITE_ASM					\
+			 : : __KK_SITE_OPERANDS(keyp, branch, jump)		\
+			 : : l_yes);						\
+		return false;							\
+	l_yes:									\
+		return true;							\
+	}();									\
+}))
+#else
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__label__ l_yes, l_done;						\
 	__KK_CHECK_CONST_KEY(keyp);						\
 	bool __kk_ret;								\
-	__asm__ goto("1:\n\t"							\
-		 ".if %c[j]\n\t"						\
-		 __KK_JUMP_INSN							\
-		 ".else\n\t"							\
-		 __KK_NOP_INSN							\
-		 ".endif\n\t"							\
-		 ".pushsection kk_jump_table, \"aw?\"\n\t"			\
-		 ".balign 8\n\t"						\
-		 ".long 1b - ., %l[l_yes] - .\n\t"				\
-		 ".quad " __KK_KEY_SYM " + %c[b] + 2\n\t"			\
-		 ".popsection\n\t"						\
-		 : : [k] __KK_KEY_OPERAND(keyp), [b] "i"(branch),		\
-		     [j] "i"(jump)						\
+	__asm__ goto(__KK_SITE_ASM						\
+		 : : __KK_SITE_OPERANDS(keyp, branch, jump)			\
 		 : : l_yes);							\
 	__kk_ret = false;							\
 	goto l_done;								\
@@ -524,6 +553,7 @@ l_yes:										\
 l_done:										\
 	__kk_ret;								\
 }))
+#endif
 
 /* The kernel's arch hooks: a site that starts as a NOP, or as a jump. */
 #define arch_static_branch(keyp, branch)	__kk_static_branch(keyp, branch, 0)

@@ -2,7 +2,8 @@
 /*
  * pr_debug() in every shape C++ code takes, in ONE translation unit (g++
  * once refused an inline and a static site in one unit: "section type
- * conflict"; template sites were never registered), plus the header-only
+ * conflict"; template sites were never registered; clang++ 14 refused sites
+ * on both sides of an object with a destructor, or in try/catch), plus the header-only
  * library dynamic_debug_lib.h shared with two -fPIC shared objects.  Checks, through
  * dynamic_debug/control and the sink: every site is listed exactly once (one
  * per template instantiation), "+p" prints every one of them wherever the
@@ -80,6 +81,39 @@ int f_named(int x)
 }
 }	/* namespace named */
 
+/*
+ * Sites on both sides of an object with a destructor, and in a try block
+ * and its handler: what most C++ functions look like.  clang++ before 17
+ * checked every asm goto of a function against every asm-goto label of it,
+ * and refused the function ("cannot jump from this asm goto statement to one
+ * of its possible targets") when a label sat in a scope the other asm goto
+ * was outside of.
+ */
+struct counted {
+	int *n;
+	~counted() { ++*n; }
+};
+
+static int f_scopes(int x)
+{
+	int n = 0;
+
+	pr_debug("S:scope before %d\n", x);
+	{
+		counted c = { &n };
+		pr_debug("S:scope raii %d\n", *c.n);
+	}
+	try {
+		pr_debug("S:scope try %d\n", x);
+		if (x > 0)
+			throw x;
+	} catch (int e) {
+		pr_debug("S:scope catch %d\n", e);
+		n += e;
+	}
+	return n - 1;
+}
+
 static int run_shapes(int x)
 {
 	holder<int> hi = { x };
@@ -92,7 +126,7 @@ static int run_shapes(int x)
 
 	return f_static(x) + f_inline(x) + twice(x) + (int)twice(2L) + hi.fetch() + hc.fetch() +
 	       w.poke() + f_anon(x) + named::f_named(x) + lam(x) + dynamic_debug_lib::hdr_all(x) +
-	       (int)dynamic_debug_lib::hdr_twice(1.5);
+	       (int)dynamic_debug_lib::hdr_twice(1.5) + f_scopes(x);
 }
 
 static int run_all(int x)
@@ -117,6 +151,7 @@ static const struct expect expects[] = {
 	{ "S:anon", 1, 1 },
 	{ "S:named", 1, 1 },
 	{ "S:lambda", 1, 1 },
+	{ "S:scope", 4, 4 },		/* around a destructor, in try and catch */
 	/* the header-only library: one copy per process, run from 3 objects */
 	{ "dynamic_debug_lib:inline", 1, 3 },
 	{ "dynamic_debug_lib:twice", 2, 4 },	/* <int> from 3 objects, <double> from 1 */
