@@ -460,8 +460,24 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define __KK_DD_SYM(op)		"%c" op
 #define __KK_DD_SYM_CONSTRAINT	"i"
 #endif
+/*
+ * The descriptor must be constant-initialised, as C requires of a static:
+ * C++ would otherwise take a format that is not a constant (a forwarding
+ * template's `fmt` parameter) as a dynamic initialisation at the site's
+ * first run, which overwrites the registered descriptor and its key.  C++20's
+ * constinit, in every dialect: g++'s __constinit (GCC 10), clang's
+ * require_constant_initialization.  Error: "does not have a constant
+ * initializer".
+ */
+#if defined(__clang__)
+#define __KK_DD_CONSTINIT	__attribute__((__require_constant_initialization__))
+#elif defined(__GNUC__) && __GNUC__ >= 10
+#define __KK_DD_CONSTINIT	__constinit
+#else
+#define __KK_DD_CONSTINIT
+#endif
 #define __KK_DD_DEFINE(name, cls, fmt, flags)					\
-	static struct _ddebug name __attribute__((__aligned__(8))) =		\
+	static __KK_DD_CONSTINIT struct _ddebug name __attribute__((__aligned__(8))) = \
 		__KK_DD_DESC_INIT(cls, fmt, flags);				\
 	__asm__(".pushsection kk_dyndbg_ptrs, \"aw?\"\n\t"			\
 		".balign 8\n\t"							\

@@ -7,6 +7,12 @@
 # functions and templates need the cxx-pic branch there) as a -fPIC shared
 # object, linked; every kk_jump_table entry of the result must name a NOP,
 # and kk_dyndbg_ptrs must list the sites (the C++ registration).
+# And a format that is not a constant (a forwarding function template, as
+# C++ users write) is a compile error, as it is in C: C++ used to take it,
+# as a dynamic initialisation of the descriptor at its first run, after the
+# constructor had registered it zeroed (listed with an empty format); that
+# run wiped the key's link to its sites (+p then printed nothing with g++,
+# and crashed with clang++).
 set -u
 case "${KK_TEST_LABEL:-default}" in
 default) ;;
@@ -93,5 +99,25 @@ for cxx in g++ clang++; do
 	else
 		echo "FAIL $cxx: the shared object does not build"; fail=1
 	fi
+done
+cat > "$tmp/nonconst.cc" <<'CXX'
+#include <kernelkit/dynamic_debug.h>
+template <class... A> void dbg(const char *fmt, A... a) { pr_debug(fmt, a...); }
+int use(int x);
+int use(int x) { dbg("x %d\n", x); return x; }
+CXX
+for cxx in g++ clang++; do
+	command -v $cxx >/dev/null 2>&1 || continue
+	for d in "" -DKK_NO_JUMP_LABEL; do
+		if $cxx -std=c++11 -Wall -Wextra -I"$src/include" $d -c -o "$tmp/nonconst.o" \
+			"$tmp/nonconst.cc" 2>"$tmp/nonconst.err"; then
+			echo "FAIL $cxx $d: pr_debug with a format that is not a constant compiles"; fail=1
+		elif ! grep -q "constant initializer" "$tmp/nonconst.err"; then
+			echo "FAIL $cxx $d: the non-constant format is refused for another reason:"
+			cat "$tmp/nonconst.err"; fail=1
+		else
+			echo "ok   $cxx $d: a non-constant format is a compile error"
+		fi
+	done
 done
 exit $fail
