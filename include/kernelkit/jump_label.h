@@ -516,27 +516,34 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 
 #if defined(__cplusplus) && defined(__clang__)
 /*
- * clang++: the asm goto sits in a lambda that is always inlined, so the
- * site is the same code in the caller.  clang before 17 checked every asm
- * goto of a function against every asm-goto label of that function (as for
- * computed gotos), and refused a function in which one site's label was in
- * a scope another site was outside of: "cannot jump from this asm goto
- * statement to one of its possible targets" for two sites on either side of
- * an object with a destructor, or one in a try block (LLVM fixed it in 17;
- * ClangBuiltLinux issue 1886).  A lambda is a function of its own with one
- * asm goto, and it needs no capture: the key has static storage.  Every
- * clang takes this path, so the one tested is the one used.
+ * clang++: the asm goto sits in a static member function of a local class,
+ * always inlined, so the site is the same code in the caller.  clang before
+ * 17 checks every asm goto of a function against every asm-goto label of
+ * that function (as for computed gotos), and refused a function in which
+ * one site's label was in a scope another site was outside of: "cannot jump
+ * from this asm goto statement to one of its possible targets" for two
+ * sites on either side of an object with a destructor, or one in a try
+ * block (LLVM fixed it in 17; ClangBuiltLinux issue 1886).  Not a lambda:
+ * a function with a switch or a goto has its lambdas' bodies checked with
+ * it.  The member function needs nothing of the caller's but the key, which
+ * has static storage (a local class may name the caller's statics and
+ * template parameters).  Every clang takes this path, so the one tested is
+ * the one used.
  */
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__KK_CHECK_CONST_KEY(keyp);						\
-	[]() __attribute__((__always_inline__)) -> bool {			\
-		__asm__ goto(__KK_SITE_ASM					\
-			 : : __KK_SITE_OPERANDS(keyp, branch, jump)		\
-			 : : l_yes);						\
-		return false;							\
-	l_yes:									\
-		return true;							\
-	}();									\
+	struct __kk_site {							\
+		static __attribute__((__always_inline__)) bool take()		\
+		{								\
+			__asm__ goto(__KK_SITE_ASM				\
+				 : : __KK_SITE_OPERANDS(keyp, branch, jump)	\
+				 : : l_yes);					\
+			return false;						\
+		l_yes:								\
+			return true;						\
+		}							\
+	};									\
+	__kk_site::take();							\
 }))
 #else
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\

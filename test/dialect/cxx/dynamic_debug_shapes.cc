@@ -111,6 +111,15 @@ static int f_scopes(int x)
 		pr_debug("S:scope catch %d\n", e);
 		n += e;
 	}
+	switch (x % 2) {	/* a switch made clang check the function's lambdas too */
+	case 1: {
+		counted c = { &n };
+		pr_debug("S:scope case %d\n", *c.n);
+		break;
+	}
+	default:
+		pr_debug("S:scope default %d\n", x);
+	}
 	return n - 1;
 }
 
@@ -151,7 +160,7 @@ static const struct expect expects[] = {
 	{ "S:anon", 1, 1 },
 	{ "S:named", 1, 1 },
 	{ "S:lambda", 1, 1 },
-	{ "S:scope", 4, 4 },		/* around a destructor, in try and catch */
+	{ "S:scope", 6, 5 },		/* around a destructor, in try, catch, switch */
 	/* the header-only library: one copy per process, run from 3 objects */
 	{ "dynamic_debug_lib:inline", 1, 3 },
 	{ "dynamic_debug_lib:twice", 2, 4 },	/* <int> from 3 objects, <double> from 1 */
