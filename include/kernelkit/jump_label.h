@@ -545,7 +545,17 @@ __attribute__((__destructor__(101), __used__)) static void __kk_jump_label_dtor(
 	};									\
 	__kk_site::take();							\
 }))
+/*
+ * No __builtin_expect around it: after the member function is inlined, the
+ * expect of its result (a phi of the asm goto's two ways) put its branch
+ * weights on the caller's surrounding branches instead (a loop around a
+ * site was made cold: one more jmp per iteration).  The asm goto itself
+ * lays the code out, the disabled way falling through; the expect had no
+ * effect on clang's code before this path either.
+ */
+#define __KK_BRANCH_HINT(e, v)	(e)
 #else
+#define __KK_BRANCH_HINT(e, v)	__builtin_expect(e, v)
 #define __kk_static_branch(keyp, branch, jump) (__extension__ ({		\
 	__label__ l_yes, l_done;						\
 	__KK_CHECK_CONST_KEY(keyp);						\
@@ -570,12 +580,12 @@ l_done:										\
  * The initial instruction is a jump exactly when (likely XOR true-key): a
  * site compiled for its key's default value is a NOP.
  */
-#define static_branch_likely(x) __builtin_expect(__extension__ ({		\
+#define static_branch_likely(x) __KK_BRANCH_HINT(__extension__ ({		\
 	__KK_CHECK_BRANCH(x);							\
 	!__kk_static_branch(__kk_branch_key(x), 1, !__kk_is_true_key(x));	\
 }), 1)
 
-#define static_branch_unlikely(x) __builtin_expect(__extension__ ({		\
+#define static_branch_unlikely(x) __KK_BRANCH_HINT(__extension__ ({		\
 	__KK_CHECK_BRANCH(x);							\
 	__kk_static_branch(__kk_branch_key(x), 0, __kk_is_true_key(x));		\
 }), 0)
@@ -604,11 +614,11 @@ l_done:										\
  * kernel.
  */
 #ifndef KK_NO_JUMP_LABEL
-#define static_key_false(x) __builtin_expect(__extension__ ({			\
+#define static_key_false(x) __KK_BRANCH_HINT(__extension__ ({			\
 	__KK_CHECK_PLAIN(x);							\
 	__kk_static_branch((struct static_key *)(x), 0, 0);			\
 }), 0)
-#define static_key_true(x) __builtin_expect(__extension__ ({			\
+#define static_key_true(x) __KK_BRANCH_HINT(__extension__ ({			\
 	__KK_CHECK_PLAIN(x);							\
 	!__kk_static_branch((struct static_key *)(x), 1, 0);			\
 }), 1)
