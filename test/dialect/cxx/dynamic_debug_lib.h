@@ -34,12 +34,23 @@ template <class T> struct box {
 	}
 };
 
-/* Everything above, once. */
+#if __cplusplus >= 201703L
+/* A C++17 inline variable: every object that includes the header defines
+ * the key, the dynamic linker makes them one. */
+inline DEFINE_STATIC_KEY_FALSE(hdr_key);
+#endif
+
+/* Everything above, once; 1000 more while hdr_key is on. */
 inline int hdr_all(int x)
 {
 	box<int> b = { x };
+	int r = hdr_inline(x) + hdr_twice(x) + b.get();
 
-	return hdr_inline(x) + hdr_twice(x) + b.get();
+#if __cplusplus >= 201703L
+	if (static_branch_unlikely(&hdr_key))
+		r += 1000;
+#endif
+	return r;
 }
 
 }	/* namespace dynamic_debug_lib */

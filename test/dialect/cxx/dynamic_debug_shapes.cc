@@ -9,7 +9,8 @@
  * per template instantiation), "+p" prints every one of them wherever the
  * code runs, "func NAME" sees the unqualified name, and "-p" silences them;
  * a third copy of the shared object, dlopen'ed, adds only its own site and
- * dlclose takes only that away; KK_DYNDBG at start-up reaches template sites
+ * dlclose takes only that away; the library's C++17 inline key, defined by
+ * every object, is one key; KK_DYNDBG at start-up reaches template sites
  * (a re-exec of this program).  Plus the debugobjects idiom (debugobjects_idiom.cc).
  * Built with g++ and clang++ for C++11 .. C++23 (mk/dialect.mk).
  */
@@ -312,6 +313,24 @@ static int check_startup_env(void)
 	return 0;
 }
 
+/* C++17: the header's inline key, flipped here, flips the copies of all three objects. */
+static int check_inline_key(void)
+{
+#if __cplusplus >= 201703L
+	int off = run_all(1), on;
+
+	if (static_branch_enable(&dynamic_debug_lib::hdr_key))
+		return fail("static_branch_enable", "hdr_key", 1, 0);
+	on = run_all(1);
+	static_branch_disable(&dynamic_debug_lib::hdr_key);
+	if (on - off != 3000)
+		return fail("objects that saw the inline key on", "hdr_key", (on - off) / 1000, 3);
+	if (run_all(1) != off)
+		return fail("objects that still see the inline key on", "hdr_key", (run_all(1) - off) / 1000, 0);
+#endif
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int bad = 0;
@@ -340,6 +359,7 @@ int main(int argc, char **argv)
 	if (count(out, "dynamic_debug_lib:inline 4") != 3)
 		bad |= fail("messages after one query", "dynamic_debug_lib:inline 4", count(out, "dynamic_debug_lib:inline 4"), 3);
 	bad |= check_query("format dynamic_debug_lib:inline -p", 1);
+	bad |= check_inline_key();
 	bad |= check_dlopen();
 	bad |= check_startup_env();
 	if (debugobjects_idiom_check()) {
