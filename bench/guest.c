@@ -25,7 +25,9 @@
  *            forked and ready, then SIGTERM and reaped; alternating pairs)
  *            and the cost of a request (request/reply exchanges on one
  *            loopback connection to each, interleaved), as medians and their
- *            ratios.
+ *            ratios; the requests again pinned, so that both servers get the
+ *            same placement: everything and a busy loop on one CPU (hog),
+ *            and the servers on one CPU, the client on another (cross_cpu).
  *
  * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
  * add noise, hence medians.  The processes get KK_CONTROL=0 except the
@@ -41,9 +43,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,24 +841,78 @@ static int mp_startup(const char *const *extra, double *plain, double *kk, doubl
 }
 
 /*
+ * Where the exchanges run.  Unpinned (cpu -1), the scheduler decides on
+ * which CPU each server's worker wakes, and that decides the time of an
+ * exchange far more than anything in the servers: a worker woken on the
+ * client's CPU answers in ~14 us, one woken on another CPU in 30-70 us (two
+ * cross-CPU wake-ups per exchange, each an IPI and often a vCPU leaving
+ * halt, which in a VM usually exit to the hypervisor).  Under load either
+ * server's worker may end up across, for a whole run: a 3x ratio either way
+ * that says nothing about the library (docs/results.md, "Under load").
+ * Pinned, both servers get the same placement, and the ratio is the
+ * servers' own cost again.
+ */
+struct mp_place {
+	int srv_cpu;		/* the servers (their master, workers, threads); -1: anywhere */
+	int cli_cpu;		/* the client (this thread) while it measures; -1: anywhere */
+	int hog_cpu;		/* a busy loop at nice 0 during the exchanges; -1: none */
+};
+
+/* The calling thread (and what it spawns from now on) onto @cpu, or back to @all. */
+static void mp_pin(int cpu, const cpu_set_t *all)
+{
+	cpu_set_t one;
+
+	if (cpu < 0) {
+		sched_setaffinity(0, sizeof(*all), all);
+		return;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+/* A child that spins on @cpu until killed: load that competes for that CPU. */
+static pid_t mp_hog(int cpu, const cpu_set_t *all)
+{
+	pid_t pid;
+
+	mp_pin(cpu, all);
+	pid = fork();
+	if (pid == 0)
+		for (volatile unsigned long n = 0;; n++)
+			;
+	mp_pin(-1, all);
+	return pid;
+}
+
+/*
  * Each server's median exchange over MP_REQS exchanges with each, one at a
  * time and interleaved (which goes first alternates): load from elsewhere on
  * the machine hits both alike, and the median ignores its bursts.
  */
-static int mp_request_cost(double *plain, double *kk)
+static int mp_request_cost(const struct mp_place *at, double *plain, double *kk)
 {
 	double *t[2] = { calloc(MP_REQS, sizeof(double)), calloc(MP_REQS, sizeof(double)) };
 	struct mp s[2] = { { -1, -1, 0 }, { -1, -1, 0 } };
 	int fd[2] = { -1, -1 }, ret = -1;
+	pid_t hog = -1;
+	cpu_set_t all;
 	double dummy;
 
-	for (int j = 0; j < 2; j++) {
+	if (sched_getaffinity(0, sizeof(all), &all))
+		goto out;
+	mp_pin(at->srv_cpu, &all);
+	for (int j = 0; j < 2; j++)
 		if (mp_start(&s[j], mp_bin[j], NULL, &dummy) || (fd[j] = mp_connect(s[j].port)) < 0)
 			goto out;
+	mp_pin(at->cli_cpu, &all);
+	if (at->hog_cpu >= 0 && (hog = mp_hog(at->hog_cpu, &all)) < 0)
+		goto out;
+	for (int j = 0; j < 2; j++)
 		for (int i = 0; i < MP_REQS / 10; i++)	/* warm: pages, caches */
 			if (mp_request(fd[j]) < 0)
 				goto out;
-	}
 	for (int i = 0; i < MP_REQS; i++)
 		for (int j = 0; j < 2; j++) {
 			int w = (i + j) % 2;
@@ -866,6 +924,11 @@ static int mp_request_cost(double *plain, double *kk)
 	*kk = median(t[1], MP_REQS);
 	ret = 0;
 out:
+	if (hog > 0) {
+		kill(hog, SIGKILL);
+		waitpid(hog, NULL, 0);
+	}
+	mp_pin(-1, &all);
 	for (int j = 0; j < 2; j++) {
 		if (fd[j] >= 0)
 			close(fd[j]);
@@ -877,9 +940,44 @@ out:
 	return ret;
 }
 
+/* The first two CPUs this process may run on; false if there is only one. */
+static bool two_cpus(int cpu[2])
+{
+	cpu_set_t all;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return false;
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &all))
+			cpu[n++] = c;
+	return n == 2;
+}
+
+/* One placement's exchanges: @name_plain_request_us, _kk_, _ratio. */
+static int mp_request_case(struct kkb_ctx *ctx, const char *name, const struct mp_place *at)
+{
+	char key[96];
+	double plain = 0, kk = 0;	/* set when it returns 0 */
+
+	if (mp_request_cost(at, &plain, &kk)) {
+		fprintf(stderr, "kk-bench: guest/mp_server-* did not answer\n");
+		return 1;
+	}
+	snprintf(key, sizeof(key), "%s_plain_request_us", name);
+	kkb_json_num(ctx, key, plain / 1e3);
+	snprintf(key, sizeof(key), "%s_kk_request_us", name);
+	kkb_json_num(ctx, key, kk / 1e3);
+	snprintf(key, sizeof(key), "%s_request_ratio", name);
+	kkb_json_num(ctx, key, kk / plain);
+	return 0;
+}
+
 static int bench_mp_server(struct kkb_ctx *ctx)
 {
+	const struct mp_place anywhere = { -1, -1, -1 };
 	double plain, kk, ratio;
+	int cpu[2], ret;
 
 	if (mp_startup(NULL, &plain, &kk, &ratio)) {
 		fprintf(stderr, "kk-bench: guest/mp_server-* did not start or stop (make all builds "
@@ -895,14 +993,17 @@ static int bench_mp_server(struct kkb_ctx *ctx)
 		kkb_json_num(ctx, "mp_server_control_off_ready_ratio", kk / plain);
 		kkb_json_num(ctx, "mp_server_control_off_kk_ready_us", kk / 1e3);
 	}
-	if (mp_request_cost(&plain, &kk)) {
-		fprintf(stderr, "kk-bench: guest/mp_server-* did not answer\n");
-		return 1;
+	ret = mp_request_case(ctx, "mp_server", &anywhere);
+	if (two_cpus(cpu)) {
+		/* under load: the client, both servers and a busy loop on one CPU */
+		const struct mp_place hog = { cpu[0], cpu[0], cpu[0] };
+		/* the servers on one CPU, the client on another: the slow mode, for both */
+		const struct mp_place cross = { cpu[0], cpu[1], -1 };
+
+		ret |= mp_request_case(ctx, "mp_server_hog", &hog);
+		ret |= mp_request_case(ctx, "mp_server_cross_cpu", &cross);
 	}
-	kkb_json_num(ctx, "mp_server_plain_request_us", plain / 1e3);
-	kkb_json_num(ctx, "mp_server_kk_request_us", kk / 1e3);
-	kkb_json_num(ctx, "mp_server_request_ratio", kk / plain);
-	return 0;
+	return ret;
 }
 
 /* ---- the benchmark ------------------------------------------------------------------ */
@@ -926,7 +1027,10 @@ static int guest_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "mp_server_*: test/progs/mp_server.c (master + 2 workers, sites off) linked "
 		 "with kernelkit vs built -DMP_PLAIN; ready: posix_spawn to its ready line, median of "
 		 "%d alternating pairs (control_off: KK_CONTROL=0 for both); request: one request/reply exchange on a loopback connection "
-		 "held open, median of %d to each, interleaved", MP_PAIRS, MP_REQS);
+		 "held open, median of %d to each, interleaved; hog: client, both servers and a busy "
+		 "loop (nice 0) pinned to one CPU; cross_cpu: servers pinned to one CPU, the client to "
+		 "another (the slow mode unpinned runs fall into under load, docs/results.md)",
+		 MP_PAIRS, MP_REQS);
 	kkb_note(ctx, "dlopen_*: %d sites, one key each, vs the same object built "
 		 "-DKK_NO_JUMP_LABEL; one fresh process per dlopen, median of %d", GUEST_SITES,
 		 DLOPEN_PAIRS);

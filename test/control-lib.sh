@@ -2,7 +2,7 @@
 # Shared by the scripts that set KK_CTL_LIB_NAME (the name of their $tmp) and
 # source it: control_userns.sh, control_squat.sh, kkctl_userns.sh,
 # kkctl_netns.sh, kkctl_ssh.sh, kkctl_unreachable.sh, mp_server.sh,
-# mp_server_stderr.sh (the scripts that drive control_guest have
+# mp_server_stderr.sh, mp_server_quiet.sh (the scripts that drive control_guest have
 # test/guest-lib.sh).  Sourced, not run.  Sets B, a world-readable $tmp removed
 # at exit with every process whose pid is in $pids, fail(), as UID CMD...
 # (CMD as that uid and gid, no groups), $control_env (the fallback build has no
