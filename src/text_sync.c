@@ -570,9 +570,9 @@ static void undeafen(int sig)
 
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 {
-	pid_t me = my_tid(), pid = getpid();
+	pid_t me = my_tid(), pid = getpid(), *tids = listed, *big = NULL;
+	int n, cap = KK_SYNC_MAX_THREADS;
 	sigset_t cur;
-	int n;
 
 	memset(s, 0, sizeof(*s));
 	ndeaf = 0;
@@ -580,14 +580,30 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 	if (!pthread_sigmask(SIG_BLOCK, NULL, &cur) && sigismember(&cur, SIGTRAP))
 		s->trap_blocker = me;
 	n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS);
+	/*
+	 * Every thread's mask counts, however many there are: one past the
+	 * first 4096 that blocks SIGTRAP dies of the int3 protocol as surely
+	 * (issue 22 audit).  The signal methods still refuse past 4096.
+	 */
+	while (n > cap) {
+		free(big);
+		cap = n + n / 4;
+		big = malloc((size_t)cap * sizeof(*big));
+		if (!big) {
+			snprintf(err, errlen, "cannot look at the signal masks of %d threads: "
+				 "out of memory", n);
+			return -ENOMEM;
+		}
+		tids = big;
+		n = kk_list_tasks(big, cap);
+	}
 	if (n < 0) {
+		free(big);
 		snprintf(err, errlen, "cannot list /proc/self/task: %s", strerror(-n));
 		return n;
 	}
-	if (n > KK_SYNC_MAX_THREADS)
-		n = KK_SYNC_MAX_THREADS;	/* the signal methods refuse later */
 	for (int i = 0; i < n; i++) {
-		pid_t tid = listed[i];
+		pid_t tid = tids[i];
 		uint64_t m;
 		bool trap, park;
 
@@ -626,6 +642,7 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 			s->park_blocker = tid;
 		s->others++;
 	}
+	free(big);
 	return 0;
 }
 
@@ -749,7 +766,7 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	kk_sync_arm();
 	pthread_mutex_lock(&sync_lock);
 	m = survey_threads(sig, &s, err, errlen);
-	if (m < 0 && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
+	if (m < 0 && m != -ENOMEM && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
 	    (force == F_AUTO || force == F_MEMBARRIER)) {
 		/* No /proc (a chroot, a sandbox): membarrier needs no list.
 		 * What cannot be checked is who blocks SIGTRAP. */

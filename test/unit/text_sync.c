@@ -474,6 +474,55 @@ Test(text_sync, sigtrap_blocked_means_swap)
 	end_blocker(t);
 }
 
+/* Sleeps until its pipe is closed. */
+static void *pipe_sleeper(void *arg)
+{
+	char c;
+
+	(void)!read(*(int *)arg, &c, 1);
+	return NULL;
+}
+
+/*
+ * Issue 22 audit: past 4096 threads the plan looked at the first 4096 listed
+ * only, so a thread among the rest that blocks SIGTRAP met the int3
+ * protocol and died of its trap (a daemon with 4500 threads, exit 133).
+ * The membarrier method is forced so that Criterion's own thread, which
+ * blocks every signal, does not make the plan choose page swaps anyway.
+ */
+Test(text_sync, sigtrap_blocker_past_4096_threads_is_seen)
+{
+	enum { N = 4200 };
+	static pthread_t ts[N];
+	int sigs[] = { SIGTRAP, 0 }, p[2], n, ret;
+	char err[256] = "";
+	pthread_attr_t a;
+	pthread_t t;
+
+	force("membarrier");
+	kk_sync_arm();
+	if (kk_sync_plan(true, err, sizeof(err)) < 0)
+		cr_skip_test("%s", err);
+	cr_assert_eq(pipe(p), 0);
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (n = 0; n < N; n++)
+		if (pthread_create(&ts[n], &a, pipe_sleeper, &p[0]))
+			break;
+	t = n == N ? start_blocker(sigs) : 0;
+	ret = n == N ? kk_sync_plan(true, err, sizeof(err)) : 0;
+	if (n == N)
+		end_blocker(t);
+	close(p[1]);
+	for (int i = 0; i < n; i++)
+		pthread_join(ts[i], NULL);
+	close(p[0]);
+	if (n < N)
+		cr_skip_test("only %d threads could be created", n);
+	cr_assert_eq(ret, -ENOTSUP, "%d: %s", ret, err);
+	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
+}
+
 /* Where mremap() was refused, stop_machine is the way left (planned alone:
  * Criterion's own thread blocks every signal, and then nothing is). */
 static void *trap_blocker_spin(void *arg)
