@@ -571,6 +571,37 @@ static void undeafen(int sig)
 	ndeaf = k;
 }
 
+/*
+ * Where mremap() is refused, stop_machine stands in for the page swap, and
+ * a thread deaf to both signals makes it refuse.  A deaf thread that runs
+ * may only be passing through (out of our handler after the last stop: for
+ * long under `strace -f`), and refusing for it failed a quarter of the
+ * batches of an ordinary program under strace (issue 22 audit).  Until one
+ * shared deadline (50 ms for them all), drop from the deaf those that
+ * unblock or exit: the stop signals them like the others.  One asleep, or
+ * still running so at the deadline (a busy worker started with every
+ * signal blocked), stays deaf: refused at once, not waited for.
+ */
+static void settle_deaf(int sig)
+{
+	const uint64_t both = 1ull << (SIGTRAP - 1) | 1ull << (sig - 1);
+	uint64_t end = kk_now_ns() + KK_SYNC_SETTLE_NS, m;
+	int k = 0;
+
+	for (int i = 0; i < ndeaf; i++) {
+		for (;;) {
+			if (kk_task_sigblk(deaf[i], &m) || (m & both) != both)
+				break;				/* exited or unblocked */
+			if (kk_task_state(deaf[i]) == 'S' || kk_now_ns() >= end) {
+				deaf[k++] = deaf[i];		/* deaf */
+				break;
+			}
+			sched_yield();
+		}
+	}
+	ndeaf = k;
+}
+
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 {
 	pid_t me = my_tid(), pid = getpid(), *tids = listed, *big = NULL;
@@ -738,6 +769,8 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 	 * glibc's timer thread running a SIGEV_THREAD callback) is killed by
 	 * a trap like any other SIGTRAP blocker, and may run a site.
 	 */
+	if (traps && noswap && s->all_blocker)
+		settle_deaf(sig);
 	if (traps && !s->trap_blocker)
 		s->trap_blocker = ndeaf ? deaf[0] : s->all_blocker;
 	if (s->trap_blocker)
