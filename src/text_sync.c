@@ -107,9 +107,6 @@ static pid_t listed[KK_SYNC_MAX_THREADS];
  * stops it at that syscall); taken for deaf, it was left running while the
  * next stop wrote its sites with /proc/self/mem (issue 22).
  */
-/* A plan has seen a thread that blocks SIGTRAP (auto only; kept for good). */
-static int trap_blocker_seen;
-
 #define KK_SYNC_MAX_DEAF	64
 static pid_t deaf[KK_SYNC_MAX_DEAF];
 static int ndeaf;
@@ -773,18 +770,8 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 		settle_deaf(sig);
 	if (traps && !s->trap_blocker)
 		s->trap_blocker = ndeaf ? deaf[0] : s->all_blocker;
-	if (s->trap_blocker)
-		trap_blocker_seen = 1;
 	if (!s->others && !ndeaf)
 		return s->trap_blocker ? M_STOP : M_SINGLE;
-	/*
-	 * A thread may block SIGTRAP itself as it starts (a pool that grows
-	 * under load, a storm of short workers): one that starts during a
-	 * batch planned while none existed meets the int3 protocol and dies.
-	 * Once the program has shown such threads, the library swaps pages.
-	 */
-	if (traps && trap_blocker_seen && !s->trap_blocker && !noswap)
-		return M_SWAP;
 	if (s->trap_blocker && noswap && !ndeaf &&
 	    !can_signal(sig, s, err, errlen, ""))
 		return M_STOP;

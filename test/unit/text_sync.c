@@ -474,39 +474,6 @@ Test(text_sync, sigtrap_blocked_means_swap)
 	end_blocker(t);
 }
 
-/* A thread that blocks SIGTRAP ran once (planned while it ran), then exited. */
-static void blocker_came_and_went(void)
-{
-	int sigs[] = { SIGTRAP, 0 };
-	char err[256];
-	pthread_t t;
-
-	atomic_store(&blocker_state, 0);
-	if (pthread_create(&t, NULL, blocker, sigs))
-		_exit(3);
-	while (atomic_load(&blocker_state) != 1)
-		sched_yield();
-	if (kk_sync_plan(true, err, sizeof(err)) != KK_PATCH_SWAP)
-		_exit(4);
-	atomic_store(&blocker_state, 2);
-	pthread_join(t, NULL);
-}
-
-/*
- * Issue 22 audit: threads that block SIGTRAP themselves as they start (a
- * pool that grows under load, a storm of short workers) may start during a
- * batch that a plan made while none of them existed: with the int3 protocol
- * the first such thread to run a site died (exit 133 within 26 kkctl
- * writes).  Once a plan has seen one, later ones swap pages.
- */
-Test(text_sync, sigtrap_blocker_seen_once_means_swap)
-{
-	struct child_plan r = plan_alone("auto", 2, blocker_came_and_went);
-
-	cr_assert_eq(r.how, KK_PATCH_SWAP, "%d %s: %s", r.how, r.method, r.err);
-	cr_assert_str_eq(r.method, "swap");
-}
-
 /* Sleeps until its pipe is closed. */
 static void *pipe_sleeper(void *arg)
 {
