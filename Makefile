@@ -175,10 +175,10 @@ $(B)/kk-bench: $(BENCH_SRCS) bench/bench.h $(B)/libkernelkit.so $(HDRS)
 # Like that copy, it has its own hidden env.o and exports only what its
 # version script lists.
 $(B)/inst/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(B)/obj/src/common/env.o \
-		$(ODB_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
+		$(DEBUGOBJECTS_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -fvisibility=hidden -shared -o $@ $< \
-		$(B)/obj/src/common/env.o -Wl,--version-script,$(ODB_PRELOAD_MAP) \
+		$(B)/obj/src/common/env.o -Wl,--version-script,$(DEBUGOBJECTS_PRELOAD_MAP) \
 		-L$(B) -lkernelkit $(KK_LDFLAGS) -ldl
 
 # ---- tests ---------------------------------------------------------------
@@ -202,7 +202,7 @@ $(B)/test/stress/%: test/stress/%.c test/kktest.h $(HDRS) $(B)/libkernelkit.so $
 # and liburcu/libck, the demo's dynamic-debug modules and the 16000-site guest
 # objects are the benchmarks' and the demo's.
 TEST_RUN_DEPS = lib $(B)/kkctl $(B)/libkernelkit-odebug.so $(B)/$(KK_LIB_REAL)-gdb.py \
-	$(ODB_TW_DEMO) $(JUMP_LABEL_MOD_LIBS) $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk
+	$(DEBUGOBJECTS_TW_DEMO) $(JUMP_LABEL_MOD_LIBS) $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk
 TEST_BUILD = $(TEST_RUN_DEPS) $(TLIBS) $(UNIT_BINS) $(STRESS_BINS) $(EXTRA_TESTS)
 tests: $(TEST_BUILD)
 

@@ -171,20 +171,20 @@ static int cmp_ll(const void *a, const void *b)
  * Both loops store the counter (the loop's "work"); the second also has a
  * pr_debug of it.  Per iteration the difference is the site: the NOP.
  */
-static volatile long kkb_dd_out;
+static volatile long kkb_dynamic_debug_out;
 
-__attribute__((noinline)) long kkb_dd_loop_empty(long n)
+__attribute__((noinline)) long kkb_dynamic_debug_loop_empty(long n)
 {
 	for (long i = 0; i < n; i++)
-		kkb_dd_out = i;
+		kkb_dynamic_debug_out = i;
 	return 0;
 }
 
-__attribute__((noinline)) long kkb_dd_loop_site(long n)
+__attribute__((noinline)) long kkb_dynamic_debug_loop_site(long n)
 {
 	for (long i = 0; i < n; i++) {
 		pr_debug("loop %ld\n", i);
-		kkb_dd_out = i;
+		kkb_dynamic_debug_out = i;
 	}
 	return 0;
 }
@@ -196,9 +196,9 @@ static int dynamic_debug_insns_main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	if (!strcmp(argv[1], "empty"))
-		return (int)(kkb_dd_loop_empty(DD_INSN_ITERS) & 1);
+		return (int)(kkb_dynamic_debug_loop_empty(DD_INSN_ITERS) & 1);
 	if (!strcmp(argv[1], "site"))
-		return (int)(kkb_dd_loop_site(DD_INSN_ITERS) & 1);
+		return (int)(kkb_dynamic_debug_loop_site(DD_INSN_ITERS) & 1);
 	return 2;
 }
 KKB_REGISTER_INSNS("dynamic_debug", dynamic_debug_insns_main)
@@ -347,8 +347,8 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 	kkb_json_num(ctx, "unbatched_all_on_ipis", (double)un_on.ipis);
 	kkb_json_num(ctx, "unbatched_all_on_ms", un_on.ms);
 
-	double e = dynamic_debug_insns("kkb_dd_loop_empty", "empty");
-	double s = dynamic_debug_insns("kkb_dd_loop_site", "site");
+	double e = dynamic_debug_insns("kkb_dynamic_debug_loop_empty", "empty");
+	double s = dynamic_debug_insns("kkb_dynamic_debug_loop_site", "site");
 
 	if (e < 0 || s < 0) {
 		kkb_json_null(ctx, "disabled_pr_debug_insns");

@@ -83,12 +83,12 @@ static struct kk_panic_notifier report_nb = { report, 0, NULL };
 
 /* ---- the library's threads, busy ------------------------------------------------ */
 
-static int shz_obj;
+static int shazptr_obj;
 static atomic_int lib_ready;
 
-static void *shz_holder(void *arg)
+static void *shazptr_holder(void *arg)
 {
-	struct shazptr_guard g = shazptr_acquire(&shz_obj);
+	struct shazptr_guard g = shazptr_acquire(&shazptr_obj);
 
 	(void)arg;
 	atomic_fetch_add(&lib_ready, 1);
@@ -98,10 +98,10 @@ static void *shz_holder(void *arg)
 	return NULL;
 }
 
-static void *shz_waiter(void *arg)
+static void *shazptr_waiter(void *arg)
 {
 	(void)arg;
-	synchronize_shazptr(&shz_obj);		/* the holder never lets go */
+	synchronize_shazptr(&shazptr_obj);		/* the holder never lets go */
 	return NULL;
 }
 
@@ -132,11 +132,11 @@ static void busy_library(void)
 		_exit(5);
 	/* The scan: a reader holds the pointer, a waiter waits for it. */
 	kk_shazptr_set_skip_synchronize_self_scan(true);
-	if (pthread_create(&t, NULL, shz_holder, NULL))
+	if (pthread_create(&t, NULL, shazptr_holder, NULL))
 		_exit(4);
 	while (atomic_load(&lib_ready) < 1)
 		sched_yield();
-	if (pthread_create(&t, NULL, shz_waiter, NULL))
+	if (pthread_create(&t, NULL, shazptr_waiter, NULL))
 		_exit(4);
 	do {
 		kk_shazptr_get_stats(&st);

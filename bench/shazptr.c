@@ -83,11 +83,11 @@ static void sleep_us(long us)
 
 enum { SHZ_ROTATE, SHZ_SAMEKEY, SHZ_WILDCARD };
 
-static void shz_nop(void)
+static void shazptr_nop(void)
 {
 }
 
-static double shz_read_ns(long iters)
+static double shazptr_read_ns(long iters)
 {
 	uint64_t t0 = kkb_now_ns();
 
@@ -100,7 +100,7 @@ static double shz_read_ns(long iters)
 	return (double)(kkb_now_ns() - t0) / (double)iters;
 }
 
-static double shz_wildcard_read_ns(long iters)
+static double shazptr_wildcard_read_ns(long iters)
 {
 	struct shazptr_guard outer = shazptr_acquire(&objs[1]);
 	uint64_t t0 = kkb_now_ns();
@@ -116,7 +116,7 @@ static double shz_wildcard_read_ns(long iters)
 	return (double)t0 / (double)iters;
 }
 
-static void shz_reader(struct shzb_reader *r, const int *o)
+static void shazptr_reader(struct shzb_reader *r, const int *o)
 {
 	unsigned long n = 0, sink = 0;
 
@@ -137,13 +137,13 @@ static void shz_reader(struct shzb_reader *r, const int *o)
 	r->sink = sink;
 }
 
-static void shz_sync(void *p)
+static void shazptr_sync(void *p)
 {
 	synchronize_shazptr(p);
 }
 
 static const struct shzb_method shzb_shazptr = {
-	"shazptr", shz_nop, shz_nop, shz_read_ns, shz_reader, shz_sync,
+	"shazptr", shazptr_nop, shazptr_nop, shazptr_read_ns, shazptr_reader, shazptr_sync,
 };
 
 /* ---- ck_hp -------------------------------------------------------------- */
@@ -540,7 +540,7 @@ static double scan_ns(void)
 static int run(struct kkb_ctx *ctx)
 {
 	cpu_set_t saved;
-	double v, memb_p50 = 0, shz_p50 = 0, kr_ipis;
+	double v, memb_p50 = 0, shazptr_p50 = 0, kr_ipis;
 	struct kk_shazptr_stats st;
 
 	pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
@@ -554,8 +554,8 @@ static int run(struct kkb_ctx *ctx)
 
 	/* 1. reader cost */
 	pin_self(0);
-	kkb_json_num(ctx, "shazptr_read_ns", read_cost(shz_read_ns, 2000000));
-	kkb_json_num(ctx, "shazptr_wildcard_read_ns", read_cost(shz_wildcard_read_ns, 2000000));
+	kkb_json_num(ctx, "shazptr_read_ns", read_cost(shazptr_read_ns, 2000000));
+	kkb_json_num(ctx, "shazptr_wildcard_read_ns", read_cost(shazptr_wildcard_read_ns, 2000000));
 	kkb_json_num(ctx, "urcu_memb_read_ns", read_cost(shzb_urcu_memb.read_ns, 2000000));
 	kkb_json_num(ctx, "urcu_mb_read_ns", read_cost(shzb_urcu_mb.read_ns, 2000000));
 	kkb_json_num(ctx, "ckhp_read_ns", read_cost(ckhp_read_ns, 2000000));
@@ -563,7 +563,7 @@ static int run(struct kkb_ctx *ctx)
 
 	/* 2+3. grace periods with a reader on the other CPU */
 	gp_bench(ctx, &shzb_shazptr, SHZ_ROTATE, false, 20000, "shazptr_sync",
-		 "shazptr_ipis_per_sync", &shz_p50);
+		 "shazptr_ipis_per_sync", &shazptr_p50);
 	gp_bench(ctx, &shzb_shazptr, SHZ_ROTATE, true, 2000, "shazptr_scanthread",
 		 "shazptr_scanthread_ipis_per_sync", NULL);
 	gp_bench(ctx, &shzb_shazptr, SHZ_SAMEKEY, false, 2000, "shazptr_samekey_sync",
@@ -575,7 +575,7 @@ static int run(struct kkb_ctx *ctx)
 	gp_bench(ctx, &shzb_urcu_mb, 0, false, 2000, "urcu_mb_sync",
 		 "urcu_mb_ipis_per_sync", NULL);
 	if (memb_p50 > 0)
-		kkb_json_num(ctx, "shazptr_sync_p50_vs_urcu_memb", shz_p50 / memb_p50);
+		kkb_json_num(ctx, "shazptr_sync_p50_vs_urcu_memb", shazptr_p50 / memb_p50);
 	/* The CAL noise floor of this machine, for reading the IPI figures. */
 	long long i0 = kkb_ipi_count();
 

@@ -7,57 +7,57 @@
 # for the public API, and has its own hidden copy of the settings grammar
 # (env.o: kk_getenv(), kk_parse_bool(), internal to libkernelkit).  It
 # exports only the three functions it replaces (its version script).
-ODB_PRELOAD_MAP := src/debugobjects/preload/libkernelkit-odebug.map
+DEBUGOBJECTS_PRELOAD_MAP := src/debugobjects/preload/libkernelkit-odebug.map
 $(B)/libkernelkit-odebug.so: src/debugobjects/preload/odebug_preload.c $(B)/obj/src/common/env.o \
-		$(ODB_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
+		$(DEBUGOBJECTS_PRELOAD_MAP) $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -fvisibility=hidden -shared -o $@ $< \
-		$(B)/obj/src/common/env.o -Wl,--version-script,$(ODB_PRELOAD_MAP) \
+		$(B)/obj/src/common/env.o -Wl,--version-script,$(DEBUGOBJECTS_PRELOAD_MAP) \
 		$(LINK_KK) $(KK_LDFLAGS) -ldl
 
 EXTRA_ALL += $(B)/libkernelkit-odebug.so
 
 # The timer-wheel example and its demo program.
-ODB_TW_OBJ  := $(B)/obj/examples/timerwheel/timerwheel.o
-ODB_TW_DEMO := $(B)/examples/timerwheel/tw-demo
+DEBUGOBJECTS_TW_OBJ  := $(B)/obj/examples/timerwheel/timerwheel.o
+DEBUGOBJECTS_TW_DEMO := $(B)/examples/timerwheel/tw-demo
 
-$(ODB_TW_OBJ): examples/timerwheel/timerwheel.c examples/timerwheel/timerwheel.h $(HDRS) $(B)/.flags
+$(DEBUGOBJECTS_TW_OBJ): examples/timerwheel/timerwheel.c examples/timerwheel/timerwheel.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -c -o $@ $<
 
-$(ODB_TW_DEMO): examples/timerwheel/tw-demo.c $(ODB_TW_OBJ) $(B)/libkernelkit.so
+$(DEBUGOBJECTS_TW_DEMO): examples/timerwheel/tw-demo.c $(DEBUGOBJECTS_TW_OBJ) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Iexamples/timerwheel $(CFLAGS) $(KK_CFLAGS) -rdynamic -o $@ $< \
-		$(ODB_TW_OBJ) $(LINK_KK) $(KK_LDFLAGS)
+		$(DEBUGOBJECTS_TW_OBJ) $(LINK_KK) $(KK_LDFLAGS)
 
-EXTRA_ALL += $(ODB_TW_DEMO)
+EXTRA_ALL += $(DEBUGOBJECTS_TW_DEMO)
 
-TEST_LDLIBS_debugobjects_timerwheel := -Iexamples/timerwheel $(ODB_TW_OBJ)
-$(B)/test/unit/debugobjects_timerwheel: $(ODB_TW_OBJ)
+TEST_LDLIBS_debugobjects_timerwheel := -Iexamples/timerwheel $(DEBUGOBJECTS_TW_OBJ)
+$(B)/test/unit/debugobjects_timerwheel: $(DEBUGOBJECTS_TW_OBJ)
 
 # ThreadSanitizer build of the stress test (mk/tsan.mk): the stress program
 # and the debug-objects sources, without static-key patching or the control
 # endpoint (test/stubs/jump_label.c, control.c stand in).  Run by
 # test/scripts/debugobjects_tsan.sh.
-ODB_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
-ODB_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
+DEBUGOBJECTS_TSAN_BIN := $(B)/test/tsan/debugobjects_stress
+DEBUGOBJECTS_TSAN_SRC := test/stress/debugobjects_stress.c $(wildcard src/debugobjects/*.c) \
 		$(wildcard src/common/*.c)
-ODB_TSAN_STUBS := $(B)/test/tsan/stubs/jump_label.o $(B)/test/tsan/stubs/control.o
+DEBUGOBJECTS_TSAN_STUBS := $(B)/test/tsan/stubs/jump_label.o $(B)/test/tsan/stubs/control.o
 
-$(ODB_TSAN_BIN): $(ODB_TSAN_SRC) $(ODB_TSAN_STUBS) src/debugobjects/internal.h src/common/internal.h \
+$(DEBUGOBJECTS_TSAN_BIN): $(DEBUGOBJECTS_TSAN_SRC) $(DEBUGOBJECTS_TSAN_STUBS) src/debugobjects/internal.h src/common/internal.h \
 		include/kernelkit/debugobjects.h include/kernelkit/jump_label.h test/kktest.h
 	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(ODB_TSAN_SRC) $(ODB_TSAN_STUBS) -ldl
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(DEBUGOBJECTS_TSAN_SRC) $(DEBUGOBJECTS_TSAN_STUBS) -ldl
 
-EXTRA_TESTS += $(ODB_TSAN_BIN)
+EXTRA_TESTS += $(DEBUGOBJECTS_TSAN_BIN)
 
 # The same for the signal stress (hooks in handlers that interrupt hooks).
-ODB_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
-ODB_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(ODB_TSAN_SRC))
+DEBUGOBJECTS_TSAN_SIG_BIN := $(B)/test/tsan/debugobjects_signal
+DEBUGOBJECTS_TSAN_SIG_SRC := test/stress/debugobjects_signal.c $(filter-out test/stress/%,$(DEBUGOBJECTS_TSAN_SRC))
 
-$(ODB_TSAN_SIG_BIN): $(ODB_TSAN_SIG_SRC) $(ODB_TSAN_STUBS) src/debugobjects/internal.h \
+$(DEBUGOBJECTS_TSAN_SIG_BIN): $(DEBUGOBJECTS_TSAN_SIG_SRC) $(DEBUGOBJECTS_TSAN_STUBS) src/debugobjects/internal.h \
 		src/common/internal.h include/kernelkit/debugobjects.h include/kernelkit/jump_label.h
 	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(ODB_TSAN_SIG_SRC) $(ODB_TSAN_STUBS) -ldl
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKK_NO_JUMP_LABEL -o $@ $(DEBUGOBJECTS_TSAN_SIG_SRC) $(DEBUGOBJECTS_TSAN_STUBS) -ldl
 
-EXTRA_TESTS += $(ODB_TSAN_SIG_BIN)
+EXTRA_TESTS += $(DEBUGOBJECTS_TSAN_SIG_BIN)

@@ -7,7 +7,7 @@
 # and the serial core (with pr_debug_ratelimited), and other modules up to
 # 16154 sites in all.  modules.list gives the load order.
 #   name:sites:source-dir[:ratelimited]
-DD_MODULES := \
+DYNAMIC_DEBUG_MODULES := \
 	i2c_core:25:drivers/i2c \
 	drm:340:drivers/gpu/drm \
 	drm_kms_helper:89:drivers/gpu/drm \
@@ -28,11 +28,11 @@ DD_MODULES := \
 	cfg80211:905:net/wireless \
 	mac80211:905:net/mac80211
 
-DD_MOD_NAMES := $(foreach m,$(DD_MODULES),$(word 1,$(subst :, ,$(m))))
-DD_MOD_LIBS  := $(patsubst %,$(B)/dyndbg-mods/lib%.so,$(DD_MOD_NAMES))
-dd_mod_field = $(word $(2),$(subst :, ,$(filter $(1):%,$(DD_MODULES))))
+DYNAMIC_DEBUG_MOD_NAMES := $(foreach m,$(DYNAMIC_DEBUG_MODULES),$(word 1,$(subst :, ,$(m))))
+DYNAMIC_DEBUG_MOD_LIBS  := $(patsubst %,$(B)/dyndbg-mods/lib%.so,$(DYNAMIC_DEBUG_MOD_NAMES))
+dynamic_debug_mod_field = $(word $(2),$(subst :, ,$(filter $(1):%,$(DYNAMIC_DEBUG_MODULES))))
 
-EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
+EXTRA_ALL += $(DYNAMIC_DEBUG_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 
 # The generated sources are kept for reading by the Makefile's bare
 # ".SECONDARY:" (every target).  Do not list targets after .SECONDARY here: a
@@ -42,31 +42,31 @@ EXTRA_ALL += $(DD_MOD_LIBS) $(B)/dyndbg-mods/modules.list $(B)/dyndbg-machine
 
 $(B)/dyndbg-mods/%.c: scripts/gen-dyndbg-module.sh mk/dynamic_debug.mk
 	@mkdir -p $(dir $@)
-	sh scripts/gen-dyndbg-module.sh $* $(call dd_mod_field,$*,2) $(call dd_mod_field,$*,3) \
-		$(or $(call dd_mod_field,$*,4),0) > $@
+	sh scripts/gen-dyndbg-module.sh $* $(call dynamic_debug_mod_field,$*,2) $(call dynamic_debug_mod_field,$*,3) \
+		$(or $(call dynamic_debug_mod_field,$*,4),0) > $@
 
 $(B)/dyndbg-mods/lib%.so: $(B)/dyndbg-mods/%.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -shared -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
 
 $(B)/dyndbg-mods/modules.list: mk/dynamic_debug.mk
 	@mkdir -p $(dir $@)
-	printf '%s\n' $(DD_MOD_NAMES) > $@
+	printf '%s\n' $(DYNAMIC_DEBUG_MOD_NAMES) > $@
 
 $(B)/dyndbg-machine: examples/machine.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
 
 # The parser under libFuzzer + ASan (clang).  test/scripts/dynamic_debug_fuzz.sh runs
 # it for a bounded time; it is skipped when clang cannot build it.
-DD_FUZZ_CC := clang
-DD_FUZZ    := $(B)/test/fuzz/dynamic_debug_parser
-EXTRA_TESTS += $(DD_FUZZ)
+DYNAMIC_DEBUG_FUZZ_CC := clang
+DYNAMIC_DEBUG_FUZZ    := $(B)/test/fuzz/dynamic_debug_parser
+EXTRA_TESTS += $(DYNAMIC_DEBUG_FUZZ)
 
-$(DD_FUZZ): test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h \
+$(DYNAMIC_DEBUG_FUZZ): test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.c src/dynamic_debug/query.h \
 		src/common/internal.h
 	@mkdir -p $(dir $@)
-	$(DD_FUZZ_CC) -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
+	$(DYNAMIC_DEBUG_FUZZ_CC) -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
 		-o $@ test/fuzz/dynamic_debug_parser.c src/dynamic_debug/query.c \
-	|| { echo "dyndbg: cannot build the fuzzer with $(DD_FUZZ_CC); its test will skip"; \
+	|| { echo "dyndbg: cannot build the fuzzer with $(DYNAMIC_DEBUG_FUZZ_CC); its test will skip"; \
 	     rm -f $@; }
 
 # The kernel-conformance module links a second module built with DEBUG.

@@ -4,39 +4,39 @@
 
 # The registry (examples/shazptr/keyreg.c) built once per flavour.  Only the
 # RCU object needs liburcu; libkernelkit itself never links it.
-SHZ_KEYREG_HP   := $(B)/obj/examples/shazptr/keyreg_shazptr.o
-SHZ_KEYREG_RCU  := $(B)/obj/examples/shazptr/keyreg_rcu.o
-SHZ_KEYREG_OBJS := $(SHZ_KEYREG_HP) $(SHZ_KEYREG_RCU)
+SHAZPTR_KEYREG_HP   := $(B)/obj/examples/shazptr/keyreg_shazptr.o
+SHAZPTR_KEYREG_RCU  := $(B)/obj/examples/shazptr/keyreg_rcu.o
+SHAZPTR_KEYREG_OBJS := $(SHAZPTR_KEYREG_HP) $(SHAZPTR_KEYREG_RCU)
 
-$(SHZ_KEYREG_HP): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
+$(SHAZPTR_KEYREG_HP): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -c -o $@ $<
 
-$(SHZ_KEYREG_RCU): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
+$(SHAZPTR_KEYREG_RCU): examples/shazptr/keyreg.c examples/shazptr/keyreg.h $(HDRS) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -DKEYREG_FLAVOR_RCU -c -o $@ $<
 
 # kk-bench: liburcu (memb, mb), ck_hp and both registry flavours.
-BENCH_LDLIBS += $(SHZ_KEYREG_OBJS) -lurcu-memb -lurcu-mb -lck
-$(B)/kk-bench: $(SHZ_KEYREG_OBJS)
+BENCH_LDLIBS += $(SHAZPTR_KEYREG_OBJS) -lurcu-memb -lurcu-mb -lck
+$(B)/kk-bench: $(SHAZPTR_KEYREG_OBJS)
 
 # Tests that use the registry.
-TEST_LDLIBS_shazptr_keyreg := $(SHZ_KEYREG_OBJS) -lurcu-memb
-$(B)/test/unit/shazptr_keyreg: $(SHZ_KEYREG_OBJS)
-TEST_LDLIBS_shazptr_reclaim := $(SHZ_KEYREG_HP)
-$(B)/test/stress/shazptr_reclaim: $(SHZ_KEYREG_HP)
+TEST_LDLIBS_shazptr_keyreg := $(SHAZPTR_KEYREG_OBJS) -lurcu-memb
+$(B)/test/unit/shazptr_keyreg: $(SHAZPTR_KEYREG_OBJS)
+TEST_LDLIBS_shazptr_reclaim := $(SHAZPTR_KEYREG_HP)
+$(B)/test/stress/shazptr_reclaim: $(SHAZPTR_KEYREG_HP)
 
 # ThreadSanitizer build of the reclamation stress test (mk/tsan.mk): the
 # stress program, src/shazptr.c and the shazptr registry, without the control
 # endpoint (test/stubs/control.c stands in).  Run by test/scripts/shazptr_tsan.sh.
-SHZ_TSAN_BIN := $(B)/test/tsan/shazptr_reclaim
-SHZ_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c \
+SHAZPTR_TSAN_BIN := $(B)/test/tsan/shazptr_reclaim
+SHAZPTR_TSAN_SRC := test/stress/shazptr_reclaim.c src/shazptr.c examples/shazptr/keyreg.c \
 		$(wildcard src/common/*.c)
-SHZ_TSAN_STUBS := $(B)/test/tsan/stubs/control.o
+SHAZPTR_TSAN_STUBS := $(B)/test/tsan/stubs/control.o
 
-$(SHZ_TSAN_BIN): $(SHZ_TSAN_SRC) $(SHZ_TSAN_STUBS) examples/shazptr/keyreg.h \
+$(SHAZPTR_TSAN_BIN): $(SHAZPTR_TSAN_SRC) $(SHAZPTR_TSAN_STUBS) examples/shazptr/keyreg.h \
 		include/kernelkit/shazptr.h test/kktest.h
 	@mkdir -p $(dir $@)
-	$(TSAN_CC) $(TSAN_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -o $@ $(SHZ_TSAN_SRC) $(SHZ_TSAN_STUBS)
+	$(TSAN_CC) $(TSAN_CFLAGS) -DKEYREG_FLAVOR_SHAZPTR -o $@ $(SHAZPTR_TSAN_SRC) $(SHAZPTR_TSAN_STUBS)
 
-EXTRA_TESTS += $(SHZ_TSAN_BIN)
+EXTRA_TESTS += $(SHAZPTR_TSAN_BIN)

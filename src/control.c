@@ -448,7 +448,7 @@ KK_LOAD_TEXT static int control_mode(void)
  */
 #define CTL_CLIENTS 16
 
-struct ctl_client {
+struct control_client {
 	bool used;
 	bool answered;			/* out holds "<status>\n" BODY */
 	bool shut;			/* all of out sent, SHUT_WR done: draining */
@@ -459,7 +459,7 @@ struct ctl_client {
 	size_t sent, drained;
 };
 
-static struct ctl_client clients[CTL_CLIENTS];	/* lfd_lock */
+static struct control_client clients[CTL_CLIENTS];	/* lfd_lock */
 
 /*
  * Who may use the endpoint.  The peer's uid as the kernel reports it in the
@@ -536,7 +536,7 @@ static void refuse_stranger(int fd)
 }
 
 /* Forget a client: close its socket if still ours (lfd_lock held). */
-static void client_close(struct ctl_client *c)
+static void client_close(struct control_client *c)
 {
 	kk_fd_release(&c->fd);
 	kk_buf_free(&c->req);
@@ -546,7 +546,7 @@ static void client_close(struct ctl_client *c)
 }
 
 /* The answer is ready; it is sent as the socket takes it. */
-static void client_answer(struct ctl_client *c, int status, struct kk_buf *body)
+static void client_answer(struct control_client *c, int status, struct kk_buf *body)
 {
 	kk_buf_printf(&c->out, "%d\n", status);
 	if (body->len)
@@ -561,7 +561,7 @@ static void client_answer(struct ctl_client *c, int status, struct kk_buf *body)
  * dropped around the handler (a handler may stop the endpoint); fork() waits
  * for the handler through files_lock, and the table is not touched meanwhile.
  */
-static void client_request(struct ctl_client *c)
+static void client_request(struct control_client *c)
 {
 	struct kk_buf body = { 0 };
 	char *req = c->req.data, *nl, *sp, *name = "";
@@ -606,7 +606,7 @@ static bool client_gave_up(int fd)
 }
 
 /* Receive what is there.  false: the client is gone (or failed). */
-static bool client_recv(struct ctl_client *c)
+static bool client_recv(struct control_client *c)
 {
 	const size_t cap = KK_CONTROL_MAX_REQUEST + KK_CONTROL_NAME_MAX + 16;
 	char tmp[4096];
@@ -648,7 +648,7 @@ static bool client_recv(struct ctl_client *c)
 }
 
 /* Send what the socket takes; shut our side when all is sent. */
-static bool client_send(struct ctl_client *c)
+static bool client_send(struct control_client *c)
 {
 	while (c->sent < c->out.len) {
 		ssize_t w = send(c->fd.fd, c->out.data + c->sent, c->out.len - c->sent,
@@ -671,7 +671,7 @@ static bool client_send(struct ctl_client *c)
 }
 
 /* Serve a client poll() reported (lfd_lock held). */
-static void client_io(struct ctl_client *c)
+static void client_io(struct control_client *c)
 {
 	bool ok;
 
@@ -693,7 +693,7 @@ static void client_io(struct ctl_client *c)
 /* A new, trusted connection (lfd_lock held): a free slot gets it, with its deadline. */
 static void client_new(int fd)
 {
-	struct ctl_client *c = NULL;
+	struct control_client *c = NULL;
 
 	for (int i = 0; i < CTL_CLIENTS && !c; i++)
 		if (!clients[i].used)
@@ -867,13 +867,13 @@ static int renew_socket(void)
 /* What one poll() waits on: the clients, then maybe the listening socket. */
 struct pollset {
 	struct pollfd pfd[CTL_CLIENTS + 1];
-	struct ctl_client *who[CTL_CLIENTS + 1];	/* NULL: the listening socket */
+	struct control_client *who[CTL_CLIENTS + 1];	/* NULL: the listening socket */
 	int n;
 	int timeout;		/* ms, -1: none */
 	bool listening;		/* pfd[n - 1] is the listening socket */
 };
 
-static void pollset_add(struct pollset *ps, int fd, short events, struct ctl_client *c)
+static void pollset_add(struct pollset *ps, int fd, short events, struct control_client *c)
 {
 	ps->pfd[ps->n].fd = fd;
 	ps->pfd[ps->n].events = events;
@@ -903,7 +903,7 @@ static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
 	ps->timeout = -1;
 	ps->listening = false;
 	for (int i = 0; i < CTL_CLIENTS; i++) {
-		struct ctl_client *c = &clients[i];
+		struct control_client *c = &clients[i];
 
 		if (!c->used)
 			continue;

@@ -49,42 +49,42 @@
 #define SHZ_QUICK_ROUNDS	8	/* rescans before the scan backs off */
 #define SHZ_MAX_BACKOFF_US	256	/* longest sleep between rescans */
 
-struct shz_rec {
+struct shazptr_rec {
 	void *slot;			/* alone on the first cache line */
 	char pad0[SHZ_LINE - sizeof(void *)];
-	struct shz_rec *next;		/* immutable once the record is published */
+	struct shazptr_rec *next;		/* immutable once the record is published */
 	unsigned int index;		/* position, for the scan-group bit */
 	unsigned int in_use;		/* owned by a live thread */
 	char pad1[SHZ_LINE - sizeof(void *) - 2 * sizeof(unsigned int)];
 } __attribute__((aligned(2 * SHZ_LINE)));
 
-_Static_assert(offsetof(struct shz_rec, slot) == 0, "slot must come first");
+_Static_assert(offsetof(struct shazptr_rec, slot) == 0, "slot must come first");
 
-struct shz_waiter {
+struct shazptr_waiter {
 	void *ptr;			/* the pointer being waited for */
 	uint64_t mask;			/* slot groups not yet seen clear */
 	uint64_t blocked;		/* scratch: groups blocking in this round */
 	int done;			/* futex word: SHZ_DONE, SHZ_POLL (wait yourself) */
-	struct shz_waiter *next;
+	struct shazptr_waiter *next;
 };
 
 KK_EXPORT __thread void **__kk_shazptr_slot __attribute__((tls_model("initial-exec")));
 
-static struct shz_rec *rec_head;	/* list of all records (atomic) */
+static struct shazptr_rec *rec_head;	/* list of all records (atomic) */
 static unsigned int rec_count;		/* records allocated (atomic) */
 static unsigned int rec_in_use;		/* records owned (atomic) */
 
 /* The key that releases a thread's record at its exit: 0 before the first
  * thread registers, then the key + 1, or -1 if it could not be made. */
-static long shz_key_state;
-static bool shz_skip_self_scan;		/* atomic */
+static long shazptr_key_state;
+static bool shazptr_skip_self_scan;		/* atomic */
 
 static struct {
 	uint64_t sync_calls;
 	uint64_t sync_scan_thread;
 	uint64_t longest_wait_ns;
 	uint64_t scan_rounds;
-} shz_stats;
+} shazptr_stats;
 
 #define SHZ_DONE	1
 #define SHZ_POLL	2
@@ -93,8 +93,8 @@ static void scan_fn(struct kk_work *w);
 
 static struct {
 	pthread_mutex_t lock;		/* protects queue */
-	struct shz_waiter *queue;	/* waiters not yet taken by the scan */
-	struct shz_waiter *active;	/* waiters the scan serves (the scan's own) */
+	struct shazptr_waiter *queue;	/* waiters not yet taken by the scan */
+	struct shazptr_waiter *active;	/* waiters the scan serves (the scan's own) */
 	unsigned int backoff_us, quick;	/* the scan's back-off (the scan's own) */
 	struct kk_work now;		/* queued by a new waiter: runs first */
 	struct kk_work later;		/* queued by the scan to back off */
@@ -115,7 +115,7 @@ static void stat_max(uint64_t *p, uint64_t v)
 
 /* Full barrier.  On x86-64 a locked no-op on the stack (as the kernel's
  * smp_mb()) is cheaper than MFENCE; elsewhere the C11 fence. */
-static inline void shz_mb(void)
+static inline void shazptr_mb(void)
 {
 #if defined(__x86_64__)
 	__asm__ __volatile__("lock; orq $0, (%%rsp)" ::: "memory", "cc");
@@ -124,7 +124,7 @@ static inline void shz_mb(void)
 #endif
 }
 
-static inline void shz_relax(void)
+static inline void shazptr_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
@@ -140,9 +140,9 @@ static inline bool blocks(const void *v, const void *ptr)
 
 /* ---- thread registration ---------------------------------------------- */
 
-static void shz_thread_exit(void *arg)
+static void shazptr_thread_exit(void *arg)
 {
-	struct shz_rec *r = arg;
+	struct shazptr_rec *r = arg;
 
 	/* A thread that exits holding a guard stops blocking here. */
 	__atomic_store_n(&r->slot, NULL, __ATOMIC_RELEASE);
@@ -152,23 +152,23 @@ static void shz_thread_exit(void *arg)
 	__atomic_store_n(&r->in_use, 0, __ATOMIC_RELEASE);
 }
 
-static void shz_atfork_prepare(void)
+static void shazptr_atfork_prepare(void)
 {
 	pthread_mutex_lock(&scan.lock);
 }
 
-static void shz_atfork_parent(void)
+static void shazptr_atfork_parent(void)
 {
 	pthread_mutex_unlock(&scan.lock);
 }
 
-static void shz_atfork_child(void)
+static void shazptr_atfork_child(void)
 {
-	struct shz_rec *self = (struct shz_rec *)(void *)__kk_shazptr_slot;
+	struct shazptr_rec *self = (struct shazptr_rec *)(void *)__kk_shazptr_slot;
 	unsigned int n = 0;
 
 	/* Only the forking thread survives: drop everybody else's slot. */
-	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+	for (struct shazptr_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
 		if (r == self) {
 			n++;
 			continue;
@@ -191,15 +191,15 @@ static void shz_atfork_child(void)
  * pthread_once() (which would wait for itself): each caller makes a key and
  * the first to publish wins; a loser deletes its own.
  */
-static long shz_key_get(void)
+static long shazptr_key_get(void)
 {
-	long v = __atomic_load_n(&shz_key_state, __ATOMIC_ACQUIRE), want;
+	long v = __atomic_load_n(&shazptr_key_state, __ATOMIC_ACQUIRE), want;
 	pthread_key_t k;
 
 	if (v)
 		return v;
-	want = pthread_key_create(&k, shz_thread_exit) == 0 ? (long)k + 1 : -1;
-	if (__atomic_compare_exchange_n(&shz_key_state, &v, want, false, __ATOMIC_ACQ_REL,
+	want = pthread_key_create(&k, shazptr_thread_exit) == 0 ? (long)k + 1 : -1;
+	if (__atomic_compare_exchange_n(&shazptr_key_state, &v, want, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		if (want < 0)
 			kk_warn("shazptr: pthread_key_create failed; "
@@ -211,9 +211,9 @@ static long shz_key_get(void)
 	return v;
 }
 
-static struct shz_rec *rec_claim_free(void)
+static struct shazptr_rec *rec_claim_free(void)
 {
-	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+	for (struct shazptr_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
 		unsigned int zero = 0;
 
 		if (__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) == 0 &&
@@ -225,15 +225,15 @@ static struct shz_rec *rec_claim_free(void)
 }
 
 /* Map a page of records, keep the first and publish all of them. */
-static struct shz_rec *rec_alloc_page(void)
+static struct shazptr_rec *rec_alloc_page(void)
 {
 	size_t sz = (size_t)sysconf(_SC_PAGESIZE);
 	size_t n;
-	struct shz_rec *recs, *head;
+	struct shazptr_rec *recs, *head;
 
-	if (sz < sizeof(struct shz_rec) * 8)
-		sz = sizeof(struct shz_rec) * 8;
-	n = sz / sizeof(struct shz_rec);
+	if (sz < sizeof(struct shazptr_rec) * 8)
+		sz = sizeof(struct shazptr_rec) * 8;
+	n = sz / sizeof(struct shazptr_rec);
 	recs = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (recs == MAP_FAILED)
 		return NULL;
@@ -254,7 +254,7 @@ static struct shz_rec *rec_alloc_page(void)
 KK_EXPORT void **__kk_shazptr_register_thread(void)
 {
 	sigset_t all, old;
-	struct shz_rec *r;
+	struct shazptr_rec *r;
 	long key;
 
 	/* Block signals so that a handler cannot register this thread twice. */
@@ -281,7 +281,7 @@ KK_EXPORT void **__kk_shazptr_register_thread(void)
 	 * after ours already ran, setting the value again makes glibc run our
 	 * destructor once more (up to PTHREAD_DESTRUCTOR_ITERATIONS rounds).
 	 */
-	key = shz_key_get();
+	key = shazptr_key_get();
 	if (key > 0)
 		pthread_setspecific((pthread_key_t)(key - 1), r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -295,7 +295,7 @@ static uint64_t scan_groups(const void *ptr)
 {
 	uint64_t mask = 0;
 
-	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+	for (struct shazptr_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
 		void *v = __atomic_load_n(&r->slot, __ATOMIC_ACQUIRE);
 
 		if (v && blocks(v, ptr))
@@ -313,21 +313,21 @@ KK_EXPORT int kk_shazptr_scan(const void *ptr)
 {
 	if (bad_ptr(ptr))
 		return -EINVAL;
-	shz_mb();
+	shazptr_mb();
 	return scan_groups(ptr) ? -EBUSY : 0;
 }
 
 /* One scan round over @active; returns the waiters left. */
-static struct shz_waiter *scan_round(struct shz_waiter *active)
+static struct shazptr_waiter *scan_round(struct shazptr_waiter *active)
 {
-	struct shz_waiter *w, **pp;
+	struct shazptr_waiter *w, **pp;
 
-	__atomic_fetch_add(&shz_stats.scan_rounds, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shazptr_stats.scan_rounds, 1, __ATOMIC_RELAXED);
 	for (w = active; w; w = w->next)
 		w->blocked = 0;
 	/* Pairs with the readers' fence, like the updater's own fence. */
-	shz_mb();
-	for (struct shz_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
+	shazptr_mb();
+	for (struct shazptr_rec *r = __atomic_load_n(&rec_head, __ATOMIC_ACQUIRE); r; r = r->next) {
 		void *v = __atomic_load_n(&r->slot, __ATOMIC_ACQUIRE);
 
 		if (!v)
@@ -354,7 +354,7 @@ static struct shz_waiter *scan_round(struct shz_waiter *active)
 /* Take the waiters queued since the last round. */
 static bool scan_take_fresh(void)
 {
-	struct shz_waiter *fresh, *tail;
+	struct shazptr_waiter *fresh, *tail;
 
 	pthread_mutex_lock(&scan.lock);
 	fresh = scan.queue;
@@ -394,7 +394,7 @@ static void scan_fn(struct kk_work *w)
 		 */
 		if (++scan.quick <= SHZ_QUICK_ROUNDS) {
 			for (int i = 0; i < 64; i++)
-				shz_relax();
+				shazptr_relax();
 			continue;
 		}
 		scan.backoff_us = scan.backoff_us ? scan.backoff_us * 2 : 2;
@@ -411,7 +411,7 @@ static void scan_fn(struct kk_work *w)
  */
 static void scan_service_stop(void)
 {
-	struct shz_waiter *w, *next, *all;
+	struct shazptr_waiter *w, *next, *all;
 
 	kk_cancel_work_sync(&scan.now);
 	kk_cancel_work_sync(&scan.later);
@@ -436,7 +436,7 @@ static void scan_service_stop(void)
 static struct kk_service scan_service = { "shazptr", scan_service_stop, NULL, NULL };
 
 /* No worker: wait in the caller, sleeping between scans. */
-static void wait_polling(struct shz_waiter *w)
+static void wait_polling(struct shazptr_waiter *w)
 {
 	unsigned int us = 1;
 
@@ -459,16 +459,16 @@ static void warn_self_deadlock(void)
 
 KK_EXPORT void synchronize_shazptr(void *ptr)
 {
-	struct shz_waiter w;
+	struct shazptr_waiter w;
 	uint64_t t0, mask = ~0ull;
 	bool queued;
 
 	if (bad_ptr(ptr))
 		return;
-	__atomic_fetch_add(&shz_stats.sync_calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shazptr_stats.sync_calls, 1, __ATOMIC_RELAXED);
 	/* Pairs with the full fence in shazptr_acquire(). */
-	shz_mb();
-	if (!__atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED)) {
+	shazptr_mb();
+	if (!__atomic_load_n(&shazptr_skip_self_scan, __ATOMIC_RELAXED)) {
 		mask = scan_groups(ptr);
 		if (!mask)
 			return;
@@ -478,7 +478,7 @@ KK_EXPORT void synchronize_shazptr(void *ptr)
 	if (__kk_shazptr_slot && blocks(__atomic_load_n(__kk_shazptr_slot, __ATOMIC_RELAXED), ptr))
 		warn_self_deadlock();
 
-	__atomic_fetch_add(&shz_stats.sync_scan_thread, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shazptr_stats.sync_scan_thread, 1, __ATOMIC_RELAXED);
 	w.ptr = ptr;		/* (the seed's kthread path forgot this one) */
 	w.mask = mask;
 	w.blocked = 0;
@@ -497,7 +497,7 @@ KK_EXPORT void synchronize_shazptr(void *ptr)
 	if (queued && kk_queue_work(&scan.now, 0) < 0) {
 		/* No worker: take our waiter back, unless a scan has it already. */
 		pthread_mutex_lock(&scan.lock);
-		for (struct shz_waiter **pp = &scan.queue; *pp; pp = &(*pp)->next) {
+		for (struct shazptr_waiter **pp = &scan.queue; *pp; pp = &(*pp)->next) {
 			if (*pp == &w) {
 				*pp = w.next;
 				queued = false;
@@ -515,39 +515,39 @@ KK_EXPORT void synchronize_shazptr(void *ptr)
 	}
 	if (!queued)
 		wait_polling(&w);	/* bits already dropped stay dropped */
-	stat_max(&shz_stats.longest_wait_ns, kk_now_ns() - t0);
+	stat_max(&shazptr_stats.longest_wait_ns, kk_now_ns() - t0);
 }
 
 /* ---- settings and statistics ------------------------------------------- */
 
 KK_EXPORT bool kk_shazptr_set_skip_synchronize_self_scan(bool skip)
 {
-	return __atomic_exchange_n(&shz_skip_self_scan, skip, __ATOMIC_RELAXED);
+	return __atomic_exchange_n(&shazptr_skip_self_scan, skip, __ATOMIC_RELAXED);
 }
 
 KK_EXPORT bool kk_shazptr_get_skip_synchronize_self_scan(void)
 {
-	return __atomic_load_n(&shz_skip_self_scan, __ATOMIC_RELAXED);
+	return __atomic_load_n(&shazptr_skip_self_scan, __ATOMIC_RELAXED);
 }
 
 KK_EXPORT void kk_shazptr_get_stats(struct kk_shazptr_stats *st)
 {
 	if (!st)
 		return;
-	st->sync_calls = __atomic_load_n(&shz_stats.sync_calls, __ATOMIC_RELAXED);
-	st->sync_scan_thread = __atomic_load_n(&shz_stats.sync_scan_thread, __ATOMIC_RELAXED);
-	st->longest_wait_ns = __atomic_load_n(&shz_stats.longest_wait_ns, __ATOMIC_RELAXED);
-	st->scan_rounds = __atomic_load_n(&shz_stats.scan_rounds, __ATOMIC_RELAXED);
+	st->sync_calls = __atomic_load_n(&shazptr_stats.sync_calls, __ATOMIC_RELAXED);
+	st->sync_scan_thread = __atomic_load_n(&shazptr_stats.sync_scan_thread, __ATOMIC_RELAXED);
+	st->longest_wait_ns = __atomic_load_n(&shazptr_stats.longest_wait_ns, __ATOMIC_RELAXED);
+	st->scan_rounds = __atomic_load_n(&shazptr_stats.scan_rounds, __ATOMIC_RELAXED);
 	st->slots = __atomic_load_n(&rec_count, __ATOMIC_RELAXED);
 	st->slots_in_use = __atomic_load_n(&rec_in_use, __ATOMIC_RELAXED);
 }
 
 KK_EXPORT void kk_shazptr_reset_stats(void)
 {
-	__atomic_store_n(&shz_stats.sync_calls, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&shz_stats.sync_scan_thread, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&shz_stats.longest_wait_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&shz_stats.scan_rounds, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shazptr_stats.sync_calls, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shazptr_stats.sync_scan_thread, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shazptr_stats.longest_wait_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&shazptr_stats.scan_rounds, 0, __ATOMIC_RELAXED);
 }
 
 static int stats_show(struct kk_buf *out, void *priv)
@@ -686,7 +686,7 @@ KK_CONTROL_LIB_FILE(skip_file, "shazptr/skip_synchronize_self_scan", &skip_ops);
 KK_INIT(310) static void shazptr_ctor(void)
 {
 	static const struct kk_fork_ops fork_ops = {
-		KK_INIT_SHAZPTR, shz_atfork_prepare, shz_atfork_parent, shz_atfork_child
+		KK_INIT_SHAZPTR, shazptr_atfork_prepare, shazptr_atfork_parent, shazptr_atfork_child
 	};
 
 	kk_fork_register(&fork_ops);

@@ -4,12 +4,12 @@
  * static-key changes, the control files, start-up queries and classmap
  * parameters.
  *
- * One dd_table per ELF object (sites and classmaps of its kk_dyndbg*
- * sections), in registration order.  dd_lock serializes everything that reads
- * or changes the tables or the sites' flags.  Lock order: dd_lock, then the
- * jump-label lock (inside the static_key_* calls).  Nothing under dd_lock may
+ * One ddebug_table per ELF object (sites and classmaps of its kk_dyndbg*
+ * sections), in registration order.  ddebug_lock serializes everything that reads
+ * or changes the tables or the sites' flags.  Lock order: ddebug_lock, then the
+ * jump-label lock (inside the static_key_* calls).  Nothing under ddebug_lock may
  * take the dynamic loader's lock (dladdr, dlopen): a constructor that
- * registers an object holds that lock while it waits for dd_lock.
+ * registers an object holds that lock while it waits for ddebug_lock.
  */
 #include <errno.h>
 #include <limits.h>
@@ -43,14 +43,14 @@ _Static_assert(DDQ_CLASS_DFLT == _DPRINTK_CLASS_DFLT, "class values");
 
 /* What a site whose function gets no descriptor cannot honour: m f l s t d,
  * and T (its function is not __dynamic_pr_debug(), so nothing would record). */
-#define DD_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK | _DPRINTK_FLAGS_TRACE)
+#define DDEBUG_DECORATIONS	(_DPRINTK_FLAGS_INCL_ANY | _DPRINTK_FLAGS_INCL_STACK | _DPRINTK_FLAGS_TRACE)
 /* The site's key is on when it prints or records. */
-#define DD_ON(f)	(((f) & _DPRINTK_FLAGS_ENABLED) != 0)
+#define DDEBUG_ON(f)	(((f) & _DPRINTK_FLAGS_ENABLED) != 0)
 
-#define DD_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
+#define DDEBUG_MAX_WRITE	4096	/* writes of this size or more: E2BIG, as in the kernel */
 
-struct dd_table {
-	struct dd_table *next;
+struct ddebug_table {
+	struct ddebug_table *next;
 	const void *id;			/* the object's first site (or classmap) */
 	struct _ddebug **sites;		/* sorted by address, each registered once */
 	size_t nsites;
@@ -59,24 +59,24 @@ struct dd_table {
 	char objname[64];
 };
 
-struct dd_modq {
-	struct dd_modq *next;
+struct ddebug_modq {
+	struct ddebug_modq *next;
 	char *module;
 	char *queries;
 };
 
-static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dd_table *tables, **tables_tail = &tables;
-static struct dd_modq *modqs;
-static atomic_int dd_batched = 1;
-static atomic_int dd_all_or_nothing = 1;
-static int dd_verbose;
+static pthread_mutex_t ddebug_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ddebug_table *tables, **tables_tail = &tables;
+static struct ddebug_modq *modqs;
+static atomic_int ddebug_batched = 1;
+static atomic_int ddebug_all_or_nothing = 1;
+static int ddebug_verbose;
 
 /* Start-up: KK_DYNDBG, parsed once; the load ranges of the start-up objects. */
-static struct ddq_block env_block;
+static struct ddebug_block env_block;
 static int env_ok;
 /* KK_DYNDBG_INHERIT: the state of the image that exec'd us; after KK_DYNDBG. */
-static struct ddq_block inh_block;
+static struct ddebug_block inh_block;
 static int inh_ok;
 struct range {
 	uintptr_t lo, hi;
@@ -90,8 +90,8 @@ static char srcroot_buf[192] KK_LOAD_DATA;
 static char *srcroot = srcroot_buf;
 static size_t srcroot_len KK_LOAD_DATA;
 
-static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
-static void dd_init_once(void);
+static pthread_once_t ddebug_once = PTHREAD_ONCE_INIT;
+static void ddebug_init_once(void);
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -115,7 +115,7 @@ static unsigned int site_flags(const struct _ddebug *dp)
 }
 
 /* The class id @name has in @module of table @t, or -1. */
-static int class_id(const struct dd_table *t, const char *module, const char *name)
+static int class_id(const struct ddebug_table *t, const char *module, const char *name)
 {
 	for (size_t i = 0; i < t->nmaps; i++) {
 		const struct ddebug_class_map *m = &t->maps[i];
@@ -129,7 +129,7 @@ static int class_id(const struct dd_table *t, const char *module, const char *na
 	return -1;
 }
 
-static const char *class_name(const struct dd_table *t, const struct _ddebug *dp)
+static const char *class_name(const struct ddebug_table *t, const struct _ddebug *dp)
 {
 	for (size_t i = 0; i < t->nmaps; i++) {
 		const struct ddebug_class_map *m = &t->maps[i];
@@ -154,7 +154,7 @@ struct flip {
  * the list).  Every stage walks them in the same order, so the k-th site
  * seen is always nf[k] in exec_locked().
  */
-static struct dd_table *next_target(struct dd_table *t, const struct dd_table *only)
+static struct ddebug_table *next_target(struct ddebug_table *t, const struct ddebug_table *only)
 {
 	while (t && only && t != only)
 		t = t->next;
@@ -162,9 +162,9 @@ static struct dd_table *next_target(struct dd_table *t, const struct dd_table *o
 }
 
 #define for_each_target(t, only) \
-	for (struct dd_table *t = next_target(tables, (only)); t; t = next_target(t->next, (only)))
+	for (struct ddebug_table *t = next_target(tables, (only)); t; t = next_target(t->next, (only)))
 
-static size_t count_sites(const struct dd_table *only)
+static size_t count_sites(const struct ddebug_table *only)
 {
 	size_t n = 0;
 
@@ -174,7 +174,7 @@ static size_t count_sites(const struct dd_table *only)
 }
 
 /* The flags every stage works on: a copy, so a refused block publishes nothing. */
-static void snapshot_flags(const struct dd_table *only, unsigned int *nf)
+static void snapshot_flags(const struct ddebug_table *only, unsigned int *nf)
 {
 	size_t k = 0;
 
@@ -194,7 +194,7 @@ struct class_want {
 	int id;
 };
 
-static int wanted_class(const struct ddq_query *q, const struct dd_table *t,
+static int wanted_class(const struct ddebug_query *q, const struct ddebug_table *t,
 			const struct _ddebug *dp, struct class_want *c)
 {
 	if (!q->class_string)
@@ -207,9 +207,9 @@ static int wanted_class(const struct ddq_query *q, const struct dd_table *t,
 }
 
 /* Everything but the class; the relative name is made only when the query has a file term. */
-static bool site_matches(const struct ddq_query *q, const struct _ddebug *dp)
+static bool site_matches(const struct ddebug_query *q, const struct _ddebug *dp)
 {
-	struct ddq_site s = {
+	struct ddebug_site s = {
 		.module = dp->modname,
 		.filename = dp->filename,
 		.filename_rel = q->filename ? rel_name(dp->filename) : dp->filename,
@@ -218,7 +218,7 @@ static bool site_matches(const struct ddq_query *q, const struct _ddebug *dp)
 		.lineno = dp->lineno,
 	};
 
-	return ddq_match(q, &s);
+	return ddebug_match(q, &s);
 }
 
 /* What one query did to the pending flags. */
@@ -229,18 +229,18 @@ struct query_tally {
 };
 
 /* Apply @q to the pending flags *nf of the matched site @dp. */
-static void query_site(const struct ddq_query *q, const struct _ddebug *dp, unsigned int *nf,
+static void query_site(const struct ddebug_query *q, const struct _ddebug *dp, unsigned int *nf,
 		       struct query_tally *qt)
 {
 	/* the NO_DESC mark is the site's, not the query's */
 	unsigned int v = (*nf & (q->mask | _DPRINTK_FLAGS_NO_DESC)) | q->flags;
 
 	qt->matched++;
-	if ((*nf & _DPRINTK_FLAGS_NO_DESC) && (v & ~*nf & DD_DECORATIONS)) {
+	if ((*nf & _DPRINTK_FLAGS_NO_DESC) && (v & ~*nf & DDEBUG_DECORATIONS)) {
 		/* its function gets no descriptor: it cannot decorate */
 		if (!qt->refused++)
 			qt->first_refused = dp;
-		qt->refused_flags |= v & ~*nf & DD_DECORATIONS;
+		qt->refused_flags |= v & ~*nf & DDEBUG_DECORATIONS;
 	}
 	if (v != *nf) {
 		qt->changed++;
@@ -248,7 +248,7 @@ static void query_site(const struct ddq_query *q, const struct _ddebug *dp, unsi
 	}
 }
 
-static void eval_query(const struct ddq_query *q, const struct dd_table *only, unsigned int *nf,
+static void eval_query(const struct ddebug_query *q, const struct ddebug_table *only, unsigned int *nf,
 		       struct query_tally *qt)
 {
 	size_t k = 0;
@@ -265,7 +265,7 @@ static void eval_query(const struct ddq_query *q, const struct dd_table *only, u
 	}
 }
 
-static void report_refused(struct kk_buf *rep, size_t i, const struct ddq_query *q,
+static void report_refused(struct kk_buf *rep, size_t i, const struct ddebug_query *q,
 			   const struct query_tally *qt)
 {
 	const struct _ddebug *dp = qt->first_refused;
@@ -273,7 +273,7 @@ static void report_refused(struct kk_buf *rep, size_t i, const struct ddq_query 
 
 	if (!rep)
 		return;
-	ddq_flags_str(qt->refused_flags, fl);
+	ddebug_flags_str(qt->refused_flags, fl);
 	kk_buf_printf(rep, "dyndbg: query %zu \"%s\": '%s' asks %lu site%s "
 		      "for decorations that a function called without its "
 		      "descriptor (_dynamic_func_call_no_desc) cannot print, "
@@ -287,11 +287,11 @@ static void report_refused(struct kk_buf *rep, size_t i, const struct ddq_query 
  * that asks a site for what it cannot do refuses the whole block, before
  * anything is published.
  */
-static int eval_block(const struct ddq_block *b, const struct dd_table *only, unsigned int *nf,
+static int eval_block(const struct ddebug_block *b, const struct ddebug_table *only, unsigned int *nf,
 		      struct kk_dyndbg_result *res, struct kk_buf *rep)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		const struct ddq_query *q = &b->q[i];
+		const struct ddebug_query *q = &b->q[i];
 		struct query_tally qt = { 0 };
 
 		eval_query(q, only, nf, &qt);
@@ -314,7 +314,7 @@ static int eval_block(const struct ddq_block *b, const struct dd_table *only, un
  * Store the pending flags: flags first, so decorations are ready when a site
  * turns on.  @flips gets the sites whose print state changed; returns their number.
  */
-static size_t store_flags(const struct dd_table *only, const unsigned int *nf, struct flip *flips)
+static size_t store_flags(const struct ddebug_table *only, const unsigned int *nf, struct flip *flips)
 {
 	size_t k = 0, nflip = 0;
 
@@ -325,7 +325,7 @@ static size_t store_flags(const struct dd_table *only, const unsigned int *nf, s
 
 			if (old == nf[k])
 				continue;
-			if (DD_ON(old) != DD_ON(nf[k]))
+			if (DDEBUG_ON(old) != DDEBUG_ON(nf[k]))
 				flips[nflip++] = (struct flip){ dp, old };
 			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
 		}
@@ -341,7 +341,7 @@ static int switch_keys_batched(const struct flip *flips, size_t nflip)
 	for (size_t i = 0; i < nflip && !ret; i++) {
 		struct static_key *key = &flips[i].dp->key.dd_key_false.key;
 
-		ret = DD_ON(flips[i].dp->flags) ?
+		ret = DDEBUG_ON(flips[i].dp->flags) ?
 			static_key_enable_queued(key) : static_key_disable_queued(key);
 	}
 	if (!ret)
@@ -360,7 +360,7 @@ static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
 	for (done = 0; done < nflip; done++) {
 		struct _ddebug *dp = flips[done].dp;
 
-		ret = DD_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
+		ret = DDEBUG_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
 					 static_key_disable(&dp->key.dd_key_false.key);
 		if (ret)
 			break;
@@ -368,7 +368,7 @@ static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
 	while (ret && done--) {
 		struct _ddebug *dp = flips[done].dp;
 
-		if (DD_ON(flips[done].old))
+		if (DDEBUG_ON(flips[done].old))
 			static_key_enable(&dp->key.dd_key_false.key);
 		else
 			static_key_disable(&dp->key.dd_key_false.key);
@@ -377,7 +377,7 @@ static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
 }
 
 /* Publish @nf: the flags, then the keys; on failure the flags are put back. */
-static int publish(const struct dd_table *only, const unsigned int *nf, struct flip *flips,
+static int publish(const struct ddebug_table *only, const unsigned int *nf, struct flip *flips,
 		   struct kk_dyndbg_result *res)
 {
 	struct kk_jump_label_stats s0, s1;
@@ -388,7 +388,7 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
 	kk_jump_label_get_stats(&s0);
 	t0 = kk_now_ns();
 	nflip = store_flags(only, nf, flips);
-	ret = atomic_load(&dd_batched) ? switch_keys_batched(flips, nflip) :
+	ret = atomic_load(&ddebug_batched) ? switch_keys_batched(flips, nflip) :
 					 switch_keys_unbatched(flips, nflip);
 	if (ret) {
 		/* nothing changed: put the flags back */
@@ -407,11 +407,11 @@ static int publish(const struct dd_table *only, const unsigned int *nf, struct f
  * Evaluate every query of @b in order against the sites (of table @only, or
  * all), then switch the sites whose print state changed in ONE queued batch
  * (or one key at a time when unbatched).  All or nothing.  Called with
- * dd_lock held.  @rep (may be NULL) gets the per-query lines.
+ * ddebug_lock held.  @rep (may be NULL) gets the per-query lines.
  * The stages follow the kernel's ddebug_change(), but on a copy of the
  * flags (@nf), so that nothing is published until every query has passed.
  */
-static int exec_locked(const struct ddq_block *b, struct dd_table *only,
+static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 		       struct kk_dyndbg_result *res, struct kk_buf *rep, bool *said)
 {
 	size_t nsites = count_sites(only);
@@ -454,11 +454,11 @@ static int exec_locked(const struct ddq_block *b, struct dd_table *only,
  * Parse and apply @text.  All or nothing.  @rep gets the report (per-query
  * lines and a summary) or the error messages.
  */
-static int exec_block(const char *text, size_t len, const char *modname, struct dd_table *only,
+static int exec_block(const char *text, size_t len, const char *modname, struct ddebug_table *only,
 		      int locked, struct kk_dyndbg_result *res, struct kk_buf *rep, int one)
 {
-	struct ddq_block b;
-	struct ddq_msgs m = { 0 };
+	struct ddebug_block b;
+	struct ddebug_msgs m = { 0 };
 	struct kk_dyndbg_result r;
 	unsigned int bad = 0;
 	bool said;
@@ -467,7 +467,7 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 	if (!res)
 		res = &r;
 	memset(res, 0, sizeof(*res));
-	ret = ddq_parse_block(text, len, modname, &b, &m, &bad);
+	ret = ddebug_parse_block(text, len, modname, &b, &m, &bad);
 	if (ret) {
 		if (rep) {
 			if (m.len)
@@ -480,16 +480,16 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 			else
 				kk_buf_printf(rep, "dyndbg: out of memory\n");
 		}
-		ddq_msgs_free(&m);
+		ddebug_msgs_free(&m);
 		return ret;
 	}
 	if (!locked)
-		pthread_mutex_lock(&dd_lock);
+		pthread_mutex_lock(&ddebug_lock);
 	ret = exec_locked(&b, only, res, rep, &said);
 	if (!ret && !only)	/* applied live: exec'd images inherit it (inherit.c) */
 		kk_dd_inherit_record_locked(&b, modname);
 	if (!locked)
-		pthread_mutex_unlock(&dd_lock);
+		pthread_mutex_unlock(&ddebug_lock);
 	if (rep) {
 		if (said)
 			;	/* exec_locked() said why, in one line */
@@ -500,10 +500,10 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 			kk_buf_printf(rep, "total: queries %u matched %lu changed %lu flipped %lu "
 				      "syncs %llu apply_us %llu%s\n", res->queries, res->matched,
 				      res->changed, res->sites_flipped, res->syncs, res->apply_ns / 1000,
-				      atomic_load(&dd_batched) ? "" : " (unbatched)");
+				      atomic_load(&ddebug_batched) ? "" : " (unbatched)");
 	}
-	ddq_block_free(&b);
-	ddq_msgs_free(&m);
+	ddebug_block_free(&b);
+	ddebug_msgs_free(&m);
 	return ret;
 }
 
@@ -512,17 +512,17 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
  * query by query as the kernel does: the malformed queries are reported and
  * skipped, the good ones applied, and the last error returned.
  */
-static int exec_text(const char *text, size_t len, const char *modname, struct dd_table *only,
+static int exec_text(const char *text, size_t len, const char *modname, struct ddebug_table *only,
 		     int locked, struct kk_dyndbg_result *res, struct kk_buf *rep)
 {
 	struct kk_dyndbg_result one, sum = { 0 };
 	size_t pos = 0;
 	int err = 0;
 
-	if (atomic_load(&dd_all_or_nothing))
+	if (atomic_load(&ddebug_all_or_nothing))
 		return exec_block(text, len, modname, only, locked, res, rep, 0);
 	while (pos < len && text[pos]) {
-		size_t n = ddq_query_len(text + pos, len - pos);
+		size_t n = ddebug_query_len(text + pos, len - pos);
 		int r = exec_block(text + pos, n, modname, only, locked, &one, rep, 1);
 
 		if (r) {
@@ -549,12 +549,12 @@ static int exec_text(const char *text, size_t len, const char *modname, struct d
  */
 void kk_dd_sites_lock(void)
 {
-	pthread_mutex_lock(&dd_lock);
+	pthread_mutex_lock(&ddebug_lock);
 }
 
 void kk_dd_sites_unlock(void)
 {
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 }
 
 static int registered_locked(const struct _ddebug *dp);
@@ -566,7 +566,7 @@ bool kk_dd_site_known_locked(const struct _ddebug *d)
 
 KK_EXPORT int kk_dyndbg_set_all_or_nothing(int on)
 {
-	return atomic_exchange(&dd_all_or_nothing, on ? 1 : 0);
+	return atomic_exchange(&ddebug_all_or_nothing, on ? 1 : 0);
 }
 
 KK_EXPORT int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
@@ -575,7 +575,7 @@ KK_EXPORT int kk_dyndbg_exec(const char *text, size_t len, const char *modname,
 	struct kk_buf rep = { 0 };
 	int ret;
 
-	pthread_once(&dd_once, dd_init_once);
+	pthread_once(&ddebug_once, ddebug_init_once);
 	if (!text)
 		return -EINVAL;
 	ret = exec_text(text, len, modname, NULL, 0, res, report ? &rep : NULL);
@@ -602,19 +602,19 @@ KK_EXPORT int dynamic_debug_exec_queries(const char *query, const char *modname)
 
 KK_EXPORT int kk_dyndbg_set_batched(int on)
 {
-	return atomic_exchange(&dd_batched, on ? 1 : 0);
+	return atomic_exchange(&ddebug_batched, on ? 1 : 0);
 }
 
 KK_EXPORT size_t kk_dyndbg_count_sites(const char *module)
 {
 	size_t n = 0;
 
-	pthread_mutex_lock(&dd_lock);
-	for (struct dd_table *t = tables; t; t = t->next)
+	pthread_mutex_lock(&ddebug_lock);
+	for (struct ddebug_table *t = tables; t; t = t->next)
 		for (size_t j = 0; j < t->nsites; j++)
-			if (!module || ddq_glob(module, t->sites[j]->modname))
+			if (!module || ddebug_glob(module, t->sites[j]->modname))
 				n++;
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 	return n;
 }
 
@@ -622,7 +622,7 @@ KK_EXPORT size_t kk_dyndbg_count_sites(const char *module)
 
 static int set_modq_locked(const char *module, const char *queries)
 {
-	struct dd_modq **pp, *q;
+	struct ddebug_modq **pp, *q;
 
 	for (pp = &modqs; *pp && strcmp((*pp)->module, module); pp = &(*pp)->next)
 		;
@@ -650,34 +650,34 @@ static int set_modq_locked(const char *module, const char *queries)
 	return q->queries ? 0 : -ENOMEM;
 }
 
-static int check_queries(const char *queries, const char *module, struct ddq_msgs *m)
+static int check_queries(const char *queries, const char *module, struct ddebug_msgs *m)
 {
-	struct ddq_block b;
+	struct ddebug_block b;
 	int ret;
 
 	if (!*queries)
 		return 0;
-	ret = ddq_parse_block(queries, strlen(queries), module, &b, m, NULL);
+	ret = ddebug_parse_block(queries, strlen(queries), module, &b, m, NULL);
 	if (!ret)
-		ddq_block_free(&b);
+		ddebug_block_free(&b);
 	return ret;
 }
 
 KK_EXPORT int kk_dyndbg_set_module_queries(const char *module, const char *queries)
 {
-	struct ddq_msgs m = { 0 };
+	struct ddebug_msgs m = { 0 };
 	int ret;
 
-	pthread_once(&dd_once, dd_init_once);
+	pthread_once(&ddebug_once, ddebug_init_once);
 	if (!module || !*module)
 		return -EINVAL;
 	if (queries && (ret = check_queries(queries, module, &m))) {
-		ddq_msgs_free(&m);
+		ddebug_msgs_free(&m);
 		return ret;
 	}
-	pthread_mutex_lock(&dd_lock);
+	pthread_mutex_lock(&ddebug_lock);
 	ret = set_modq_locked(module, queries);
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 	return ret;
 }
 
@@ -692,7 +692,7 @@ static int in_startup_object(const void *p)
 }
 
 /* Apply @b (from the variable @var) to table @t; say why when that fails. */
-static void startup_block_locked(const struct ddq_block *b, struct dd_table *t, const char *var)
+static void startup_block_locked(const struct ddebug_block *b, struct ddebug_table *t, const char *var)
 {
 	struct kk_dyndbg_result r;
 	struct kk_buf rep = { 0 };
@@ -715,8 +715,8 @@ static void startup_block_locked(const struct ddq_block *b, struct dd_table *t, 
 	kk_buf_free(&rep);
 }
 
-/* Apply the start-up queries that concern table @t. Called with dd_lock held. */
-static void startup_queries_locked(struct dd_table *t, int startup)
+/* Apply the start-up queries that concern table @t. Called with ddebug_lock held. */
+static void startup_queries_locked(struct ddebug_table *t, int startup)
 {
 	struct kk_dyndbg_result r;
 
@@ -724,7 +724,7 @@ static void startup_queries_locked(struct dd_table *t, int startup)
 		startup_block_locked(&env_block, t, "KK_DYNDBG");
 	if (startup && inh_ok && inh_block.n)
 		startup_block_locked(&inh_block, t, "KK_DYNDBG_INHERIT");
-	for (struct dd_modq *q = modqs; q; q = q->next) {
+	for (struct ddebug_modq *q = modqs; q; q = q->next) {
 		int has = 0;
 
 		for (size_t j = 0; j < t->nsites && !has; j++)
@@ -740,7 +740,7 @@ static void startup_queries_locked(struct dd_table *t, int startup)
 	}
 }
 
-static void report_counts_locked(const struct dd_table *t)
+static void report_counts_locked(const struct ddebug_table *t)
 {
 	for (size_t j = 0; j < t->nsites; j++) {
 		const char *mod = t->sites[j]->modname;
@@ -769,7 +769,7 @@ static int ptr_cmp(const void *a, const void *b)
 /* Is @dp a site of a registered table?  Every table's sites are sorted by address. */
 static int registered_locked(const struct _ddebug *dp)
 {
-	for (const struct dd_table *t = tables; t; t = t->next)
+	for (const struct ddebug_table *t = tables; t; t = t->next)
 		if (t->nsites && bsearch(&dp, t->sites, t->nsites, sizeof(*t->sites), ptr_cmp))
 			return 1;
 	return 0;
@@ -797,24 +797,24 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 		     struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
 {
 	char objname[64];
-	struct dd_table *t;
+	struct ddebug_table *t;
 	uintptr_t base;
 	int startup;
 
-	pthread_once(&dd_once, dd_init_once);
-	kk_addr_object(id, objname, sizeof(objname), &base);	/* before dd_lock */
+	pthread_once(&ddebug_once, ddebug_init_once);
+	kk_addr_object(id, objname, sizeof(objname), &base);	/* before ddebug_lock */
 	startup = in_startup_object(id);
-	pthread_mutex_lock(&dd_lock);
+	pthread_mutex_lock(&ddebug_lock);
 	for (t = tables; t; t = t->next) {
 		if (t->id == id) {		/* every unit of an object calls us */
-			pthread_mutex_unlock(&dd_lock);
+			pthread_mutex_unlock(&ddebug_lock);
 			free(v);
 			return 0;
 		}
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t || (n && !v)) {
-		pthread_mutex_unlock(&dd_lock);
+		pthread_mutex_unlock(&ddebug_lock);
 		free(t);
 		free(v);
 		fprintf(stderr, "kernelkit: out of memory registering dynamic-debug sites\n");
@@ -839,12 +839,12 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 			t->maps[j].mod_name = t->objname;
 	*tables_tail = t;
 	tables_tail = &t->next;
-	if (dd_verbose)
+	if (ddebug_verbose)
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 	if (t->nsites)
-		kk_control_autostart();	/* after dd_lock: fork takes the endpoint's locks first */
+		kk_control_autostart();	/* after ddebug_lock: fork takes the endpoint's locks first */
 	return 0;
 }
 
@@ -882,9 +882,9 @@ KK_EXPORT int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *c
 
 static void del_table(const void *id, const void *id2)
 {
-	struct dd_table **pp, *t = NULL;
+	struct ddebug_table **pp, *t = NULL;
 
-	pthread_mutex_lock(&dd_lock);
+	pthread_mutex_lock(&ddebug_lock);
 	for (pp = &tables; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id || (id2 && (*pp)->id == id2)) {
 			t = *pp;
@@ -901,7 +901,7 @@ static void del_table(const void *id, const void *id2)
 			if (t->sites[j]->modname == t->objname)
 				t->sites[j]->modname = NULL;
 	}
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 	if (t) {
 		kk_dd_trace_forget_formats();	/* its formats go with it */
 		free(t->sites);
@@ -942,7 +942,7 @@ static int site_ord_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static size_t *listing_order(const struct dd_table *t)
+static size_t *listing_order(const struct ddebug_table *t)
 {
 	struct site_ord *o;
 	size_t *order;
@@ -985,33 +985,33 @@ static int control_show(struct kk_buf *out, void *priv)
 
 	(void)priv;
 	kk_buf_printf(out, "# filename:lineno [module]function flags format\n");
-	pthread_mutex_lock(&dd_lock);
-	for (struct dd_table *t = tables; t; t = t->next) {
+	pthread_mutex_lock(&ddebug_lock);
+	for (struct ddebug_table *t = tables; t; t = t->next) {
 		size_t *order = listing_order(t);
 
 		if (!order && t->nsites) {
-			pthread_mutex_unlock(&dd_lock);
+			pthread_mutex_unlock(&ddebug_lock);
 			free(esc);
 			return -ENOMEM;
 		}
 		for (size_t j = 0; j < t->nsites; j++) {
 			const struct _ddebug *dp = t->sites[order[j]];
-			size_t need = ddq_escape(dp->format, esc, esc_cap) + 1;
+			size_t need = ddebug_escape(dp->format, esc, esc_cap) + 1;
 
 			if (need > esc_cap) {
 				char *n = realloc(esc, need);
 
 				if (!n) {
-					pthread_mutex_unlock(&dd_lock);
+					pthread_mutex_unlock(&ddebug_lock);
 					free(order);
 					free(esc);
 					return -ENOMEM;
 				}
 				esc = n;
 				esc_cap = need;
-				ddq_escape(dp->format, esc, esc_cap);
+				ddebug_escape(dp->format, esc, esc_cap);
 			}
-			ddq_flags_str(site_flags(dp), flags);
+			ddebug_flags_str(site_flags(dp), flags);
 			kk_buf_printf(out, "%s:%u [%s]%s =%s \"%s\"", rel_name(dp->filename),
 				      (unsigned int)dp->lineno, dp->modname, dp->function, flags, esc);
 			if (dp->class_id != _DPRINTK_CLASS_DFLT) {
@@ -1027,7 +1027,7 @@ static int control_show(struct kk_buf *out, void *priv)
 		}
 		free(order);
 	}
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 	free(esc);
 	return out->error;
 }
@@ -1041,13 +1041,13 @@ static int control_write(const char *buf, size_t len, struct kk_buf *out, void *
 static const struct kk_control_file_ops control_fops = {
 	.show = control_show,
 	.write = control_write,
-	.max_write = DD_MAX_WRITE,
+	.max_write = DDEBUG_MAX_WRITE,
 };
 
 static int batched_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
-	return kk_buf_printf(out, "%d\n", atomic_load(&dd_batched)) < 0 ? -ENOMEM : 0;
+	return kk_buf_printf(out, "%d\n", atomic_load(&ddebug_batched)) < 0 ? -ENOMEM : 0;
 }
 
 static int batched_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
@@ -1074,7 +1074,7 @@ KK_CONTROL_LIB_FILE(batched_file, "dynamic_debug/batched", &batched_fops);
 static int aon_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
-	return kk_buf_printf(out, "%d\n", atomic_load(&dd_all_or_nothing)) < 0 ? -ENOMEM : 0;
+	return kk_buf_printf(out, "%d\n", atomic_load(&ddebug_all_or_nothing)) < 0 ? -ENOMEM : 0;
 }
 
 static int aon_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
@@ -1285,7 +1285,7 @@ KK_EXPORT const struct kernel_param_ops param_ops_dyndbg_classes = {
 };
 
 /* A class parameter served with the kk_ (dcp) form, or any kernel_param. */
-struct dd_param {
+struct ddebug_param {
 	const struct ddebug_class_param *dcp;
 	const struct kernel_param *kp;
 	char path[KK_CONTROL_NAME_MAX];
@@ -1293,7 +1293,7 @@ struct dd_param {
 
 static int param_show(struct kk_buf *out, void *priv)
 {
-	const struct dd_param *p = priv;
+	const struct ddebug_param *p = priv;
 	char *v;
 	int n;
 
@@ -1349,7 +1349,7 @@ static bool names_param_number(const struct ddebug_class_param *dcp, const char 
 
 static int param_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
-	const struct dd_param *p = priv;
+	const struct ddebug_param *p = priv;
 	const struct ddebug_class_param *dcp = p->kp ? NULL : p->dcp;
 	char v[KK_PARAM_BUFSIZE];
 	unsigned long num;
@@ -1390,15 +1390,15 @@ static const struct kk_control_file_ops param_fops = {
 };
 
 static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dd_param_node {
-	struct dd_param_node *next;
-	struct dd_param p;
+static struct ddebug_param_node {
+	struct ddebug_param_node *next;
+	struct ddebug_param p;
 } *params;
 
 static int add_param(const char *path, const struct ddebug_class_param *dcp,
 		     const struct kernel_param *kp)
 {
-	struct dd_param_node *n = calloc(1, sizeof(*n));
+	struct ddebug_param_node *n = calloc(1, sizeof(*n));
 	int ret;
 
 	if (!n)
@@ -1420,7 +1420,7 @@ static int add_param(const char *path, const struct ddebug_class_param *dcp,
 
 static int del_param(const char *path)
 {
-	struct dd_param_node **pp, *n = NULL;
+	struct ddebug_param_node **pp, *n = NULL;
 	int ret = kk_control_remove_file(path);
 
 	if (ret)
@@ -1552,14 +1552,14 @@ static void read_module_env(void)
 			continue;
 		memcpy(mod, name, n);
 		mod[n] = '\0';
-		struct ddq_msgs m = { 0 };
+		struct ddebug_msgs m = { 0 };
 
 		if (check_queries(val, mod, &m))
 			fprintf(stderr, "kernelkit: %.*s: ignored:\n%s", (int)(eq - *e), *e,
 				m.buf ? m.buf : "");
 		else
 			set_modq_locked(mod, val);
-		ddq_msgs_free(&m);
+		ddebug_msgs_free(&m);
 	}
 }
 
@@ -1605,53 +1605,53 @@ KK_LOAD_TEXT static void get_srcroot(void)
 		set_srcroot(buf, (size_t)n - 1);
 }
 
-/* false: dd_init() found no dynamic-debug setting in the environment at
+/* false: ddebug_init() found no dynamic-debug setting in the environment at
  * load, and took the working directory itself: nothing is left to do. */
-static bool dd_env_at_load = true;
-static bool dd_init_ran KK_LOAD_DATA;
+static bool ddebug_env_at_load = true;
+static bool ddebug_init_ran KK_LOAD_DATA;
 
-/* The settings, read at load (by dd_init(), or by an object that registers
+/* The settings, read at load (by ddebug_init(), or by an object that registers
  * before it in a static link). */
-static void dd_init_once(void)
+static void ddebug_init_once(void)
 {
 	const char *e;
 
-	dd_init_ran = true;
-	if (!dd_env_at_load)
+	ddebug_init_ran = true;
+	if (!ddebug_env_at_load)
 		return;
 	get_srcroot();
 	if ((e = kk_getenv("KK_DYNDBG_SRCROOT")) && *e)
 		set_srcroot(e, strlen(e));
-	dd_verbose = kk_env_bool("KK_DYNDBG_VERBOSE", false);
+	ddebug_verbose = kk_env_bool("KK_DYNDBG_VERBOSE", false);
 	kk_dd_sink_env();
 	e = kk_getenv("KK_DYNDBG");
 	if (e && *e) {
-		struct ddq_msgs m = { 0 };
+		struct ddebug_msgs m = { 0 };
 
-		if (ddq_parse_block(e, strlen(e), NULL, &env_block, &m, NULL) == 0)
+		if (ddebug_parse_block(e, strlen(e), NULL, &env_block, &m, NULL) == 0)
 			env_ok = 1;
 		else
 			fprintf(stderr, "kernelkit: KK_DYNDBG ignored:\n%s", m.buf ? m.buf : "");
-		ddq_msgs_free(&m);
+		ddebug_msgs_free(&m);
 	}
 	e = kk_dd_inherit_env();
 	if (e && *e) {
-		struct ddq_msgs m = { 0 };
+		struct ddebug_msgs m = { 0 };
 
-		if (ddq_parse_block(e, strlen(e), NULL, &inh_block, &m, NULL) == 0)
+		if (ddebug_parse_block(e, strlen(e), NULL, &inh_block, &m, NULL) == 0)
 			inh_ok = 1;
 		else
 			fprintf(stderr, "kernelkit: KK_DYNDBG_INHERIT ignored:\n%s", m.buf ? m.buf : "");
-		ddq_msgs_free(&m);
+		ddebug_msgs_free(&m);
 	}
 	/* What we started with is part of the state our own execs pass on. */
 	if (env_ok || inh_ok) {
-		pthread_mutex_lock(&dd_lock);
+		pthread_mutex_lock(&ddebug_lock);
 		if (env_ok)
 			kk_dd_inherit_record_locked(&env_block, NULL);
 		if (inh_ok)
 			kk_dd_inherit_record_locked(&inh_block, NULL);
-		pthread_mutex_unlock(&dd_lock);
+		pthread_mutex_unlock(&ddebug_lock);
 	}
 	/* KK_DYNDBG is for the objects loaded with the program: every one mapped now. */
 	if (env_ok || inh_ok)
@@ -1679,18 +1679,18 @@ KK_LOAD_TEXT static bool env_has_dyndbg(void)
 	return false;
 }
 
-static void dd_atfork_prepare(void)
+static void ddebug_atfork_prepare(void)
 {
-	pthread_mutex_lock(&dd_lock);
+	pthread_mutex_lock(&ddebug_lock);
 }
 
-static void dd_atfork_release(void)
+static void ddebug_atfork_release(void)
 {
-	pthread_mutex_unlock(&dd_lock);
+	pthread_mutex_unlock(&ddebug_lock);
 }
 
-static const struct kk_fork_ops dd_fork_ops = {
-	KK_INIT_DYNDBG, dd_atfork_prepare, dd_atfork_release, dd_atfork_release
+static const struct kk_fork_ops ddebug_fork_ops = {
+	KK_INIT_DYNDBG, ddebug_atfork_prepare, ddebug_atfork_release, ddebug_atfork_release
 };
 
 /*
@@ -1699,9 +1699,9 @@ static const struct kk_fork_ops dd_fork_ops = {
  * take at load is the working directory, which file names are shown
  * relative to (the load ranges of the objects are only for KK_DYNDBG).
  */
-KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
+KK_INIT(KK_INIT_DYNDBG) static void ddebug_init(void)
 {
-	kk_fork_register(&dd_fork_ops);
+	kk_fork_register(&ddebug_fork_ops);
 	kk_control_add_lib_file(&control_file);
 	kk_control_add_lib_file(&batched_file);
 	kk_control_add_lib_file(&aon_file);
@@ -1709,11 +1709,11 @@ KK_INIT(KK_INIT_DYNDBG) static void dd_init(void)
 	kk_dd_inherit_init();
 	kk_dd_trace_init();
 	if (env_has_dyndbg()) {
-		pthread_once(&dd_once, dd_init_once);
+		pthread_once(&ddebug_once, ddebug_init_once);
 		return;
 	}
-	if (dd_init_ran)	/* an object registered before this constructor ran */
+	if (ddebug_init_ran)	/* an object registered before this constructor ran */
 		return;
-	dd_env_at_load = false;
+	ddebug_env_at_load = false;
 	get_srcroot();
 }

@@ -13,7 +13,7 @@
  * identical query applied again replaces the earlier one: every query sets,
  * clears or keeps each flag bit of the sites it matches, and what it matches
  * does not depend on the flags, so A,B,A has the effect of B,A).  Recorded
- * under dd_lock by core.c, rendered into a new string when it changes and
+ * under ddebug_lock by core.c, rendered into a new string when it changes and
  * published with one atomic store.  A string an exec may still read (a
  * thread between loading the pointer and copying it, before its system
  * call) is freed only when no exec is in flight (the store/load pairs are
@@ -58,7 +58,7 @@
 
 extern char **environ;
 
-/* Under dd_lock (core.c). */
+/* Under ddebug_lock (core.c). */
 static char **state;
 static size_t nstate;
 static char **retired;
@@ -282,10 +282,10 @@ static int record_one_locked(const char *mod, const char *text)
 	return 0;
 }
 
-void kk_dd_inherit_record_locked(const struct ddq_block *b, const char *modname)
+void kk_dd_inherit_record_locked(const struct ddebug_block *b, const char *modname)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		const struct ddq_query *q = &b->q[i];
+		const struct ddebug_query *q = &b->q[i];
 		/* the module the caller implied travels with the query */
 		const char *mod = (modname && !q->exact && q->module == modname) ? modname : NULL;
 

@@ -16,12 +16,12 @@ void kk_dd_sink_file_add(void);
 /* ---- inherit.c: the state exec'd images inherit ---- */
 #include <stdbool.h>
 #include <stddef.h>
-struct ddq_block;
-/* @b was applied live (@modname as given): add its queries to the state. Under dd_lock. */
-void kk_dd_inherit_record_locked(const struct ddq_block *b, const char *modname);
+struct ddebug_block;
+/* @b was applied live (@modname as given): add its queries to the state. Under ddebug_lock. */
+void kk_dd_inherit_record_locked(const struct ddebug_block *b, const char *modname);
 /* The queries of KK_DYNDBG_INHERIT to apply at start-up, or NULL (also reads the opt-out). */
 const char *kk_dd_inherit_env(void);
-/* Adds the control file dynamic_debug/inherit (from dd_init). */
+/* Adds the control file dynamic_debug/inherit (from ddebug_init). */
 void kk_dd_inherit_init(void);
 /*
  * For posix_spawn: @call with @envp carrying the state (a copy on the stack
@@ -40,7 +40,7 @@ bool kk_dd_site_known_locked(const struct _ddebug *d);
 #include <stdarg.h>
 /* Record a T site's message: async-signal-safe, no lock, no malloc. */
 void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap);
-/* Adds the control files (from dd_init). */
+/* Adds the control files (from ddebug_init). */
 void kk_dd_trace_init(void);
 /* An object with sites is being unloaded: format addresses may be reused. */
 void kk_dd_trace_forget_formats(void);

@@ -24,7 +24,7 @@
 
 /* ---- messages --------------------------------------------------------------------- */
 
-static __attribute__((format(printf, 2, 3))) void ddq_msg(struct ddq_msgs *m, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) void ddebug_msg(struct ddebug_msgs *m, const char *fmt, ...)
 {
 	va_list ap;
 	size_t need;
@@ -61,7 +61,7 @@ static __attribute__((format(printf, 2, 3))) void ddq_msg(struct ddq_msgs *m, co
 	m->buf[m->len] = '\0';
 }
 
-void ddq_msgs_free(struct ddq_msgs *m)
+void ddebug_msgs_free(struct ddebug_msgs *m)
 {
 	free(m->buf);
 	memset(m, 0, sizeof(*m));
@@ -105,8 +105,8 @@ static const struct {
 #define NOPTS (sizeof(opt_array) / sizeof(opt_array[0]))
 
 /* Parse one flags word ("+pmf", "=_", "-p"). 0 or -EINVAL. */
-static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *mask,
-			   struct ddq_msgs *m)
+static int ddebug_parse_flags(const char *str, unsigned int *flags, unsigned int *mask,
+			   struct ddebug_msgs *m)
 {
 	unsigned int f = 0;
 	int op;
@@ -119,9 +119,9 @@ static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *m
 		break;
 	default:
 		if (*str)
-			ddq_msg(m, "bad flag-op %c, at start of %s", *str, str);
+			ddebug_msg(m, "bad flag-op %c, at start of %s", *str, str);
 		else
-			ddq_msg(m, "bad flag-op , at start of ");
+			ddebug_msg(m, "bad flag-op , at start of ");
 		return -EINVAL;
 	}
 	for (; *str; str++) {
@@ -131,7 +131,7 @@ static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *m
 			if (*str == opt_array[i].c)
 				break;
 		if (i == NOPTS) {
-			ddq_msg(m, "unknown flag '%c'", *str);
+			ddebug_msg(m, "unknown flag '%c'", *str);
 			return -EINVAL;
 		}
 		f |= opt_array[i].flag;
@@ -153,7 +153,7 @@ static int ddq_parse_flags(const char *str, unsigned int *flags, unsigned int *m
 	return 0;
 }
 
-void ddq_flags_str(unsigned int flags, char *out)
+void ddebug_flags_str(unsigned int flags, char *out)
 {
 	char *p = out;
 
@@ -167,7 +167,7 @@ void ddq_flags_str(unsigned int flags, char *out)
 
 /* ---- escapes --------------------------------------------------------------------------- */
 
-size_t ddq_unescape(char *s)
+size_t ddebug_unescape(char *s)
 {
 	char *w = s;
 	const char *r = s;
@@ -206,7 +206,7 @@ size_t ddq_unescape(char *s)
 	return (size_t)(w - s);
 }
 
-size_t ddq_escape(const char *s, char *out, size_t len)
+size_t ddebug_escape(const char *s, char *out, size_t len)
 {
 	size_t n = 0;
 
@@ -245,7 +245,7 @@ size_t ddq_escape(const char *s, char *out, size_t len)
 
 /* ---- globs ----------------------------------------------------------------------------- */
 
-bool ddq_glob(const char *p, const char *s)
+bool ddebug_glob(const char *p, const char *s)
 {
 	const char *star = NULL, *resume = NULL;
 
@@ -274,7 +274,7 @@ bool ddq_glob(const char *p, const char *s)
 
 /* ---- one query ------------------------------------------------------------------------- */
 
-static int tokenize(char *buf, char *words[], int maxwords, struct ddq_msgs *m)
+static int tokenize(char *buf, char *words[], int maxwords, struct ddebug_msgs *m)
 {
 	int nwords = 0;
 
@@ -292,7 +292,7 @@ static int tokenize(char *buf, char *words[], int maxwords, struct ddq_msgs *m)
 			for (end = buf; *end && *end != quote; end++)
 				;
 			if (!*end) {
-				ddq_msg(m, "unclosed quote: %s", buf);
+				ddebug_msg(m, "unclosed quote: %s", buf);
 				return -EINVAL;
 			}
 		} else {
@@ -300,7 +300,7 @@ static int tokenize(char *buf, char *words[], int maxwords, struct ddq_msgs *m)
 				;
 		}
 		if (nwords == maxwords) {
-			ddq_msg(m, "too many words, legal max <=%d", maxwords);
+			ddebug_msg(m, "too many words, legal max <=%d", maxwords);
 			return -EINVAL;
 		}
 		if (*end)
@@ -311,10 +311,10 @@ static int tokenize(char *buf, char *words[], int maxwords, struct ddq_msgs *m)
 	return nwords;
 }
 
-static int check_set(const char **dest, char *src, const char *name, struct ddq_msgs *m)
+static int check_set(const char **dest, char *src, const char *name, struct ddebug_msgs *m)
 {
 	if (*dest) {
-		ddq_msg(m, "match-spec:%s val:%s overridden by %s", name, *dest, src);
+		ddebug_msg(m, "match-spec:%s val:%s overridden by %s", name, *dest, src);
 		return -EINVAL;
 	}
 	*dest = src;
@@ -323,7 +323,7 @@ static int check_set(const char **dest, char *src, const char *name, struct ddq_
 
 /* A '!' in front of the value negates the term. */
 static int check_set_neg(const char **dest, bool *neg, char *src, const char *name,
-			 struct ddq_msgs *m)
+			 struct ddebug_msgs *m)
 {
 	bool n = src[0] == '!';
 
@@ -333,7 +333,7 @@ static int check_set_neg(const char **dest, bool *neg, char *src, const char *na
 	return 0;
 }
 
-static int parse_lineno(const char *str, unsigned int *val, struct ddq_msgs *m)
+static int parse_lineno(const char *str, unsigned int *val, struct ddebug_msgs *m)
 {
 	unsigned long long v = 0;
 	const char *p = str;
@@ -356,16 +356,16 @@ static int parse_lineno(const char *str, unsigned int *val, struct ddq_msgs *m)
 	*val = (unsigned int)v;
 	return 0;
 bad:
-	ddq_msg(m, "bad line-number: %s", str);
+	ddebug_msg(m, "bad line-number: %s", str);
 	return -EINVAL;
 }
 
-static int parse_linerange(struct ddq_query *q, char *first, struct ddq_msgs *m)
+static int parse_linerange(struct ddebug_query *q, char *first, struct ddebug_msgs *m)
 {
 	char *last = strchr(first, '-');
 
 	if (q->first_lineno || q->last_lineno) {
-		ddq_msg(m, "match-spec: line used 2x");
+		ddebug_msg(m, "match-spec: line used 2x");
 		return -EINVAL;
 	}
 	if (last)
@@ -378,7 +378,7 @@ static int parse_linerange(struct ddq_query *q, char *first, struct ddq_msgs *m)
 		if (q->last_lineno == 0)
 			q->last_lineno = UINT_MAX;
 		if (q->last_lineno < q->first_lineno) {
-			ddq_msg(m, "last-line:%u < 1st-line:%u", q->last_lineno, q->first_lineno);
+			ddebug_msg(m, "last-line:%u < 1st-line:%u", q->last_lineno, q->first_lineno);
 			return -EINVAL;
 		}
 	} else {
@@ -387,11 +387,11 @@ static int parse_linerange(struct ddq_query *q, char *first, struct ddq_msgs *m)
 	return 0;
 }
 
-static int parse_terms(char *words[], int nwords, struct ddq_query *q, const char *modname,
-		       struct ddq_msgs *m)
+static int parse_terms(char *words[], int nwords, struct ddebug_query *q, const char *modname,
+		       struct ddebug_msgs *m)
 {
 	if (nwords % 2) {
-		ddq_msg(m, "expecting pairs of match-spec <value>");
+		ddebug_msg(m, "expecting pairs of match-spec <value>");
 		return -EINVAL;
 	}
 	for (int i = 0; i < nwords; i += 2) {
@@ -421,7 +421,7 @@ static int parse_terms(char *words[], int nwords, struct ddq_query *q, const cha
 
 			if (neg)
 				arg++;
-			ddq_unescape(arg);
+			ddebug_unescape(arg);
 			rc = check_set(&q->format, arg, "format", m);
 			if (!rc)
 				q->neg_format = neg;
@@ -430,7 +430,7 @@ static int parse_terms(char *words[], int nwords, struct ddq_query *q, const cha
 		} else if (!strcmp(kw, "class")) {
 			rc = check_set(&q->class_string, arg, "class", m);
 		} else {
-			ddq_msg(m, "unknown keyword \"%s\"", kw);
+			ddebug_msg(m, "unknown keyword \"%s\"", kw);
 			return -EINVAL;
 		}
 		if (rc)
@@ -441,22 +441,22 @@ static int parse_terms(char *words[], int nwords, struct ddq_query *q, const cha
 	return 0;
 }
 
-static int parse_query(char *s, struct ddq_query *q, const char *modname, struct ddq_msgs *m)
+static int parse_query(char *s, struct ddebug_query *q, const char *modname, struct ddebug_msgs *m)
 {
 	char *words[DDQ_MAXWORDS];
 	int nwords = tokenize(s, words, DDQ_MAXWORDS, m);
 
 	if (nwords <= 0) {
-		ddq_msg(m, "tokenize failed");
+		ddebug_msg(m, "tokenize failed");
 		return -EINVAL;
 	}
 	/* the flags word first, as the kernel does: a flags error hides the rest */
-	if (ddq_parse_flags(words[nwords - 1], &q->flags, &q->mask, m)) {
-		ddq_msg(m, "flags parse failed");
+	if (ddebug_parse_flags(words[nwords - 1], &q->flags, &q->mask, m)) {
+		ddebug_msg(m, "flags parse failed");
 		return -EINVAL;
 	}
 	if (parse_terms(words, nwords - 1, q, modname, m)) {
-		ddq_msg(m, "query parse failed");
+		ddebug_msg(m, "query parse failed");
 		return -EINVAL;
 	}
 	return 0;
@@ -501,7 +501,7 @@ static char *word_end(char *p)
  */
 
 /* path:line; looks_like_listing() has seen the colon. */
-static char *listing_location(char *p, struct ddq_query *q, struct ddq_msgs *m)
+static char *listing_location(char *p, struct ddebug_query *q, struct ddebug_msgs *m)
 {
 	char *e, *colon = NULL;
 	unsigned int line;
@@ -519,7 +519,7 @@ static char *listing_location(char *p, struct ddq_query *q, struct ddq_msgs *m)
 }
 
 /* [module]function */
-static char *listing_site(char *p, struct ddq_query *q)
+static char *listing_site(char *p, struct ddebug_query *q)
 {
 	char *e = strchr(p, ']');
 
@@ -537,20 +537,20 @@ static char *listing_site(char *p, struct ddq_query *q)
 }
 
 /* =flags */
-static char *listing_flags(char *p, struct ddq_query *q, struct ddq_msgs *m)
+static char *listing_flags(char *p, struct ddebug_query *q, struct ddebug_msgs *m)
 {
 	char *e = word_end(p);
 
 	if (*p != '=' || !*e)
 		return NULL;
 	*e = '\0';
-	if (ddq_parse_flags(p, &q->flags, &q->mask, m))
+	if (ddebug_parse_flags(p, &q->flags, &q->mask, m))
 		return NULL;
 	return skip_spaces(e + 1);
 }
 
 /* "format", with backslash escapes inside */
-static char *listing_format(char *p, struct ddq_query *q)
+static char *listing_format(char *p, struct ddebug_query *q)
 {
 	char *e;
 
@@ -562,13 +562,13 @@ static char *listing_format(char *p, struct ddq_query *q)
 	if (*e != '"')
 		return NULL;
 	*e = '\0';
-	ddq_unescape(p);
+	ddebug_unescape(p);
 	q->format = p;
 	return skip_spaces(e + 1);
 }
 
 /* The class, when the site has one: "class:NAME" or "class unknown, _id:N". */
-static char *listing_class(char *p, struct ddq_query *q, struct ddq_msgs *m)
+static char *listing_class(char *p, struct ddebug_query *q, struct ddebug_msgs *m)
 {
 	unsigned int id;
 	char *e;
@@ -603,7 +603,7 @@ static char *listing_class(char *p, struct ddq_query *q, struct ddq_msgs *m)
  * Every term is exact; the flags are set as listed.  Nothing but a comment
  * may follow.
  */
-static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
+static int parse_listing_line(char *s, struct ddebug_query *q, struct ddebug_msgs *m)
 {
 	char *p = listing_location(s, q, m);
 
@@ -616,7 +616,7 @@ static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
 	if (p)
 		p = listing_class(p, q, m);
 	if (!p || (*p && *p != '#')) {
-		ddq_msg(m, "malformed control line (expected 'path:line [module]function "
+		ddebug_msg(m, "malformed control line (expected 'path:line [module]function "
 			"=flags \"format\"')");
 		return -EINVAL;
 	}
@@ -626,18 +626,18 @@ static int parse_listing_line(char *s, struct ddq_query *q, struct ddq_msgs *m)
 
 /* ---- a block ------------------------------------------------------------------------- */
 
-void ddq_block_free(struct ddq_block *b)
+void ddebug_block_free(struct ddebug_block *b)
 {
 	free(b->q);
 	free(b->buf);
 	memset(b, 0, sizeof(*b));
 }
 
-static struct ddq_query *block_add(struct ddq_block *b)
+static struct ddebug_query *block_add(struct ddebug_block *b)
 {
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 8;
-		struct ddq_query *nq = realloc(b->q, cap * sizeof(*nq));
+		struct ddebug_query *nq = realloc(b->q, cap * sizeof(*nq));
 
 		if (!nq)
 			return NULL;
@@ -649,8 +649,8 @@ static struct ddq_query *block_add(struct ddq_block *b)
 	return &b->q[b->n++];
 }
 
-int ddq_parse_block(const char *text, size_t len, const char *modname, struct ddq_block *b,
-		    struct ddq_msgs *m, unsigned int *bad_index)
+int ddebug_parse_block(const char *text, size_t len, const char *modname, struct ddebug_block *b,
+		    struct ddebug_msgs *m, unsigned int *bad_index)
 {
 	char *work, *texts, *next;
 	unsigned int idx = 0;
@@ -671,7 +671,7 @@ int ddq_parse_block(const char *text, size_t len, const char *modname, struct dd
 	work[len] = '\0';		/* like the kernel's string copy: stops at a NUL */
 
 	for (char *s = work; s; s = next) {
-		struct ddq_query *q;
+		struct ddebug_query *q;
 		char *end, *t;
 		size_t tl;
 		int listing;
@@ -698,21 +698,21 @@ int ddq_parse_block(const char *text, size_t len, const char *modname, struct dd
 
 		q = block_add(b);
 		if (!q) {
-			ddq_block_free(b);
+			ddebug_block_free(b);
 			return -ENOMEM;
 		}
 		q->text = t;
 		if (listing ? parse_listing_line(s, q, m) : parse_query(s, q, modname, m)) {
 			if (bad_index)
 				*bad_index = idx;
-			ddq_block_free(b);
+			ddebug_block_free(b);
 			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
-size_t ddq_query_len(const char *text, size_t len)
+size_t ddebug_query_len(const char *text, size_t len)
 {
 	size_t i = 0, nl;
 	int listing = 0;
@@ -745,7 +745,7 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-bool ddq_match(const struct ddq_query *q, const struct ddq_site *s)
+bool ddebug_match(const struct ddebug_query *q, const struct ddebug_site *s)
 {
 	bool hit;
 
@@ -756,19 +756,19 @@ bool ddq_match(const struct ddq_query *q, const struct ddq_site *s)
 		       !strcmp(q->format, s->format);
 	}
 	if (q->module) {
-		hit = ddq_glob(q->module, s->module);
+		hit = ddebug_glob(q->module, s->module);
 		if (hit == q->neg_module)
 			return false;
 	}
 	if (q->filename) {
-		hit = ddq_glob(q->filename, s->filename) ||
-		      ddq_glob(q->filename, base_name(s->filename)) ||
-		      ddq_glob(q->filename, s->filename_rel);
+		hit = ddebug_glob(q->filename, s->filename) ||
+		      ddebug_glob(q->filename, base_name(s->filename)) ||
+		      ddebug_glob(q->filename, s->filename_rel);
 		if (hit == q->neg_file)
 			return false;
 	}
 	if (q->function) {
-		hit = ddq_glob(q->function, s->function);
+		hit = ddebug_glob(q->function, s->function);
 		if (hit == q->neg_func)
 			return false;
 	}

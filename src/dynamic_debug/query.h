@@ -25,14 +25,14 @@
 #define DDQ_CLASS_DFLT		63
 
 /* Error text collected while parsing, one "dyndbg: ..." line per message. */
-struct ddq_msgs {
+struct ddebug_msgs {
 	char *buf;
 	size_t len, cap;
 	int oom;
 };
-void ddq_msgs_free(struct ddq_msgs *m);
+void ddebug_msgs_free(struct ddebug_msgs *m);
 
-struct ddq_query {
+struct ddebug_query {
 	/* Match terms; NULL = any.  neg_*: the seed's '!' prefix. */
 	const char *module, *filename, *function, *format, *class_string;
 	bool neg_module, neg_file, neg_func, neg_format;
@@ -45,8 +45,8 @@ struct ddq_query {
 	const char *text;		/* the query as written, trimmed */
 };
 
-struct ddq_block {
-	struct ddq_query *q;
+struct ddebug_block {
+	struct ddebug_query *q;
 	size_t n, cap;
 	char *buf;			/* owned copy of the input; the queries point into it */
 };
@@ -58,24 +58,24 @@ struct ddq_block {
  * emptied) or -ENOMEM.  @bad_index gets the 1-based number of the failing
  * query (may be NULL).
  */
-int ddq_parse_block(const char *text, size_t len, const char *modname, struct ddq_block *block,
-		    struct ddq_msgs *msgs, unsigned int *bad_index);
-void ddq_block_free(struct ddq_block *block);
+int ddebug_parse_block(const char *text, size_t len, const char *modname, struct ddebug_block *block,
+		    struct ddebug_msgs *msgs, unsigned int *bad_index);
+void ddebug_block_free(struct ddebug_block *block);
 /*
  * The length of the first query of @text (@len bytes), separator excluded,
- * as ddq_parse_block() splits: at ';' or a newline, a listing line at a
+ * as ddebug_parse_block() splits: at ';' or a newline, a listing line at a
  * newline only.  Returns @len when there is no separator.
  */
-size_t ddq_query_len(const char *text, size_t len);
+size_t ddebug_query_len(const char *text, size_t len);
 
 /* The listing form of @flags: "pTmfsltd" order, or "_". @out holds >= 9 bytes. */
-void ddq_flags_str(unsigned int flags, char *out);
+void ddebug_flags_str(unsigned int flags, char *out);
 
 /* Glob with '*' and '?' (the kernel's match_wildcard). */
-bool ddq_glob(const char *pattern, const char *s);
+bool ddebug_glob(const char *pattern, const char *s);
 
 /* The site fields a query is matched against. */
-struct ddq_site {
+struct ddebug_site {
 	const char *module;
 	const char *filename;		/* as compiled (__FILE__) */
 	const char *filename_rel;	/* relative to the source root; may equal filename */
@@ -89,19 +89,19 @@ struct ddq_site {
  * caller does the class rule (a site's class must equal the class the query
  * resolves to in the site's module, _DPRINTK_CLASS_DFLT without a class).
  */
-bool ddq_match(const struct ddq_query *q, const struct ddq_site *s);
+bool ddebug_match(const struct ddebug_query *q, const struct ddebug_site *s);
 
 /*
  * Unescape in place like the kernel's format keyword (UNESCAPE_SPACE |
  * UNESCAPE_OCTAL | UNESCAPE_SPECIAL): \t \n \r \v \f \a \e \\ \" and \ooo;
  * any other backslash stays.  Returns the new length.
  */
-size_t ddq_unescape(char *s);
+size_t ddebug_unescape(char *s);
 /*
  * Escape @s for the listing: \t \n \r \v \f \\ \" and other control bytes as
  * \ooo.  Writes at most @len bytes including the NUL; returns the length the
  * full escape needs (like snprintf).
  */
-size_t ddq_escape(const char *s, char *out, size_t len);
+size_t ddebug_escape(const char *s, char *out, size_t len);
 
 #endif

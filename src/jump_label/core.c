@@ -7,14 +7,14 @@
  *  - Each ELF object's own kk_jump_table is sorted in place when the object
  *    registers, by key and then by address (jump_label_sort_entries), so the
  *    sites of one key are one run of entries.  No copy of the table is kept.
- *  - jl_object: one per object with a table: where the table is, the
+ *  - jump_label_object: one per object with a table: where the table is, the
  *    object's address range, and its module name (computed when a listing or
  *    an error message first needs it).
  *  - key->priv links a key to its sites, as the kernel's key->entries and
  *    static_key_mod do:
  *      JL_ENTRIES set:   the first entry of the key's run in the only object
  *                        that has sites of the key (the common case);
- *      JL_ENTRIES clear: a struct jl_key (NULL: none), the runs of the key in
+ *      JL_ENTRIES clear: a struct jump_label_key (NULL: none), the runs of the key in
  *                        every object that has some.  Made for a key that
  *                        several objects use, and for a key that the API
  *                        touched while no object had sites of it (so that the
@@ -25,7 +25,7 @@
  *    that takes it off the queue, costs O(1).
  *
  * Everything that patches code or edits these structures runs under
- * jl_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
+ * jump_label_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
  *
  * Differences from the kernel: a table whose keys are already grouped (in
@@ -55,28 +55,28 @@
 #include "text_poke.h"
 #include "text_sync.h"
 
-struct jl_object {
-	struct jl_object *next;
+struct jump_label_object {
+	struct jump_label_object *next;
 	struct jump_entry *start, *stop;	/* the table, sorted */
 	uintptr_t lo, hi;			/* the object's mapped range; 0, 0: unknown */
 	char name[64];				/* "" until first needed */
 };
 
 /* One object's run of a key's entries. */
-struct jl_use {
-	struct jl_object *obj;
+struct jump_label_use {
+	struct jump_label_object *obj;
 	const struct jump_entry *first;
 };
 
-struct jl_key {
-	struct jl_key *next;
-	struct jl_key **pprev;		/* O(1) unlink */
+struct jump_label_key {
+	struct jump_label_key *next;
+	struct jump_label_key **pprev;		/* O(1) unlink */
 	struct static_key *key;
-	struct jl_use *uses;
+	struct jump_label_use *uses;
 	size_t nuses, cap;
 };
 
-#define JL_ENTRIES	1ul		/* priv points at a jump_entry, not a jl_key */
+#define JL_ENTRIES	1ul		/* priv points at a jump_entry, not a jump_label_key */
 #define JL_QMASK	6ul		/* the key's place in the queue: */
 #define JL_Q_NONE	0ul		/*   not in the queue array */
 #define JL_Q_IDLE	2ul		/*   in the array, nothing pending (taken off) */
@@ -84,56 +84,56 @@ struct jl_key {
 #define JL_Q_ON		6ul		/*   queued: enable */
 #define JL_PTR		(~7ul)
 
-_Static_assert(_Alignof(struct jl_key) >= 8, "priv needs 3 free bits");
+_Static_assert(_Alignof(struct jump_label_key) >= 8, "priv needs 3 free bits");
 
-static pthread_mutex_t jl_mutex = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(pthread_t) jl_owner;
-static atomic_int jl_owned;
+static pthread_mutex_t jump_label_mutex = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(pthread_t) jump_label_owner;
+static atomic_int jump_label_owned;
 
-static struct jl_object *objects;
-static struct jl_key *records;
+static struct jump_label_object *objects;
+static struct jump_label_key *records;
 static struct static_key **queue;
 static size_t queue_len, queue_cap;
 
-static __thread char jl_err[256];
+static __thread char jump_label_err[256];
 
-#define fail jl_fail
+#define fail jump_label_fail
 
 /* ---- errors --------------------------------------------------------------------- */
 
-int jl_fail(int err, const char *fmt, ...)
+int jump_label_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(jl_err, sizeof(jl_err), fmt, ap);
+	vsnprintf(jump_label_err, sizeof(jump_label_err), fmt, ap);
 	va_end(ap);
 	return err;
 }
 
 KK_EXPORT const char *kk_jump_label_strerror(void)
 {
-	return jl_err[0] ? jl_err : "no error";
+	return jump_label_err[0] ? jump_label_err : "no error";
 }
 
 /* ---- the lock ------------------------------------------------------------------- */
 
 static int lock_held(void)
 {
-	return atomic_load(&jl_owned) && pthread_equal(atomic_load(&jl_owner), pthread_self());
+	return atomic_load(&jump_label_owned) && pthread_equal(atomic_load(&jump_label_owner), pthread_self());
 }
 
 KK_EXPORT void jump_label_lock(void)
 {
-	pthread_mutex_lock(&jl_mutex);
-	atomic_store(&jl_owner, pthread_self());
-	atomic_store(&jl_owned, 1);
+	pthread_mutex_lock(&jump_label_mutex);
+	atomic_store(&jump_label_owner, pthread_self());
+	atomic_store(&jump_label_owned, 1);
 }
 
 KK_EXPORT void jump_label_unlock(void)
 {
-	atomic_store(&jl_owned, 0);
-	pthread_mutex_unlock(&jl_mutex);
+	atomic_store(&jump_label_owned, 0);
+	pthread_mutex_unlock(&jump_label_mutex);
 }
 
 /* ---- entries -------------------------------------------------------------------- */
@@ -289,10 +289,10 @@ static const struct jump_entry *key_entries(struct static_key *key)
 	return (p & JL_ENTRIES) && e && entry_key(e) == key ? e : NULL;
 }
 
-static struct jl_key *key_record(struct static_key *key)
+static struct jump_label_key *key_record(struct static_key *key)
 {
 	uintptr_t p = priv_of(key);
-	struct jl_key *k = (struct jl_key *)(p & JL_PTR);
+	struct jump_label_key *k = (struct jump_label_key *)(p & JL_PTR);
 
 	return !(p & JL_ENTRIES) && k && k->key == key ? k : NULL;
 }
@@ -316,21 +316,21 @@ static void link_entries(struct static_key *key, const struct jump_entry *e)
 	priv_set(key, (uintptr_t)e | JL_ENTRIES | key_qstate(key));
 }
 
-static void link_record(struct static_key *key, struct jl_key *k)
+static void link_record(struct static_key *key, struct jump_label_key *k)
 {
 	priv_set(key, (uintptr_t)k | key_qstate(key));
 }
 
-static struct jl_object *entry_object(const struct jump_entry *e)
+static struct jump_label_object *entry_object(const struct jump_entry *e)
 {
-	for (struct jl_object *o = objects; o; o = o->next)
+	for (struct jump_label_object *o = objects; o; o = o->next)
 		if (e >= o->start && e < o->stop)
 			return o;
 	return NULL;
 }
 
 /* The number of entries of @e's key from @e on, in @o's table. */
-static size_t run_len(const struct jl_object *o, const struct jump_entry *e)
+static size_t run_len(const struct jump_label_object *o, const struct jump_entry *e)
 {
 	struct static_key *key = entry_key(e);
 	const struct jump_entry *x = e;
@@ -342,12 +342,12 @@ static size_t run_len(const struct jl_object *o, const struct jump_entry *e)
 
 /* Call @fn for every run of @key's entries; stops at a nonzero return. */
 static int for_each_run(struct static_key *key,
-			int (*fn)(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg),
+			int (*fn)(struct jump_label_object *o, const struct jump_entry *e, size_t n, void *arg),
 			void *arg)
 {
 	const struct jump_entry *e = key_entries(key);
-	struct jl_key *k;
-	struct jl_object *o;
+	struct jump_label_key *k;
+	struct jump_label_object *o;
 
 	if (e) {
 		o = entry_object(e);
@@ -365,7 +365,7 @@ static int for_each_run(struct static_key *key,
 	return 0;
 }
 
-static int count_run(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg)
+static int count_run(struct jump_label_object *o, const struct jump_entry *e, size_t n, void *arg)
 {
 	(void)o;
 	(void)e;
@@ -381,9 +381,9 @@ static size_t key_nsites(struct static_key *key)
 	return n;
 }
 
-static struct jl_key *record_new(struct static_key *key)
+static struct jump_label_key *record_new(struct static_key *key)
 {
-	struct jl_key *k = calloc(1, sizeof(*k));
+	struct jump_label_key *k = calloc(1, sizeof(*k));
 
 	if (!k)
 		return NULL;
@@ -396,7 +396,7 @@ static struct jl_key *record_new(struct static_key *key)
 	return k;
 }
 
-static void record_free(struct jl_key *k)
+static void record_free(struct jump_label_key *k)
 {
 	*k->pprev = k->next;
 	if (k->next)
@@ -405,18 +405,18 @@ static void record_free(struct jl_key *k)
 	free(k);
 }
 
-static int record_add_use(struct jl_key *k, struct jl_object *o, const struct jump_entry *e)
+static int record_add_use(struct jump_label_key *k, struct jump_label_object *o, const struct jump_entry *e)
 {
 	if (k->nuses == k->cap) {
 		size_t cap = k->cap ? 2 * k->cap : 2;
-		struct jl_use *u = realloc(k->uses, cap * sizeof(*u));
+		struct jump_label_use *u = realloc(k->uses, cap * sizeof(*u));
 
 		if (!u)
 			return -ENOMEM;
 		k->uses = u;
 		k->cap = cap;
 	}
-	k->uses[k->nuses++] = (struct jl_use){ o, e };
+	k->uses[k->nuses++] = (struct jump_label_use){ o, e };
 	return 0;
 }
 
@@ -426,7 +426,7 @@ static int record_add_use(struct jl_key *k, struct jl_object *o, const struct ju
  */
 static int key_known(struct static_key *key)
 {
-	struct jl_key *k;
+	struct jump_label_key *k;
 
 	if (key_entries(key) || key_record(key))
 		return 0;
@@ -437,18 +437,18 @@ static int key_known(struct static_key *key)
 }
 
 /* Link the run @e of @o's table to its key (registration). */
-static int link_run(struct jl_object *o, const struct jump_entry *e)
+static int link_run(struct jump_label_object *o, const struct jump_entry *e)
 {
 	struct static_key *key = entry_key(e);
 	const struct jump_entry *other = key_entries(key);
-	struct jl_key *k = key_record(key);
+	struct jump_label_key *k = key_record(key);
 
 	if (!other && !k) {			/* the common case */
 		link_entries(key, e);
 		return 0;
 	}
 	if (other) {				/* a second object: now a record */
-		struct jl_object *oo = entry_object(other);
+		struct jump_label_object *oo = entry_object(other);
 
 		if (!(k = record_new(key)))
 			return -ENOMEM;
@@ -462,10 +462,10 @@ static int link_run(struct jl_object *o, const struct jump_entry *e)
 }
 
 /* Unlink the run @e of @o's table from its key (unload, or a failed registration). */
-static void unlink_run(struct jl_object *o, const struct jump_entry *e)
+static void unlink_run(struct jump_label_object *o, const struct jump_entry *e)
 {
 	struct static_key *key = entry_key(e);
-	struct jl_key *k;
+	struct jump_label_key *k;
 	size_t w = 0;
 
 	if (key_entries(key) == e) {
@@ -521,7 +521,7 @@ struct collect {
 	uintptr_t bad_site;
 };
 
-static const char *obj_name(struct jl_object *o)
+static const char *obj_name(struct jump_label_object *o)
 {
 	uintptr_t base;
 
@@ -530,7 +530,7 @@ static const char *obj_name(struct jl_object *o)
 	return o->name;
 }
 
-static int collect_run(struct jl_object *o, const struct jump_entry *e, size_t n, void *arg)
+static int collect_run(struct jump_label_object *o, const struct jump_entry *e, size_t n, void *arg)
 {
 	struct collect *c = arg;
 
@@ -756,7 +756,7 @@ KK_EXPORT void jump_label_init_ro(void)
 {
 }
 
-bool jl_dec_not_one(struct static_key *key, int *v)
+bool jump_label_dec_not_one(struct static_key *key, int *v)
 {
 	*v = static_key_count(key);
 	while (*v > 1)
@@ -772,7 +772,7 @@ KK_EXPORT int static_key_slow_dec(struct static_key *key)
 
 	if (!key)
 		return fail(-EINVAL, "NULL key");
-	if (jl_dec_not_one(key, &v))
+	if (jump_label_dec_not_one(key, &v))
 		return 0;
 	return locked_call(dec_locked, key);
 }
@@ -876,7 +876,7 @@ out:
  * only the sites of keys that moved since; the others are not even read, so
  * loading an object touches none of its text.
  */
-static void sync_new_sites(struct jl_object *o)
+static void sync_new_sites(struct jump_label_object *o)
 {
 	struct kk_text_queue q = { 0 };
 	size_t np, bad = 0;
@@ -935,7 +935,7 @@ static int addr_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void prepare_text(const struct jl_object *o)
+static void prepare_text(const struct jump_label_object *o)
 {
 	size_t n = (size_t)(o->stop - o->start);
 	uintptr_t *a = malloc(n * sizeof(*a));
@@ -949,7 +949,7 @@ static void prepare_text(const struct jl_object *o)
 	free(a);
 }
 
-static struct jump_entry *next_run(struct jl_object *o, struct jump_entry *e)
+static struct jump_entry *next_run(struct jump_label_object *o, struct jump_entry *e)
 {
 	return e + run_len(o, e);
 }
@@ -957,7 +957,7 @@ static struct jump_entry *next_run(struct jl_object *o, struct jump_entry *e)
 KK_EXPORT int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
 {
 	struct jump_entry *e, *end;
-	struct jl_object *o;
+	struct jump_label_object *o;
 	uintptr_t base;
 	int ret = 0;
 
@@ -1017,11 +1017,11 @@ static bool in_range(const void *p, uintptr_t lo, uintptr_t hi)
 KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
 			      const void *self)
 {
-	struct jl_object *o = NULL, **pp;
+	struct jump_label_object *o = NULL, **pp;
 	uintptr_t base, lo = 0, hi = 0;
 	size_t w = 0;
 
-	jl_deferred_forget_object(self);
+	jump_label_deferred_forget_object(self);
 	jump_label_lock();
 	if (start && stop > start) {
 		for (pp = &objects; *pp && (*pp)->start != start; pp = &(*pp)->next)
@@ -1040,7 +1040,7 @@ KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const st
 	if (!hi && self && (records || queue_len))
 		kk_addr_range(self, &base, &lo, &hi);
 	if (hi) {
-		for (struct jl_key *k = records, *next; k; k = next) {
+		for (struct jump_label_key *k = records, *next; k; k = next) {
 			next = k->next;
 			if (!in_range(k->key, lo, hi))
 				continue;
@@ -1063,11 +1063,11 @@ KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const st
 /* Call @fn once for every key the registry knows. */
 static void for_each_key(void (*fn)(struct static_key *key, void *arg), void *arg)
 {
-	for (struct jl_object *o = objects; o; o = o->next)
+	for (struct jump_label_object *o = objects; o; o = o->next)
 		for (struct jump_entry *e = o->start; e < o->stop; e = next_run(o, e))
 			if (key_entries(entry_key(e)) == e)
 				fn(entry_key(e), arg);
-	for (struct jl_key *k = records; k; k = k->next)
+	for (struct jump_label_key *k = records; k; k = k->next)
 		fn(k->key, arg);
 }
 
@@ -1095,7 +1095,7 @@ KK_EXPORT void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 	st->signal_syncs = ss.signal_rounds;
 	jump_label_lock();
 	for_each_key(count_key, &st->keys);
-	for (struct jl_object *o = objects; o; o = o->next) {
+	for (struct jump_label_object *o = objects; o; o = o->next) {
 		st->objects++;
 		st->sites += (unsigned long long)(o->stop - o->start);
 	}
@@ -1112,7 +1112,7 @@ KK_EXPORT const char *kk_jump_label_sync_method(void)
 	return kk_sync_method();
 }
 
-/* No symbol lookup here: this runs under jl_mutex (see object_name.c). */
+/* No symbol lookup here: this runs under jump_label_mutex (see object_name.c). */
 static void key_name(const struct static_key *key, char *buf, size_t len)
 {
 	if (key->name && key->array)	/* an element of DEFINE_STATIC_KEY_ARRAY_* */
@@ -1130,7 +1130,7 @@ static void key_module(const struct static_key *key, char *buf, size_t len)
 {
 	uintptr_t base;
 
-	for (struct jl_object *o = objects; o; o = o->next) {
+	for (struct jump_label_object *o = objects; o; o = o->next) {
 		if (in_range(key, o->lo, o->hi)) {
 			snprintf(buf, len, "%s", obj_name(o));
 			return;
@@ -1171,13 +1171,13 @@ static void atfork_prepare(void)
 	/* A fork in the middle of a batch would give the child half-patched
 	 * code and no thread to finish it: wait for the batch. */
 	if (!lock_held())
-		pthread_mutex_lock(&jl_mutex);
+		pthread_mutex_lock(&jump_label_mutex);
 }
 
 static void atfork_parent(void)
 {
 	if (!lock_held())
-		pthread_mutex_unlock(&jl_mutex);
+		pthread_mutex_unlock(&jump_label_mutex);
 }
 
 static void atfork_child(void)
@@ -1186,18 +1186,18 @@ static void atfork_child(void)
 
 	kk_text_atfork_child();
 	if (held)
-		atomic_store(&jl_owner, pthread_self());
+		atomic_store(&jump_label_owner, pthread_self());
 	else
-		pthread_mutex_unlock(&jl_mutex);
+		pthread_mutex_unlock(&jump_label_mutex);
 }
 
-static const struct kk_fork_ops jl_fork_ops = {
+static const struct kk_fork_ops jump_label_fork_ops = {
 	KK_INIT_JUMP_LABEL, atfork_prepare, atfork_parent, atfork_child
 };
 
 /* Only what cannot fail and makes no syscall: set-up for patching is lazy. */
-KK_INIT(150) static void jl_init(void)
+KK_INIT(150) static void jump_label_lib_init(void)
 {
-	kk_fork_register(&jl_fork_ops);
+	kk_fork_register(&jump_label_fork_ops);
 	kk_control_add_lib_file(&static_keys_file);
 }

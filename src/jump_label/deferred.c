@@ -6,7 +6,7 @@
  *
  * The struct kk_delayed_work of a key holds a struct kk_work in opaque
  * storage.  Keys may live in shared objects: when one is unloaded, its
- * pending decrements are cancelled (jl_deferred_forget_object()) before its
+ * pending decrements are cancelled (jump_label_deferred_forget_object()) before its
  * memory goes away, and one that runs is waited for.
  */
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include "common/internal.h"
 #include "jump_label/internal.h"
 
-#define fail jl_fail
+#define fail jump_label_fail
 
 _Static_assert(sizeof(struct kk_work) <= sizeof(((struct kk_delayed_work *)0)->__work),
 	       "struct kk_delayed_work has no room for a struct kk_work");
@@ -57,7 +57,7 @@ KK_EXPORT int __static_key_slow_dec_deferred(struct static_key *key, struct kk_d
 	if (!key || !work)
 		return fail(-EINVAL, "NULL key");
 	/* Above one reference there is nothing to patch: drop it now. */
-	if (jl_dec_not_one(key, &v))
+	if (jump_label_dec_not_one(key, &v))
 		return 0;
 	if (v <= 0)
 		return fail(-EINVAL, "deferred decrement of a key whose count is %d", v);
@@ -141,7 +141,7 @@ static bool work_in_object(const struct kk_work *w, void (*fn)(struct kk_work *)
  * sandbox): dl_iterate_phdr() and the worker's lock only, no system call but
  * futex waits.
  */
-void jl_deferred_forget_object(const void *self)
+void jump_label_deferred_forget_object(const void *self)
 {
 	struct obj_ranges r = { .self = (uintptr_t)self };
 

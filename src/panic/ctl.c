@@ -16,7 +16,7 @@
 static const char *const restart_names[] = { "exit", "abort", "reexec" };
 
 struct staged {
-	struct kkp_settings s;
+	struct panic_settings s;
 	char policy[32];
 	int have_policy;
 	unsigned long taint;
@@ -25,7 +25,7 @@ struct staged {
 static int err_out(char *err, int errlen, int line, const char *key, const char *why)
 {
 	if (err && errlen > 0)
-		kkp_snprintf(err, (size_t)errlen, "line %d: %s: %s", line, key, why);
+		panic_snprintf(err, (size_t)errlen, "line %d: %s: %s", line, key, why);
 	return -EINVAL;
 }
 
@@ -33,7 +33,7 @@ static int parse_int(const char *v, size_t n, long lo, long hi, int *out)
 {
 	long x;
 
-	if (kkp_parse_long(v, n, &x) || x < lo || x > hi)
+	if (panic_parse_long(v, n, &x) || x < lo || x > hi)
 		return -EINVAL;
 	*out = (int)x;
 	return 0;
@@ -75,7 +75,7 @@ enum key_type {
 struct key {
 	const char *name;
 	enum key_type type;
-	size_t off;			/* KEY_INT, KEY_BOOL, KEY_RESTART: the int in struct kkp_settings */
+	size_t off;			/* KEY_INT, KEY_BOOL, KEY_RESTART: the int in struct panic_settings */
 	long lo, hi;			/* KEY_INT: the range */
 	const char *why;		/* KEY_INT: what the value must be */
 	int (*set)(int);		/* applies the int setting */
@@ -94,18 +94,18 @@ static int set_restart(int r)
 /* No public setter: kk_panic_set_blink() also sets the hook. */
 static int set_blink_ms(int ms)
 {
-	KKP_STORE(kkp_set.blink_ms, ms);
+	KKP_STORE(panic_set.blink_ms, ms);
 	return 0;
 }
 
 static void now_policies(char *buf, size_t n)
 {
-	kkp_policy_list(buf, n);
+	panic_policy_list(buf, n);
 }
 
 static void now_stop_signal(char *buf, size_t n)
 {
-	kkp_snprintf(buf, n, "%d", kk_park_signal());
+	panic_snprintf(buf, n, "%d", kk_park_signal());
 }
 
 static void now_tainted(char *buf, size_t n)
@@ -115,25 +115,25 @@ static void now_tainted(char *buf, size_t n)
 
 static void now_warn_count(char *buf, size_t n)
 {
-	kkp_snprintf(buf, n, "%lu", kk_warn_count());
+	panic_snprintf(buf, n, "%lu", kk_warn_count());
 }
 
 static void now_panicked(char *buf, size_t n)
 {
 	struct kk_panic_stats ps;
 
-	kkp_snprintf(buf, n, "%d", kk_panic_get_stats(&ps) == 0);
+	panic_snprintf(buf, n, "%d", kk_panic_get_stats(&ps) == 0);
 }
 
-#define INT_KEY(f, l, h, w, fn)	{ #f, KEY_INT, offsetof(struct kkp_settings, f), l, h, w, fn, NULL, NULL, 0, NULL }
-#define BOOL_KEY(f, fn, c)	{ #f, KEY_BOOL, offsetof(struct kkp_settings, f), 0, 1, NULL, fn, c, NULL, 0, NULL }
+#define INT_KEY(f, l, h, w, fn)	{ #f, KEY_INT, offsetof(struct panic_settings, f), l, h, w, fn, NULL, NULL, 0, NULL }
+#define BOOL_KEY(f, fn, c)	{ #f, KEY_BOOL, offsetof(struct panic_settings, f), 0, 1, NULL, fn, c, NULL, 0, NULL }
 #define STATUS_KEY(n, m)	{ #n, KEY_STATUS, 0, 0, 0, NULL, NULL, NULL, now_##n, m, NULL }
 
 static const struct key keys[] = {
 	INT_KEY(timeout, -2147483647L - 1, 2147483647L, "not an integer", kk_panic_set_timeout),
 	BOOL_KEY(on_warn, kk_panic_set_on_warn, NULL),
 	BOOL_KEY(on_oops, kk_panic_set_on_oops, "cannot hook the fault signals"),
-	{ "restart", KEY_RESTART, offsetof(struct kkp_settings, restart), 0, 0, NULL, set_restart,
+	{ "restart", KEY_RESTART, offsetof(struct panic_settings, restart), 0, 0, NULL, set_restart,
 	  NULL, NULL, 0, NULL },
 	INT_KEY(exit_status, 1, 255, "must be 1..255", kk_panic_set_exit_status),
 	{ "policy", KEY_POLICY, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL },
@@ -142,7 +142,7 @@ static const struct key keys[] = {
 	INT_KEY(stop_timeout_ms, 1, 60000, "must be 1..60000", kk_panic_set_stop_timeout_ms),
 	BOOL_KEY(notifiers_first, kk_panic_set_notifiers_first, NULL),
 	BOOL_KEY(sd_watchdog, kk_panic_set_sd_watchdog, NULL),
-	{ "blink_ms", KEY_INT, offsetof(struct kkp_settings, blink_ms), 10, 60000,
+	{ "blink_ms", KEY_INT, offsetof(struct panic_settings, blink_ms), 10, 60000,
 	  "must be 10..60000", set_blink_ms, NULL, NULL, 0, NO_BLINK_HOOK },
 	STATUS_KEY(stop_signal, 0),
 	{ "taint", KEY_TAINT, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL },
@@ -158,7 +158,7 @@ static int is_setting(const struct key *k)
 	return k->type == KEY_INT || k->type == KEY_BOOL || k->type == KEY_RESTART;
 }
 
-static int *setting(struct kkp_settings *s, const struct key *k)
+static int *setting(struct panic_settings *s, const struct key *k)
 {
 	return (int *)((char *)s + k->off);
 }
@@ -189,7 +189,7 @@ static int stage_status(const struct key *k, const char *v, size_t vn, int line,
 	if (strlen(now) == vn && !memcmp(now, v, vn))
 		return 0;
 	if (err && errlen > 0)
-		kkp_snprintf(err, (size_t)errlen, "line %d: %s: read-only (it is %s)", line, k->name,
+		panic_snprintf(err, (size_t)errlen, "line %d: %s: read-only (it is %s)", line, k->name,
 			     now);
 	return -EINVAL;
 }
@@ -228,7 +228,7 @@ static const char *stage_policy(struct staged *st, const char *v, size_t vn)
 		return "no such policy";
 	memcpy(st->policy, v, vn);
 	st->policy[vn] = '\0';
-	if (!kkp_policy_exists(st->policy))
+	if (!panic_policy_exists(st->policy))
 		return "no such policy";
 	st->have_policy = 1;
 	return NULL;
@@ -240,7 +240,7 @@ static const char *stage_taint(struct staged *st, const char *v, size_t vn)
 	static const char letters[] = "PFSRMBUDAWCIOELKXTN";
 	long m;
 
-	if (!kkp_parse_long(v, vn, &m)) {
+	if (!panic_parse_long(v, vn, &m)) {
 		if (m < 0 || m >= (1L << KK_TAINT_FLAGS_COUNT))
 			return "unknown taint bit";
 		st->taint |= (unsigned long)m;
@@ -334,13 +334,13 @@ static int apply_staged(struct staged *st, char *err, int errlen)
 		rc = k->set(*setting(&st->s, k));
 		if (rc) {
 			if (err && errlen > 0)
-				kkp_snprintf(err, (size_t)errlen, "%s: %s", k->name, k->cannot);
+				panic_snprintf(err, (size_t)errlen, "%s: %s", k->name, k->cannot);
 			return rc;
 		}
 	}
 	if (st->have_policy && kk_panic_set_policy(st->policy)) {
 		if (err && errlen > 0)
-			kkp_snprintf(err, (size_t)errlen, "policy: %s went away", st->policy);
+			panic_snprintf(err, (size_t)errlen, "policy: %s went away", st->policy);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < NKEYS; i++)
@@ -366,7 +366,7 @@ KK_EXPORT int kk_panic_apply_settings(const char *text, char *err, int errlen)
 	memset(&st, 0, sizeof(st));
 	for (size_t i = 0; i < NKEYS; i++)
 		if (is_setting(&keys[i]))
-			*setting(&st.s, &keys[i]) = __atomic_load_n(setting(&kkp_set, &keys[i]),
+			*setting(&st.s, &keys[i]) = __atomic_load_n(setting(&panic_set, &keys[i]),
 								    __ATOMIC_RELAXED);
 	while (*p) {
 		const char *nl = strchr(p, '\n');
@@ -385,7 +385,7 @@ KK_EXPORT int kk_panic_apply_settings(const char *text, char *err, int errlen)
 
 /* ---- environment ------------------------------------------------------------------ */
 
-void kkp_env_init(void)
+void panic_env_init(void)
 {
 	static const char *const vars[][2] = {
 		{ "KK_PANIC_TIMEOUT", "timeout" },
@@ -408,12 +408,12 @@ void kkp_env_init(void)
 		if (!v)
 			continue;
 		if (strlen(v) > 64 || strchr(v, '\n')) {
-			kkp_dprintf(KKP_FD, "kernelkit: ignoring %s: bad value\n", vars[i][0]);
+			panic_dprintf(KKP_FD, "kernelkit: ignoring %s: bad value\n", vars[i][0]);
 			continue;
 		}
-		kkp_snprintf(line, sizeof(line), "%s=%s", vars[i][1], v);
+		panic_snprintf(line, sizeof(line), "%s=%s", vars[i][1], v);
 		if (kk_panic_apply_settings(line, err, sizeof(err)))
-			kkp_dprintf(KKP_FD, "kernelkit: ignoring %s=%s (%s)\n", vars[i][0], v, err);
+			panic_dprintf(KKP_FD, "kernelkit: ignoring %s=%s (%s)\n", vars[i][0], v, err);
 	}
 }
 
@@ -427,7 +427,7 @@ static void show_key(struct kk_buf *out, const struct key *k)
 
 	switch (k->type) {
 	case KEY_POLICY:
-		kk_buf_printf(out, "%s: %s\n", k->name, kkp_policy_name());
+		kk_buf_printf(out, "%s: %s\n", k->name, panic_policy_name());
 		return;
 	case KEY_TAINT:
 		kk_buf_printf(out, "%s: %lu\n", k->name, kk_get_taint());
@@ -439,11 +439,11 @@ static void show_key(struct kk_buf *out, const struct key *k)
 	default:
 		break;
 	}
-	v = __atomic_load_n(setting(&kkp_set, k), __ATOMIC_RELAXED);
+	v = __atomic_load_n(setting(&panic_set, k), __ATOMIC_RELAXED);
 	if (k->type == KEY_RESTART)
 		kk_buf_printf(out, "%s: %s\n", k->name, v >= 0 && v < 3 ? restart_names[v] : "?");
 	else
-		kk_buf_printf(out, "%s: %d%s\n", k->name, v, k->note && !kkp_blink_fn ? k->note : "");
+		kk_buf_printf(out, "%s: %d%s\n", k->name, v, k->note && !panic_blink_fn ? k->note : "");
 }
 
 static int panic_show(struct kk_buf *out, void *priv)
@@ -477,13 +477,13 @@ static const struct kk_control_file_ops panic_ops = {
 };
 KK_CONTROL_LIB_FILE(panic_file, "panic", &panic_ops);
 
-void kkp_control_gone(void)
+void panic_control_gone(void)
 {
 	/* Its thread is parked now: refuse new clients so they do not hang on it. */
 	kk_control_refuse();
 }
 
-KK_LOAD_TEXT void kkp_control_init(void)
+KK_LOAD_TEXT void panic_control_init(void)
 {
 	kk_control_add_lib_file(&panic_file);
 }

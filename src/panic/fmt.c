@@ -17,7 +17,7 @@
 #include "common/internal.h"
 #include "panic/internal.h"
 
-void kkp_write_all(int fd, const void *p, size_t n)
+void panic_write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 	int tries = 0;
@@ -41,7 +41,7 @@ void kkp_write_all(int fd, const void *p, size_t n)
  * A sink: formats into buf; when fd >= 0 a full buffer is flushed to fd,
  * otherwise the output is truncated (always NUL-terminated).
  */
-struct kkp_sink {
+struct panic_sink {
 	char *buf;
 	size_t cap;
 	size_t len;
@@ -49,20 +49,20 @@ struct kkp_sink {
 	size_t total;		/* bytes produced, including truncated ones */
 };
 
-static void kkp_sink_flush(struct kkp_sink *s)
+static void panic_sink_flush(struct panic_sink *s)
 {
 	if (s->fd >= 0 && s->len) {
-		kkp_write_all(s->fd, s->buf, s->len);
+		panic_write_all(s->fd, s->buf, s->len);
 		s->len = 0;
 	}
 }
 
-static void kkp_sink_putc(struct kkp_sink *s, char c)
+static void panic_sink_putc(struct panic_sink *s, char c)
 {
 	s->total++;
 	if (s->fd >= 0) {
 		if (s->len == s->cap)
-			kkp_sink_flush(s);
+			panic_sink_flush(s);
 		s->buf[s->len++] = c;
 		return;
 	}
@@ -72,16 +72,16 @@ static void kkp_sink_putc(struct kkp_sink *s, char c)
 	}
 }
 
-static void kkp_sink_puts(struct kkp_sink *s, const char *str)
+static void panic_sink_puts(struct panic_sink *s, const char *str)
 {
 	while (*str)
-		kkp_sink_putc(s, *str++);
+		panic_sink_putc(s, *str++);
 }
 
-static void pad(struct kkp_sink *s, char c, int n)
+static void pad(struct panic_sink *s, char c, int n)
 {
 	while (n-- > 0)
-		kkp_sink_putc(s, c);
+		panic_sink_putc(s, c);
 }
 
 /* Digits of v in base, reversed into tmp; returns the count. */
@@ -139,7 +139,7 @@ struct spec {
 	const char *start, *end;	/* the directive as written, for CONV_VERBATIM */
 };
 
-static void emit_number(struct kkp_sink *s, const struct spec *sp, uintmax_t v, int neg,
+static void emit_number(struct panic_sink *s, const struct spec *sp, uintmax_t v, int neg,
 			unsigned base, int upper, const char *prefix)
 {
 	char tmp[72];
@@ -162,18 +162,18 @@ static void emit_number(struct kkp_sink *s, const struct spec *sp, uintmax_t v, 
 	if (!sp->left && !(sp->zero && sp->prec < 0))
 		pad(s, ' ', sp->width - total);
 	if (sign)
-		kkp_sink_putc(s, sign);
-	kkp_sink_puts(s, prefix);
+		panic_sink_putc(s, sign);
+	panic_sink_puts(s, prefix);
 	if (!sp->left && sp->zero && sp->prec < 0)
 		pad(s, '0', sp->width - total);
 	pad(s, '0', nprec);
 	while (nd)
-		kkp_sink_putc(s, tmp[--nd]);
+		panic_sink_putc(s, tmp[--nd]);
 	if (sp->left)
 		pad(s, ' ', sp->width - total);
 }
 
-static void emit_str(struct kkp_sink *s, const struct spec *sp, const char *str)
+static void emit_str(struct panic_sink *s, const struct spec *sp, const char *str)
 {
 	size_t n = 0;
 
@@ -184,12 +184,12 @@ static void emit_str(struct kkp_sink *s, const struct spec *sp, const char *str)
 	if (!sp->left)
 		pad(s, ' ', sp->width - (int)n);
 	for (size_t i = 0; i < n; i++)
-		kkp_sink_putc(s, str[i]);
+		panic_sink_putc(s, str[i]);
 	if (sp->left)
 		pad(s, ' ', sp->width - (int)n);
 }
 
-static void emit_float(struct kkp_sink *s, const struct spec *sp, long double v)
+static void emit_float(struct panic_sink *s, const struct spec *sp, long double v)
 {
 	char buf[64];
 	int prec = sp->prec < 0 ? 6 : (sp->prec > 9 ? 9 : sp->prec);
@@ -245,7 +245,7 @@ static void emit_float(struct kkp_sink *s, const struct spec *sp, long double v)
 	if (!sp->left)
 		pad(s, ' ', sp->width - len);
 	while (n)
-		kkp_sink_putc(s, buf[--n]);
+		panic_sink_putc(s, buf[--n]);
 	if (sp->left)
 		pad(s, ' ', sp->width - len);
 }
@@ -400,7 +400,7 @@ static uintmax_t arg_unsigned(va_list *ap, enum len_mod len)
 	}
 }
 
-static void conv_signed(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_signed(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	intmax_t i = arg_signed(ap, sp->len);
 
@@ -408,7 +408,7 @@ static void conv_signed(struct kkp_sink *s, struct spec *sp, va_list *ap)
 }
 
 /* '+' and ' ' apply to signed conversions only. */
-static void conv_unsigned(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_unsigned(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	uintmax_t u = arg_unsigned(ap, sp->len);
 	int upper = sp->conv == 'X';
@@ -423,7 +423,7 @@ static void conv_unsigned(struct kkp_sink *s, struct spec *sp, va_list *ap)
 }
 
 /* glibc's spelling: "(nil)" for NULL, 0x and lower-case hex otherwise. */
-static void conv_ptr(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_ptr(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	void *ptr = va_arg(*ap, void *);
 
@@ -435,23 +435,23 @@ static void conv_ptr(struct kkp_sink *s, struct spec *sp, va_list *ap)
 	emit_str(s, sp, "(nil)");
 }
 
-static void conv_char(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_char(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	char ch = (char)va_arg(*ap, int);
 
 	if (!sp->left)
 		pad(s, ' ', sp->width - 1);
-	kkp_sink_putc(s, ch);
+	panic_sink_putc(s, ch);
 	if (sp->left)
 		pad(s, ' ', sp->width - 1);
 }
 
-static void conv_str(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_str(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	emit_str(s, sp, va_arg(*ap, const char *));
 }
 
-static void conv_float(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_float(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	if (sp->len == LEN_BIG_L)
 		emit_float(s, sp, va_arg(*ap, long double));
@@ -460,7 +460,7 @@ static void conv_float(struct kkp_sink *s, struct spec *sp, va_list *ap)
 }
 
 /* %n is never written: a panic message must not be able to store through a pointer. */
-static void conv_count(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_count(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	(void)s;
 	(void)sp;
@@ -468,32 +468,32 @@ static void conv_count(struct kkp_sink *s, struct spec *sp, va_list *ap)
 }
 
 /* glibc's %m; strerror is not async-signal-safe: print the number, without width or flags. */
-static void conv_errno(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_errno(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	struct spec plain = { .prec = -1 };
 
 	(void)sp;
 	(void)ap;
-	kkp_sink_puts(s, "errno ");
+	panic_sink_puts(s, "errno ");
 	emit_number(s, &plain, (uintmax_t)errno, 0, 10, 0, "");
 }
 
-static void conv_percent(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_percent(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	(void)sp;
 	(void)ap;
-	kkp_sink_putc(s, '%');
+	panic_sink_putc(s, '%');
 }
 
 /* Unknown or unfinished directives are printed as written, as glibc does. */
-static void conv_verbatim(struct kkp_sink *s, struct spec *sp, va_list *ap)
+static void conv_verbatim(struct panic_sink *s, struct spec *sp, va_list *ap)
 {
 	(void)ap;
 	for (const char *c = sp->start; c < sp->end; c++)
-		kkp_sink_putc(s, *c);
+		panic_sink_putc(s, *c);
 }
 
-static void (*const conv_emit[])(struct kkp_sink *, struct spec *, va_list *) = {
+static void (*const conv_emit[])(struct panic_sink *, struct spec *, va_list *) = {
 	[CONV_SIGNED] = conv_signed,
 	[CONV_UNSIGNED] = conv_unsigned,
 	[CONV_PTR] = conv_ptr,
@@ -511,7 +511,7 @@ static void (*const conv_emit[])(struct kkp_sink *, struct spec *, va_list *) = 
  * in turn, and a va_list parameter cannot be passed on by address portably
  * (on x86-64 it is an array that decays to a pointer).
  */
-static void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
+static void panic_vformat(struct panic_sink *s, const char *fmt, va_list ap)
 {
 	const char *p = fmt ? fmt : "(null)";
 	va_list args;
@@ -521,7 +521,7 @@ static void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
 		struct spec sp;
 
 		if (*p != '%') {
-			kkp_sink_putc(s, *p++);
+			panic_sink_putc(s, *p++);
 			continue;
 		}
 		p = format_decode(&sp, p, &args);
@@ -530,40 +530,40 @@ static void kkp_vformat(struct kkp_sink *s, const char *fmt, va_list ap)
 	va_end(args);
 }
 
-size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+size_t panic_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
-	struct kkp_sink s = { buf, size, 0, -1, 0 };
+	struct panic_sink s = { buf, size, 0, -1, 0 };
 
 	if (size)
 		buf[0] = '\0';
-	kkp_vformat(&s, fmt, ap);
+	panic_vformat(&s, fmt, ap);
 	return s.total;
 }
 
-size_t kkp_snprintf(char *buf, size_t size, const char *fmt, ...)
+size_t panic_snprintf(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 	size_t n;
 
 	va_start(ap, fmt);
-	n = kkp_vsnprintf(buf, size, fmt, ap);
+	n = panic_vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
 	return n;
 }
 
-void kkp_dprintf(int fd, const char *fmt, ...)
+void panic_dprintf(int fd, const char *fmt, ...)
 {
 	char buf[512];
-	struct kkp_sink s = { buf, sizeof(buf), 0, fd, 0 };
+	struct panic_sink s = { buf, sizeof(buf), 0, fd, 0 };
 	va_list ap;
 
 	va_start(ap, fmt);
-	kkp_vformat(&s, fmt, ap);
+	panic_vformat(&s, fmt, ap);
 	va_end(ap);
-	kkp_sink_flush(&s);
+	panic_sink_flush(&s);
 }
 
-int kkp_parse_long(const char *s, size_t n, long *out)
+int panic_parse_long(const char *s, size_t n, long *out)
 {
 	size_t i = 0;
 	int neg = 0;
@@ -591,17 +591,17 @@ int kkp_parse_long(const char *s, size_t n, long *out)
 
 /* ---- raw helpers ---------------------------------------------------------- */
 
-pid_t kkp_gettid(void)
+pid_t panic_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
 }
 
-pid_t kkp_getpid(void)
+pid_t panic_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
 }
 
-int kkp_tracer_pid(pid_t tid)
+int panic_tracer_pid(pid_t tid)
 {
 	char path[64], buf[2048];
 	const char *p;
@@ -609,9 +609,9 @@ int kkp_tracer_pid(pid_t tid)
 	size_t n = 0;
 
 	if (tid)
-		kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+		panic_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	else
-		kkp_snprintf(path, sizeof(path), "/proc/thread-self/status");
+		panic_snprintf(path, sizeof(path), "/proc/thread-self/status");
 	if (kk_read_proc(path, buf, sizeof(buf)) < 0)
 		return -1;
 	p = strstr(buf, "\nTracerPid:");
@@ -622,7 +622,7 @@ int kkp_tracer_pid(pid_t tid)
 		p++;
 	while (p[n] >= '0' && p[n] <= '9')
 		n++;
-	if (kkp_parse_long(p, n, &v))
+	if (panic_parse_long(p, n, &v))
 		return -1;
 	return (int)v;
 }

@@ -13,26 +13,26 @@
 
 /* ---- fmt.c: async-signal-safe formatting and output -------------------- */
 
-void kkp_write_all(int fd, const void *p, size_t n);
+void panic_write_all(int fd, const void *p, size_t n);
 /* vsnprintf work-alikes: return the untruncated length. */
-size_t kkp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-size_t kkp_snprintf(char *buf, size_t size, const char *fmt, ...)
+size_t panic_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+size_t panic_snprintf(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Format and write to fd in pieces of at most 512 bytes. */
-void kkp_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void panic_dprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parse a decimal integer (optional sign); 0 or -EINVAL (also on overflow). */
-int kkp_parse_long(const char *s, size_t n, long *out);
+int panic_parse_long(const char *s, size_t n, long *out);
 
 /* ---- raw helpers (no libc state, no malloc) ---------------------------- */
 
-pid_t kkp_gettid(void);
-pid_t kkp_getpid(void);
+pid_t panic_gettid(void);
+pid_t panic_getpid(void);
 /* TracerPid of a thread (tid 0: the calling thread), -1 if unknown. */
-int kkp_tracer_pid(pid_t tid);
+int panic_tracer_pid(pid_t tid);
 
 /* ---- settings (panic.c) ----------------------------------------------- */
 
-struct kkp_settings {
+struct panic_settings {
 	int timeout;
 	int on_warn;
 	int on_oops;
@@ -44,60 +44,60 @@ struct kkp_settings {
 	int sd_watchdog;
 	int blink_ms;
 };
-extern struct kkp_settings kkp_set;	/* read with __atomic loads */
+extern struct panic_settings panic_set;	/* read with __atomic loads */
 
 #define KKP_LOAD(x)	__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define KKP_STORE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
-extern void (*volatile kkp_blink_fn)(int state, void *arg);
-extern void *volatile kkp_blink_arg;
+extern void (*volatile panic_blink_fn)(int state, void *arg);
+extern void *volatile panic_blink_arg;
 
 /* The fd that reports go to (2). */
 #define KKP_FD	2
 
 /* ---- panic.c: the flow ------------------------------------------------- */
 
-extern int kkp_panic_owner;		/* tid, 0 = none */
-extern char kkp_panic_msg[1024];
+extern int panic_owner;		/* tid, 0 = none */
+extern char panic_msg[1024];
 
 /* Reserve the panic stacks and load libgcc_s for backtrace(), once (first configuration). */
-void kkp_prepare(void);
+void panic_prepare(void);
 /* Park the calling thread for good (it has lost the race or was stopped). */
-__attribute__((noreturn)) void kkp_park_self(void);
+__attribute__((noreturn)) void panic_park_self(void);
 /* Run fn(arg) so that a panic or a fault inside it returns here: 0 ok, 1 recovered. */
-int kkp_guarded(const char *what, void (*fn)(void *), void *arg);
+int panic_guarded(const char *what, void (*fn)(void *), void *arg);
 /* Exit with the panic status, now. */
-__attribute__((noreturn)) void kkp_exit_status_now(void);
+__attribute__((noreturn)) void panic_exit_status_now(void);
 /* Restart as the restart setting says. */
-__attribute__((noreturn)) void kkp_restart(void);
+__attribute__((noreturn)) void panic_restart(void);
 
 /* ---- stop.c ------------------------------------------------------------ */
 
 /* Call fn for each thread of the process until it returns nonzero (then 1); 0, or -errno. */
-int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg);
-void kkp_stop_others(struct kk_panic_stats *st);
+int panic_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg);
+void panic_stop_others(struct kk_panic_stats *st);
 /* An fd parked threads write to when they see a tracer (eventfd), or -1. */
-extern int kkp_debug_evfd;
-extern int kkp_debug_wanted;
+extern int panic_debug_evfd;
+extern int panic_debug_wanted;
 
 /* ---- wait.c ------------------------------------------------------------ */
 
-__attribute__((noreturn)) void kkp_after_panic(void);
-const char *kkp_policy_name(void);
-int kkp_policy_select(const char *name);
-int kkp_policy_exists(const char *name);
+__attribute__((noreturn)) void panic_after_panic(void);
+const char *panic_policy_name(void);
+int panic_policy_select(const char *name);
+int panic_policy_exists(const char *name);
 /* "name(prio) ..." into buf. */
-void kkp_policy_list(char *buf, size_t n);
-void kkp_sd_notify(const char *msg);
+void panic_policy_list(char *buf, size_t n);
+void panic_sd_notify(const char *msg);
 /* Ask the kernel to re-exec with: saved at load. */
-extern char **kkp_argv;
-extern uint64_t kkp_init_mask;
+extern char **panic_argv;
+extern uint64_t panic_init_mask;
 
 /* ---- ctl.c -------------------------------------------------------------- */
 
-void kkp_env_init(void);
-void kkp_control_init(void);
+void panic_env_init(void);
+void panic_control_init(void);
 /* Remove the control socket (the endpoint's thread is parked). */
-void kkp_control_gone(void);
+void panic_control_gone(void);
 
 #endif

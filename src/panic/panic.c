@@ -10,9 +10,9 @@
  *
  * Load costs nothing but a look at the signal mask and the settings: the
  * reserved stacks and libgcc_s (which glibc's backtrace() loads on first use)
- * come with the first call that configures panic (kkp_prepare()), or at the
+ * come with the first call that configures panic (panic_prepare()), or at the
  * panic itself; KK_PANIC_* settings reserve the stacks at load but never
- * unwind there (see kkp_prepare()); the calling thread's alternate signal stack comes with
+ * unwind there (see panic_prepare()); the calling thread's alternate signal stack comes with
  * panic_on_oops (the fault handlers need it), the park signal's handler with
  * the panic.
  */
@@ -47,7 +47,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-struct kkp_settings kkp_set = {
+struct panic_settings panic_set = {
 	.timeout = 0,
 	.on_warn = 0,
 	.on_oops = 0,
@@ -60,11 +60,11 @@ struct kkp_settings kkp_set = {
 	.blink_ms = 200,
 };
 
-void (*volatile kkp_blink_fn)(int state, void *arg);
-void *volatile kkp_blink_arg;
+void (*volatile panic_blink_fn)(int state, void *arg);
+void *volatile panic_blink_arg;
 
-int kkp_panic_owner;
-char kkp_panic_msg[1024];
+int panic_owner;
+char panic_msg[1024];
 
 static int panic_depth;
 static struct kk_panic_stats stats;
@@ -149,10 +149,10 @@ KK_EXPORT const char *kk_print_tainted(char *buf, int len)
 	if (!buf || len <= 0)
 		return "";
 	if (!m) {
-		kkp_snprintf(buf, (size_t)len, "Not tainted");
+		panic_snprintf(buf, (size_t)len, "Not tainted");
 		return buf;
 	}
-	n = (int)kkp_snprintf(buf, (size_t)len, "Tainted: ");
+	n = (int)panic_snprintf(buf, (size_t)len, "Tainted: ");
 	for (int i = 0; i < KK_TAINT_FLAGS_COUNT && n + 1 < len; i++) {
 		char c = (m & (1ul << i)) ? taint_true[i] : (i == 0 ? 'G' : ' ');
 
@@ -177,24 +177,24 @@ static void warn_common(const char *file, int line, const char *func, const char
 
 	__atomic_fetch_add(&warn_count, 1, __ATOMIC_RELAXED);
 	kk_add_taint(KK_TAINT_WARN);
-	kkp_dprintf(KKP_FD, "------------[ cut here ]------------\n"
+	panic_dprintf(KKP_FD, "------------[ cut here ]------------\n"
 		    "WARNING: PID: %d TID: %d at %s:%d %s\n",
-		    (int)kkp_getpid(), (int)kkp_gettid(), file ? file : "?", line, func ? func : "?");
+		    (int)panic_getpid(), (int)panic_gettid(), file ? file : "?", line, func ? func : "?");
 	if (fmt) {
-		size_t len = kkp_vsnprintf(buf, sizeof(buf), fmt, ap);
+		size_t len = panic_vsnprintf(buf, sizeof(buf), fmt, ap);
 
 		if (len > sizeof(buf) - 1)
 			len = sizeof(buf) - 1;
-		kkp_write_all(KKP_FD, buf, len);
+		panic_write_all(KKP_FD, buf, len);
 		if (!len || buf[len - 1] != '\n')
-			kkp_write_all(KKP_FD, "\n", 1);
+			panic_write_all(KKP_FD, "\n", 1);
 	}
-	kkp_dprintf(KKP_FD, "%s\nCall Trace:\n", kk_print_tainted(tainted, sizeof(tainted)));
+	panic_dprintf(KKP_FD, "%s\nCall Trace:\n", kk_print_tainted(tainted, sizeof(tainted)));
 	n = kk_backtrace(bt, 32);
 	if (n > 1)
 		backtrace_symbols_fd(bt + 1, n - 1, KKP_FD);
-	kkp_dprintf(KKP_FD, "---[ end trace %lu ]---\n", kk_warn_count());
-	if (KKP_LOAD(kkp_set.on_warn))
+	panic_dprintf(KKP_FD, "---[ end trace %lu ]---\n", kk_warn_count());
+	if (KKP_LOAD(panic_set.on_warn))
 		kk_panic("panic_on_warn set ...");
 }
 
@@ -219,18 +219,18 @@ KK_EXPORT void kk_warn_slowpath_null(const char *file, int line, const char *fun
 KK_EXPORT void kk_bug(const char *file, int line, const char *func)
 {
 	kk_add_taint(KK_TAINT_DIE);
-	if (KKP_LOAD(kkp_set.on_oops) || KKP_LOAD(kkp_panic_owner))
+	if (KKP_LOAD(panic_set.on_oops) || KKP_LOAD(panic_owner))
 		kk_panic("BUG at %s:%d %s()", file ? file : "?", line, func ? func : "?");
-	kkp_dprintf(KKP_FD, "------------[ cut here ]------------\n"
+	panic_dprintf(KKP_FD, "------------[ cut here ]------------\n"
 		    "BUG at %s:%d %s() (PID: %d TID: %d); panic_on_oops is off: aborting\n",
-		    file ? file : "?", line, func ? func : "?", (int)kkp_getpid(), (int)kkp_gettid());
+		    file ? file : "?", line, func ? func : "?", (int)panic_getpid(), (int)panic_gettid());
 	signal(SIGABRT, SIG_DFL);
 	{
 		uint64_t m = sigbit(SIGABRT);
 
 		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &m, NULL, KSIGSET_SIZE);
 	}
-	syscall(SYS_tgkill, kkp_getpid(), kkp_gettid(), SIGABRT);
+	syscall(SYS_tgkill, panic_getpid(), panic_gettid(), SIGABRT);
 	_exit(128 + SIGABRT);
 }
 
@@ -238,14 +238,14 @@ KK_EXPORT void kk_bug(const char *file, int line, const char *func)
 
 KK_EXPORT int kk_panic_in_progress(void)
 {
-	return KKP_LOAD(kkp_panic_owner) != 0;
+	return KKP_LOAD(panic_owner) != 0;
 }
 
 KK_EXPORT int kk_panic_notifier_register(struct kk_panic_notifier *nb)
 {
 	struct kk_panic_notifier **pp, *it;
 
-	kkp_prepare();
+	panic_prepare();
 	if (!nb || !nb->notifier_call)
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -295,28 +295,28 @@ static int bool_ok(int on)
 
 KK_EXPORT int kk_panic_set_timeout(int seconds)
 {
-	kkp_prepare();
-	KKP_STORE(kkp_set.timeout, seconds);
+	panic_prepare();
+	KKP_STORE(panic_set.timeout, seconds);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_get_timeout(void)
 {
-	return KKP_LOAD(kkp_set.timeout);
+	return KKP_LOAD(panic_set.timeout);
 }
 
 KK_EXPORT int kk_panic_set_on_warn(int on)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
-	KKP_STORE(kkp_set.on_warn, on);
+	KKP_STORE(panic_set.on_warn, on);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_get_on_warn(void)
 {
-	return KKP_LOAD(kkp_set.on_warn);
+	return KKP_LOAD(panic_set.on_warn);
 }
 
 static int hook_faults(int on)
@@ -352,7 +352,7 @@ KK_EXPORT int kk_panic_set_on_oops(int on)
 {
 	int rc;
 
-	kkp_prepare();
+	panic_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -363,104 +363,104 @@ KK_EXPORT int kk_panic_set_on_oops(int on)
 	pthread_mutex_lock(&reg_lock);
 	rc = hook_faults(on);
 	if (!rc)
-		KKP_STORE(kkp_set.on_oops, on);
+		KKP_STORE(panic_set.on_oops, on);
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
 }
 
 KK_EXPORT int kk_panic_get_on_oops(void)
 {
-	return KKP_LOAD(kkp_set.on_oops);
+	return KKP_LOAD(panic_set.on_oops);
 }
 
 KK_EXPORT int kk_panic_set_restart(enum kk_panic_restart how)
 {
-	kkp_prepare();
+	panic_prepare();
 	if ((int)how < KK_PANIC_RESTART_EXIT || how > KK_PANIC_RESTART_REEXEC)
 		return -EINVAL;
-	KKP_STORE(kkp_set.restart, (int)how);
+	KKP_STORE(panic_set.restart, (int)how);
 	return 0;
 }
 
 KK_EXPORT enum kk_panic_restart kk_panic_get_restart(void)
 {
-	return (enum kk_panic_restart)KKP_LOAD(kkp_set.restart);
+	return (enum kk_panic_restart)KKP_LOAD(panic_set.restart);
 }
 
 KK_EXPORT int kk_panic_set_exit_status(int status)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (status < 1 || status > 255)
 		return -EINVAL;
-	KKP_STORE(kkp_set.exit_status, status);
+	KKP_STORE(panic_set.exit_status, status);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_get_exit_status(void)
 {
-	return KKP_LOAD(kkp_set.exit_status);
+	return KKP_LOAD(panic_set.exit_status);
 }
 
 KK_EXPORT int kk_panic_set_policy(const char *name)
 {
-	kkp_prepare();
-	return kkp_policy_select(name);
+	panic_prepare();
+	return panic_policy_select(name);
 }
 
 KK_EXPORT const char *kk_panic_get_policy(void)
 {
-	return kkp_policy_name();
+	return panic_policy_name();
 }
 
 KK_EXPORT int kk_panic_set_core_dump(int on)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
-	KKP_STORE(kkp_set.core_dump, on);
+	KKP_STORE(panic_set.core_dump, on);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_set_stop_timeout_ms(int ms)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (ms < 1 || ms > 60000)
 		return -EINVAL;
-	KKP_STORE(kkp_set.stop_timeout_ms, ms);
+	KKP_STORE(panic_set.stop_timeout_ms, ms);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_set_notifiers_first(int on)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
-	KKP_STORE(kkp_set.notifiers_first, on);
+	KKP_STORE(panic_set.notifiers_first, on);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_set_sd_watchdog(int on)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (!bool_ok(on))
 		return -EINVAL;
-	KKP_STORE(kkp_set.sd_watchdog, on);
+	KKP_STORE(panic_set.sd_watchdog, on);
 	return 0;
 }
 
 KK_EXPORT int kk_panic_set_blink(void (*blink)(int state, void *arg), void *arg, int period_ms)
 {
-	kkp_prepare();
+	panic_prepare();
 	if (blink && (period_ms < 10 || period_ms > 60000))
 		return -EINVAL;
 	if (kk_panic_in_progress())
 		return -EBUSY;
 	pthread_mutex_lock(&reg_lock);
-	kkp_blink_fn = NULL;
-	kkp_blink_arg = arg;
+	panic_blink_fn = NULL;
+	panic_blink_arg = arg;
 	if (blink)
-		KKP_STORE(kkp_set.blink_ms, period_ms);
-	kkp_blink_fn = blink;
+		KKP_STORE(panic_set.blink_ms, period_ms);
+	panic_blink_fn = blink;
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
@@ -482,12 +482,12 @@ KK_EXPORT int kk_panic_get_stats(struct kk_panic_stats *st)
 
 /* ---- the flow ----------------------------------------------------------------- */
 
-void kkp_exit_status_now(void)
+void panic_exit_status_now(void)
 {
-	_exit(KKP_LOAD(kkp_set.exit_status));
+	_exit(KKP_LOAD(panic_set.exit_status));
 }
 
-int kkp_guarded(const char *what, void (*fn)(void *), void *arg)
+int panic_guarded(const char *what, void (*fn)(void *), void *arg)
 {
 	sigjmp_buf env;
 	sigjmp_buf *prev = guard_env;
@@ -514,17 +514,17 @@ __attribute__((noreturn)) static void recover_or_exit(void)
 	stats.recursions = depth;
 	if (env && depth < 16)
 		siglongjmp(*env, 1);
-	kkp_dprintf(KKP_FD, "kernelkit: cannot recover from a panic in %s; exiting with status %d\n",
-		    guard_what ? guard_what : panic_stage, KKP_LOAD(kkp_set.exit_status));
-	kkp_exit_status_now();
+	panic_dprintf(KKP_FD, "kernelkit: cannot recover from a panic in %s; exiting with status %d\n",
+		    guard_what ? guard_what : panic_stage, KKP_LOAD(panic_set.exit_status));
+	panic_exit_status_now();
 }
 
 __attribute__((noreturn)) static void panic_recursive(const char *fmt, va_list ap)
 {
 	char msg[256];
 
-	kkp_vsnprintf(msg, sizeof(msg), fmt, ap);
-	kkp_dprintf(KKP_FD, "kernelkit: recursive panic in %s: %s\n",
+	panic_vsnprintf(msg, sizeof(msg), fmt, ap);
+	panic_dprintf(KKP_FD, "kernelkit: recursive panic in %s: %s\n",
 		    guard_what ? guard_what : panic_stage, msg);
 	recover_or_exit();
 }
@@ -543,29 +543,29 @@ static const char *sig_name(int sig)
 
 static void fault_handler(int sig, siginfo_t *si, void *ucv)
 {
-	pid_t me = kkp_gettid();
-	pid_t owner = KKP_LOAD(kkp_panic_owner);
+	pid_t me = panic_gettid();
+	pid_t owner = KKP_LOAD(panic_owner);
 
 	(void)ucv;
 	if (owner == me) {
-		kkp_dprintf(KKP_FD, "kernelkit: recursive fault in %s: %s (code %d) at %p\n",
+		panic_dprintf(KKP_FD, "kernelkit: recursive fault in %s: %s (code %d) at %p\n",
 			    guard_what ? guard_what : panic_stage, sig_name(sig), si ? si->si_code : 0,
 			    si ? si->si_addr : NULL);
 		recover_or_exit();
 	}
 	if (owner)
-		kkp_park_self();	/* another thread is panicking */
-	if (!KKP_LOAD(kkp_set.on_oops)) {
+		panic_park_self();	/* another thread is panicking */
+	if (!KKP_LOAD(panic_set.on_oops)) {
 		/* Unhooked meanwhile: die of the signal as if we had never been here. */
 		signal(sig, SIG_DFL);
 		if (!si || si->si_code <= 0)
-			syscall(SYS_tgkill, kkp_getpid(), me, sig);
+			syscall(SYS_tgkill, panic_getpid(), me, sig);
 		return;		/* the fault happens again, with the default action */
 	}
 	kk_add_taint(KK_TAINT_DIE);
-	kkp_dprintf(KKP_FD, "Oops: %s (code %d) at address %p, PID: %d TID: %d\n",
+	panic_dprintf(KKP_FD, "Oops: %s (code %d) at address %p, PID: %d TID: %d\n",
 		    sig_name(sig), si ? si->si_code : 0, si ? si->si_addr : NULL,
-		    (int)kkp_getpid(), (int)me);
+		    (int)panic_getpid(), (int)me);
 	kk_panic("Fatal exception: %s", sig_name(sig));
 }
 
@@ -600,7 +600,7 @@ static int in_ctor;
  * the program's first configuration call, kk_panic_thread_init() or WARN
  * loads it, or else the panic.
  */
-void kkp_prepare(void)
+void panic_prepare(void)
 {
 	static int done;
 	void *bt[2];
@@ -623,7 +623,7 @@ KK_EXPORT int kk_panic_thread_init(void)
 	stack_t ss, old;
 	char *m;
 
-	kkp_prepare();
+	panic_prepare();
 	if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
 		return 0;
 	m = mmap(NULL, pg + KKP_ALT_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -650,7 +650,7 @@ static void do_backtrace(void *arg)
 	if (bt_n > 0)
 		backtrace_symbols_fd(bt_buf, bt_n, KKP_FD);
 	else
-		kkp_dprintf(KKP_FD, " (no backtrace)\n");
+		panic_dprintf(KKP_FD, " (no backtrace)\n");
 }
 
 static struct kk_panic_notifier *cur_nb;
@@ -659,7 +659,7 @@ static void call_notifier(void *arg)
 {
 	int *ret = arg;
 
-	*ret = cur_nb->notifier_call(cur_nb, 0, kkp_panic_msg);
+	*ret = cur_nb->notifier_call(cur_nb, 0, panic_msg);
 }
 
 static void run_notifiers(void)
@@ -674,13 +674,13 @@ static void run_notifiers(void)
 
 		cur_nb = nb;
 		n++;
-		if (kkp_guarded("a panic notifier", call_notifier, &ret)) {
-			kkp_dprintf(KKP_FD, "kernelkit: panic notifier %d (priority %d, %p) failed; going on\n",
+		if (panic_guarded("a panic notifier", call_notifier, &ret)) {
+			panic_dprintf(KKP_FD, "kernelkit: panic notifier %d (priority %d, %p) failed; going on\n",
 				    n, nb->priority, (void *)nb->notifier_call);
 			continue;
 		}
 		if (ret & KK_NOTIFY_STOP_MASK) {
-			kkp_dprintf(KKP_FD, "kernelkit: panic notifier %d (priority %d) stopped the chain\n",
+			panic_dprintf(KKP_FD, "kernelkit: panic notifier %d (priority %d) stopped the chain\n",
 				    n, nb->priority);
 			break;
 		}
@@ -690,7 +690,7 @@ static void run_notifiers(void)
 static void stop_others(void *arg)
 {
 	(void)arg;
-	kkp_stop_others(&stats);
+	panic_stop_others(&stats);
 }
 
 static void core_dump(void *arg)
@@ -702,7 +702,7 @@ static void core_dump(void *arg)
 	panic_stage = "core dump";
 	pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (pid < 0) {
-		kkp_dprintf(KKP_FD, "kernelkit: core dump: fork failed (errno %d)\n", errno);
+		panic_dprintf(KKP_FD, "kernelkit: core dump: fork failed (errno %d)\n", errno);
 		return;
 	}
 	if (pid == 0) {
@@ -727,33 +727,33 @@ static void core_dump(void *arg)
 		while (r < 0 && errno == EINTR);
 		close(pfd);
 		if (r == 0) {
-			kkp_dprintf(KKP_FD, "kernelkit: core dump: child %ld still dumping after 30 s; going on\n", pid);
+			panic_dprintf(KKP_FD, "kernelkit: core dump: child %ld still dumping after 30 s; going on\n", pid);
 			return;
 		}
 	}
 	if (waitpid((pid_t)pid, &status, 0) != (pid_t)pid) {
-		kkp_dprintf(KKP_FD, "kernelkit: core dump: child %ld not waitable (errno %d)\n", pid, errno);
+		panic_dprintf(KKP_FD, "kernelkit: core dump: child %ld not waitable (errno %d)\n", pid, errno);
 		return;
 	}
 	if (WIFSIGNALED(status))
-		kkp_dprintf(KKP_FD, "kernelkit: core dump: child %ld killed by signal %d%s\n", pid,
+		panic_dprintf(KKP_FD, "kernelkit: core dump: child %ld killed by signal %d%s\n", pid,
 			    WTERMSIG(status), WCOREDUMP(status) ? " (core dumped)" : " (no core: see ulimit -c)");
 	else
-		kkp_dprintf(KKP_FD, "kernelkit: core dump: child %ld exited with %d\n", pid,
+		panic_dprintf(KKP_FD, "kernelkit: core dump: child %ld exited with %d\n", pid,
 			    WEXITSTATUS(status));
 }
 
 static void dump_trace(void *arg)
 {
 	(void)arg;
-	kk_dd_trace_dump_fd(KKP_FD, KK_DD_TRACE_PANIC_LINES, kkp_snprintf);
+	kk_dd_trace_dump_fd(KKP_FD, KK_DD_TRACE_PANIC_LINES, panic_snprintf);
 }
 
 static void send_notify(void *arg)
 {
 	(void)arg;
 	panic_stage = "sd_notify";
-	kkp_sd_notify(kkp_panic_msg);
+	panic_sd_notify(panic_msg);
 }
 
 __attribute__((noreturn)) static void panic_body(void)
@@ -767,30 +767,30 @@ __attribute__((noreturn)) static void panic_body(void)
 		comm[0] = '\0';
 	else if (comm[n - 1] == '\n')
 		comm[n - 1] = '\0';
-	kkp_dprintf(KKP_FD, "kernelkit: panic - not syncing: %s\n"
+	panic_dprintf(KKP_FD, "kernelkit: panic - not syncing: %s\n"
 		    "PID: %d TID: %d Comm: %s %s\nCall Trace:\n",
-		    kkp_panic_msg, (int)kkp_getpid(), (int)kkp_gettid(), comm,
+		    panic_msg, (int)panic_getpid(), (int)panic_gettid(), comm,
 		    kk_print_tainted(tainted, sizeof(tainted)));
-	kkp_guarded("the backtrace", do_backtrace, NULL);
+	panic_guarded("the backtrace", do_backtrace, NULL);
 
-	if (!KKP_LOAD(kkp_set.notifiers_first)) {
+	if (!KKP_LOAD(panic_set.notifiers_first)) {
 		panic_stage = "stopping threads";
-		kkp_guarded("stopping threads", stop_others, NULL);
+		panic_guarded("stopping threads", stop_others, NULL);
 		run_notifiers();
 	} else {
 		run_notifiers();
 		panic_stage = "stopping threads";
-		kkp_guarded("stopping threads", stop_others, NULL);
+		panic_guarded("stopping threads", stop_others, NULL);
 	}
 	/* the flight recorder, with the other threads stopped (ftrace_dump_on_oops) */
 	panic_stage = "trace dump";
-	kkp_guarded("the trace dump", dump_trace, NULL);
-	kkp_control_gone();
-	if (KKP_LOAD(kkp_set.core_dump))
-		kkp_guarded("the core dump", core_dump, NULL);
-	kkp_guarded("sd_notify", send_notify, NULL);
+	panic_guarded("the trace dump", dump_trace, NULL);
+	panic_control_gone();
+	if (KKP_LOAD(panic_set.core_dump))
+		panic_guarded("the core dump", core_dump, NULL);
+	panic_guarded("sd_notify", send_notify, NULL);
 	panic_stage = "after panic";
-	kkp_after_panic();
+	panic_after_panic();
 }
 
 static void on_panic_stack(void)
@@ -833,25 +833,25 @@ __attribute__((noreturn)) static void switch_stack_and_run(void)
 KK_EXPORT void kk_vpanic(const char *fmt, va_list ap)
 {
 	uint64_t t0 = kk_now_ns();
-	pid_t me = kkp_gettid();
+	pid_t me = panic_gettid();
 	int expected = 0;
 	size_t len;
 
 	set_mask(panic_mask());
-	if (!__atomic_compare_exchange_n(&kkp_panic_owner, &expected, me, 0,
+	if (!__atomic_compare_exchange_n(&panic_owner, &expected, me, 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 		if (expected == me)
 			panic_recursive(fmt, ap);
-		kkp_park_self();
+		panic_park_self();
 	}
 	stats.enter_ns = t0;
 	/* Faults from here on are recursive panics, whatever panic_on_oops says. */
 	hook_faults(1);
-	len = kkp_vsnprintf(kkp_panic_msg, sizeof(kkp_panic_msg), fmt, ap);
-	if (len > sizeof(kkp_panic_msg) - 1)
-		len = sizeof(kkp_panic_msg) - 1;
-	while (len && kkp_panic_msg[len - 1] == '\n')
-		kkp_panic_msg[--len] = '\0';
+	len = panic_vsnprintf(panic_msg, sizeof(panic_msg), fmt, ap);
+	if (len > sizeof(panic_msg) - 1)
+		len = sizeof(panic_msg) - 1;
+	while (len && panic_msg[len - 1] == '\n')
+		panic_msg[--len] = '\0';
 	bt_n = kk_backtrace(bt_buf, (int)(sizeof(bt_buf) / sizeof(bt_buf[0])));
 	switch_stack_and_run();
 }
@@ -866,7 +866,7 @@ KK_EXPORT void kk_panic(const char *fmt, ...)
 
 /* ---- init ------------------------------------------------------------------------ */
 
-char **kkp_argv KK_LOAD_DATA;
+char **panic_argv KK_LOAD_DATA;
 /* A copy (getopt() permutes argv): a short one on the page written at load
  * anyway, a long one in .bss. */
 static char *short_argv[8] KK_LOAD_DATA;
@@ -882,17 +882,17 @@ KK_INIT(300) static void panic_init(int argc, char **argv, char **envp)
 		short_argv : saved_argv;
 
 	(void)envp;
-	kk_raw_syscall4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&kkp_init_mask, KSIGSET_SIZE);
+	kk_raw_syscall4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&panic_init_mask, KSIGSET_SIZE);
 	if (argc > 0 && argc < (int)(sizeof(saved_argv) / sizeof(saved_argv[0])) && argv) {
 		for (int i = 0; i < argc; i++)
 			copy[i] = argv[i];
 		copy[argc] = NULL;
-		kkp_argv = copy;
+		panic_argv = copy;
 	}
 	if (kk_env_any() && kk_env_has_prefix("KK_PANIC_")) {
 		in_ctor = 1;
-		kkp_env_init();
+		panic_env_init();
 		in_ctor = 0;
 	}
-	kkp_control_init();
+	panic_control_init();
 }

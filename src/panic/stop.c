@@ -41,9 +41,9 @@
 #include "common/internal.h"
 #include "panic/internal.h"
 
-static int kkp_stop_sig;		/* the park signal, once its handler is in */
-int kkp_debug_evfd = -1;
-int kkp_debug_wanted;
+static int panic_stop_sig;		/* the park signal, once its handler is in */
+int panic_debug_evfd = -1;
+int panic_debug_wanted;
 
 #define KKP_MAX_THREADS	4096
 
@@ -58,7 +58,7 @@ static int overflow;			/* threads beyond KKP_MAX_THREADS */
 
 static pid_t listed[KKP_MAX_THREADS];
 
-int kkp_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
+int panic_for_each_task(int (*fn)(pid_t tid, void *arg), void *arg)
 {
 	int n = kk_list_tasks(listed, KKP_MAX_THREADS);
 
@@ -77,14 +77,14 @@ static void futex_wake_all(int *w)
 	syscall(SYS_futex, w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
 }
 
-void kkp_park_self(void)
+void panic_park_self(void)
 {
 	uint64_t all = ~0ull, none = 0;
 	pid_t me;
 	int slot;
 
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, (size_t)(_NSIG / 8));
-	me = kkp_gettid();
+	me = panic_gettid();
 	slot = __atomic_fetch_add(&parked_slots, 1, __ATOMIC_RELAXED);
 	if (slot < KKP_MAX_THREADS)
 		__atomic_store_n(&parked_tids[slot], me, __ATOMIC_RELEASE);
@@ -93,8 +93,8 @@ void kkp_park_self(void)
 	for (;;) {
 		long r = syscall(SYS_rt_sigtimedwait, &none, NULL, NULL, (size_t)(_NSIG / 8));
 
-		if (r < 0 && errno == EINTR && KKP_LOAD(kkp_debug_wanted) && kkp_tracer_pid(0) > 0) {
-			int fd = KKP_LOAD(kkp_debug_evfd);
+		if (r < 0 && errno == EINTR && KKP_LOAD(panic_debug_wanted) && panic_tracer_pid(0) > 0) {
+			int fd = KKP_LOAD(panic_debug_evfd);
 			uint64_t one = 1;
 
 			if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
@@ -108,9 +108,9 @@ static void stop_handler(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)uc;
 	/* Only our own panic stops us; a stray signal from outside is ignored. */
-	if (!KKP_LOAD(kkp_panic_owner) || !si || si->si_pid != kkp_getpid())
+	if (!KKP_LOAD(panic_owner) || !si || si->si_pid != panic_getpid())
 		return;
-	kkp_park_self();
+	panic_park_self();
 }
 
 /* Install the park handler (at the panic: the signal is the program's until then). */
@@ -159,7 +159,7 @@ static int signal_one(pid_t tid, void *arg)
 
 	if (tid == sc->me || is_signalled(tid))
 		return 0;
-	if (syscall(SYS_tgkill, sc->pid, tid, kkp_stop_sig) != 0)
+	if (syscall(SYS_tgkill, sc->pid, tid, panic_stop_sig) != 0)
 		return 0;	/* ESRCH: it exited */
 	if (nsignalled < KKP_MAX_THREADS)
 		signalled[nsignalled++] = tid;
@@ -202,7 +202,7 @@ static int task_exists(pid_t tid)
 {
 	char path[64], buf[8];
 
-	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
 	return kk_read_proc(path, buf, sizeof(buf)) >= 0;
 }
 
@@ -223,48 +223,48 @@ static void report_missing(pid_t tid)
 	ssize_t n;
 	char *p;
 
-	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
 	n = kk_read_proc(path, comm, sizeof(comm));
 	if (n < 0) {
-		kkp_dprintf(KKP_FD, "kernelkit:   thread %d exited before it could be stopped\n", (int)tid);
+		panic_dprintf(KKP_FD, "kernelkit:   thread %d exited before it could be stopped\n", (int)tid);
 		return;
 	}
 	if (n > 0 && comm[n - 1] == '\n')
 		comm[n - 1] = '\0';
-	kkp_snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	if (kk_read_proc(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')) && p[1] == ' ') {
 		p[3] = '\0';
 		state = p + 2;
 	}
 	if (kk_is_library_thread(tid))
-		kkp_dprintf(KKP_FD, "kernelkit:   BUG: library thread %d (%s) did not park (state %s); "
+		panic_dprintf(KKP_FD, "kernelkit:   BUG: library thread %d (%s) did not park (state %s); "
 			    "please report this kernelkit bug\n", (int)tid, comm, state);
-	else if (blocks_signal(tid, kkp_stop_sig) == 1)
-		kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s; it blocks "
-			    "signal %d, the park signal)\n", (int)tid, comm, state, kkp_stop_sig);
+	else if (blocks_signal(tid, panic_stop_sig) == 1)
+		panic_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s; it blocks "
+			    "signal %d, the park signal)\n", (int)tid, comm, state, panic_stop_sig);
 	else
-		kkp_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s)\n",
+		panic_dprintf(KKP_FD, "kernelkit:   thread %d (%s) did not stop (state %s)\n",
 			    (int)tid, comm, state);
 }
 
-void kkp_stop_others(struct kk_panic_stats *st)
+void panic_stop_others(struct kk_panic_stats *st)
 {
-	struct scan sc = { kkp_gettid(), kkp_getpid(), 0 };
-	uint64_t deadline = kk_now_ns() + (uint64_t)KKP_LOAD(kkp_set.stop_timeout_ms) * 1000000ull;
+	struct scan sc = { panic_gettid(), panic_getpid(), 0 };
+	uint64_t deadline = kk_now_ns() + (uint64_t)KKP_LOAD(panic_set.stop_timeout_ms) * 1000000ull;
 	int all = 1, missing = 0, rounds = 0;
 	uint64_t el;
 
-	if (!kkp_stop_sig)
-		kkp_stop_sig = stop_install();
-	if (!kkp_stop_sig) {
-		kkp_dprintf(KKP_FD, "kernelkit: cannot install the park signal's handler: "
+	if (!panic_stop_sig)
+		panic_stop_sig = stop_install();
+	if (!panic_stop_sig) {
+		panic_dprintf(KKP_FD, "kernelkit: cannot install the park signal's handler: "
 			    "other threads keep running\n");
 		return;
 	}
 	do {
 		sc.found = 0;
-		if (kkp_for_each_task(signal_one, &sc) < 0) {
-			kkp_dprintf(KKP_FD, "kernelkit: cannot list /proc/self/task: other threads keep running\n");
+		if (panic_for_each_task(signal_one, &sc) < 0) {
+			panic_dprintf(KKP_FD, "kernelkit: cannot list /proc/self/task: other threads keep running\n");
 			return;
 		}
 		all = wait_parked(deadline);
@@ -282,18 +282,18 @@ void kkp_stop_others(struct kk_panic_stats *st)
 	if (all && !overflow) {
 		st->parked_ns = kk_now_ns();
 		el = st->parked_ns - st->enter_ns;
-		kkp_dprintf(KKP_FD, "kernelkit: stopped %d other thread%s in %lu.%03lu ms\n",
+		panic_dprintf(KKP_FD, "kernelkit: stopped %d other thread%s in %lu.%03lu ms\n",
 			    st->threads_parked, st->threads_parked == 1 ? "" : "s",
 			    (unsigned long)(el / 1000000), (unsigned long)(el / 1000 % 1000));
 		return;
 	}
 	st->threads_missing = missing + overflow;
-	kkp_dprintf(KKP_FD, "kernelkit: stopped %d of %d other threads; %d did not stop within %d ms:\n",
+	panic_dprintf(KKP_FD, "kernelkit: stopped %d of %d other threads; %d did not stop within %d ms:\n",
 		    st->threads_parked, st->threads_signalled, st->threads_missing,
-		    KKP_LOAD(kkp_set.stop_timeout_ms));
+		    KKP_LOAD(panic_set.stop_timeout_ms));
 	for (int i = 0; i < nsignalled; i++)
 		if (!is_parked(signalled[i]))
 			report_missing(signalled[i]);
 	if (overflow)
-		kkp_dprintf(KKP_FD, "kernelkit:   %d more threads were signalled but not tracked\n", overflow);
+		panic_dprintf(KKP_FD, "kernelkit:   %d more threads were signalled but not tracked\n", overflow);
 }

@@ -41,7 +41,7 @@
 #include "common/internal.h"
 #include "panic/internal.h"
 
-uint64_t kkp_init_mask KK_LOAD_DATA;
+uint64_t panic_init_mask KK_LOAD_DATA;
 
 /* ---- the policy chain -------------------------------------------------------- */
 
@@ -100,7 +100,7 @@ KK_EXPORT int kk_panic_policy_register(struct kk_panic_policy *p)
 {
 	int rc = 0;
 
-	kkp_prepare();
+	panic_prepare();
 	if (!p || !p->run || !name_ok(p->name))
 		return -EINVAL;
 	if (kk_panic_in_progress())
@@ -139,7 +139,7 @@ KK_EXPORT int kk_panic_policy_unregister(struct kk_panic_policy *p)
 	return -ENOENT;
 }
 
-int kkp_policy_select(const char *name)
+int panic_policy_select(const char *name)
 {
 	struct kk_panic_policy *p;
 
@@ -155,7 +155,7 @@ int kkp_policy_select(const char *name)
 	return p ? 0 : -ENOENT;
 }
 
-int kkp_policy_exists(const char *name)
+int panic_policy_exists(const char *name)
 {
 	int r;
 
@@ -165,19 +165,19 @@ int kkp_policy_exists(const char *name)
 	return r;
 }
 
-const char *kkp_policy_name(void)
+const char *panic_policy_name(void)
 {
 	return __atomic_load_n(&selected, __ATOMIC_ACQUIRE)->name;
 }
 
-void kkp_policy_list(char *buf, size_t n)
+void panic_policy_list(char *buf, size_t n)
 {
 	size_t len = 0;
 
 	buf[0] = '\0';
 	pthread_mutex_lock(&pol_lock);
 	for (struct kk_panic_policy *p = policy_head; p && len < n; p = p->next)
-		len += kkp_snprintf(buf + len, n - len, "%s%s(%d)", len ? " " : "", p->name, p->priority);
+		len += panic_snprintf(buf + len, n - len, "%s%s(%d)", len ? " " : "", p->name, p->priority);
 	pthread_mutex_unlock(&pol_lock);
 }
 
@@ -210,61 +210,61 @@ extern char **environ;
 __attribute__((noreturn)) static void reexec(void)
 {
 	const char *prev = kk_getenv("KK_PANIC_RESTARTS");
-	char **argv = kkp_argv ? kkp_argv : fallback_argv();
+	char **argv = panic_argv ? panic_argv : fallback_argv();
 	long count = 0;
 	int n = 0;
 	struct sigaction sa;
 
 	if (!argv) {
-		kkp_dprintf(KKP_FD, "kernelkit: re-exec: no argv; exiting with status %d\n",
-			    KKP_LOAD(kkp_set.exit_status));
-		kkp_exit_status_now();
+		panic_dprintf(KKP_FD, "kernelkit: re-exec: no argv; exiting with status %d\n",
+			    KKP_LOAD(panic_set.exit_status));
+		panic_exit_status_now();
 	}
 	if (prev)
-		kkp_parse_long(prev, strlen(prev), &count);
-	kkp_snprintf(restart_var, sizeof(restart_var), "KK_PANIC_RESTARTS=%ld", count + 1);
+		panic_parse_long(prev, strlen(prev), &count);
+	panic_snprintf(restart_var, sizeof(restart_var), "KK_PANIC_RESTARTS=%ld", count + 1);
 	for (char **e = environ; e && *e && n < 4096; e++)
 		if (strncmp(*e, "KK_PANIC_RESTARTS=", 18))
 			env_out[n++] = *e;
 	env_out[n++] = restart_var;
 	env_out[n] = NULL;
-	kkp_dprintf(KKP_FD, "kernelkit: restart: re-executing %s (restart %ld)\n", argv[0], count + 1);
+	panic_dprintf(KKP_FD, "kernelkit: restart: re-executing %s (restart %ld)\n", argv[0], count + 1);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGTRAP, &sa, NULL);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &kkp_init_mask, NULL, (size_t)(_NSIG / 8));
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &panic_init_mask, NULL, (size_t)(_NSIG / 8));
 	execve("/proc/self/exe", argv, env_out);
 	{
 		uint64_t all = ~0ull;
 
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, (size_t)(_NSIG / 8));
 	}
-	kkp_dprintf(KKP_FD, "kernelkit: re-exec failed (errno %d); exiting with status %d\n", errno,
-		    KKP_LOAD(kkp_set.exit_status));
-	kkp_exit_status_now();
+	panic_dprintf(KKP_FD, "kernelkit: re-exec failed (errno %d); exiting with status %d\n", errno,
+		    KKP_LOAD(panic_set.exit_status));
+	panic_exit_status_now();
 }
 
-void kkp_restart(void)
+void panic_restart(void)
 {
-	switch (KKP_LOAD(kkp_set.restart)) {
+	switch (KKP_LOAD(panic_set.restart)) {
 	case KK_PANIC_RESTART_ABORT: {
 		struct sigaction sa;
 		uint64_t m = 1ull << (SIGABRT - 1);
 
-		kkp_dprintf(KKP_FD, "kernelkit: restart: abort\n");
+		panic_dprintf(KKP_FD, "kernelkit: restart: abort\n");
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGABRT, &sa, NULL);
 		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &m, NULL, (size_t)(_NSIG / 8));
-		syscall(SYS_tgkill, kkp_getpid(), kkp_gettid(), SIGABRT);
-		kkp_exit_status_now();
+		syscall(SYS_tgkill, panic_getpid(), panic_gettid(), SIGABRT);
+		panic_exit_status_now();
 	}
 	case KK_PANIC_RESTART_REEXEC:
 		reexec();
 	default:
-		kkp_dprintf(KKP_FD, "kernelkit: restart: exit with status %d\n",
-			    KKP_LOAD(kkp_set.exit_status));
-		kkp_exit_status_now();
+		panic_dprintf(KKP_FD, "kernelkit: restart: exit with status %d\n",
+			    KKP_LOAD(panic_set.exit_status));
+		panic_exit_status_now();
 	}
 }
 
@@ -272,9 +272,9 @@ void kkp_restart(void)
 
 __attribute__((noreturn)) static void term_exit(int sig)
 {
-	kkp_dprintf(KKP_FD, "kernelkit: %s after panic: exiting with status %d\n",
-		    sig == SIGINT ? "SIGINT" : "SIGTERM", KKP_LOAD(kkp_set.exit_status));
-	kkp_exit_status_now();
+	panic_dprintf(KKP_FD, "kernelkit: %s after panic: exiting with status %d\n",
+		    sig == SIGINT ? "SIGINT" : "SIGTERM", KKP_LOAD(panic_set.exit_status));
+	panic_exit_status_now();
 }
 
 static void term_handler(int sig)
@@ -314,10 +314,10 @@ static int setup_fds(void)
 	ev.data.fd = evfd;
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, evfd, &ev))
 		goto fail;
-	KKP_STORE(kkp_debug_evfd, evfd);
+	KKP_STORE(panic_debug_evfd, evfd);
 	return 0;
 fail:
-	kkp_dprintf(KKP_FD, "kernelkit: after panic: no epoll/timerfd/signalfd (errno %d); "
+	panic_dprintf(KKP_FD, "kernelkit: after panic: no epoll/timerfd/signalfd (errno %d); "
 		    "waiting in sigtimedwait\n", errno);
 	if (sfd >= 0)
 		close(sfd);
@@ -339,7 +339,7 @@ struct tracer_find {
 static int check_traced(pid_t tid, void *arg)
 {
 	struct tracer_find *f = arg;
-	int t = kkp_tracer_pid(tid);
+	int t = panic_tracer_pid(tid);
 
 	if (t > 0) {
 		f->tid = tid;
@@ -353,19 +353,19 @@ static int find_tracer(struct tracer_find *f)
 {
 	f->tid = 0;
 	f->tracer = 0;
-	return kkp_for_each_task(check_traced, f) == 1;
+	return panic_for_each_task(check_traced, f) == 1;
 }
 
 static int blink_state;
 
 static void call_blink(void *arg)
 {
-	void (*fn)(int, void *) = kkp_blink_fn;
+	void (*fn)(int, void *) = panic_blink_fn;
 
 	(void)arg;
 	blink_state ^= 1;
 	if (fn)
-		fn(blink_state, kkp_blink_arg);
+		fn(blink_state, panic_blink_arg);
 }
 
 /* The blink hook, called at a fixed rate while we wait. */
@@ -376,7 +376,7 @@ struct blinker {
 
 static void blink_init(struct blinker *b)
 {
-	b->period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
+	b->period = panic_blink_fn ? (uint64_t)KKP_LOAD(panic_set.blink_ms) * 1000000ull : 0;
 	b->start = kk_now_ns();
 	b->next = b->start + b->period;
 }
@@ -386,9 +386,9 @@ static int blink_due(struct blinker *b, uint64_t now)
 {
 	if (!b->period || now < b->next)
 		return 0;
-	if (kkp_guarded("the blink hook", call_blink, NULL)) {
-		kkp_dprintf(KKP_FD, "kernelkit: blink hook removed\n");
-		kkp_blink_fn = NULL;
+	if (panic_guarded("the blink hook", call_blink, NULL)) {
+		panic_dprintf(KKP_FD, "kernelkit: blink hook removed\n");
+		panic_blink_fn = NULL;
 		b->period = 0;
 	} else {
 		/* Fixed rate: the next multiple of the period, never a burst. */
@@ -424,7 +424,7 @@ static int drain_event(int fd)
 			v = 0;
 		return 0;
 	}
-	if (read(KKP_LOAD(kkp_debug_evfd), &v, sizeof(v)) < 0)
+	if (read(KKP_LOAD(panic_debug_evfd), &v, sizeof(v)) < 0)
 		v = 0;
 	return 1;
 }
@@ -478,7 +478,7 @@ static int wait_signals(uint64_t next)
  * 0: deadline reached; 1: a tracer is attached (only when want_dbg).  A
  * tracer is looked for at the start and after each interruption: a debugger
  * attaching interrupts the thread it attaches to (this one: EINTR; a parked
- * one writes the eventfd, see kkp_park_self()), so nothing polls /proc.
+ * one writes the eventfd, see panic_park_self()), so nothing polls /proc.
  */
 static int idle_wait(const struct kk_panic_wait *w, int want_dbg)
 {
@@ -489,7 +489,7 @@ static int idle_wait(const struct kk_panic_wait *w, int want_dbg)
 	blink_init(&b);
 	fds = setup_fds() == 0;
 	if (want_dbg) {
-		KKP_STORE(kkp_debug_wanted, 1);
+		KKP_STORE(panic_debug_wanted, 1);
 		if (find_tracer(&tf))
 			return 1;
 	}
@@ -518,7 +518,7 @@ KK_EXPORT int kk_panic_idle(const struct kk_panic_wait *w)
 {
 	if (!w)
 		return -EINVAL;
-	if (KKP_LOAD(kkp_panic_owner) != kkp_gettid())
+	if (KKP_LOAD(panic_owner) != panic_gettid())
 		return -EPERM;
 	return idle_wait(w, 0);
 }
@@ -542,7 +542,7 @@ static inline void cpu_relax(void)
 
 static int busy_run(struct kk_panic_policy *p, const struct kk_panic_wait *w)
 {
-	uint64_t period = kkp_blink_fn ? (uint64_t)KKP_LOAD(kkp_set.blink_ms) * 1000000ull : 0;
+	uint64_t period = panic_blink_fn ? (uint64_t)KKP_LOAD(panic_set.blink_ms) * 1000000ull : 0;
 	uint64_t i_next = kk_now_ns() + period;
 	uint64_t unblock = (1ull << (SIGTERM - 1)) | (1ull << (SIGINT - 1));
 
@@ -555,8 +555,8 @@ static int busy_run(struct kk_panic_policy *p, const struct kk_panic_wait *w)
 		if (w->deadline_ns && t >= w->deadline_ns)
 			return 0;
 		if (period && t >= i_next) {
-			if (kkp_guarded("the blink hook", call_blink, NULL)) {
-				kkp_blink_fn = NULL;
+			if (panic_guarded("the blink hook", call_blink, NULL)) {
+				panic_blink_fn = NULL;
 				period = 0;
 			}
 			i_next = t + period;
@@ -574,25 +574,25 @@ static int debugger_run(struct kk_panic_policy *p, const struct kk_panic_wait *w
 	struct sigaction sa;
 
 	(void)p;
-	kkp_dprintf(KKP_FD, "kernelkit: waiting for a debugger to attach: gdb -p %d\n", (int)kkp_getpid());
+	panic_dprintf(KKP_FD, "kernelkit: waiting for a debugger to attach: gdb -p %d\n", (int)panic_getpid());
 	if (idle_wait(w, 1) == 0)
 		return 0;
 	find_tracer(&tf);
-	kkp_dprintf(KKP_FD, "kernelkit: debugger attached: thread %d traced by pid %d\n",
+	panic_dprintf(KKP_FD, "kernelkit: debugger attached: thread %d traced by pid %d\n",
 		    (int)tf.tid, tf.tracer);
-	if (kkp_tracer_pid(0) > 0) {
+	if (panic_tracer_pid(0) > 0) {
 		/* Stop here for the debugger.  Ignored if it passes the signal on. */
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_IGN;
 		sigaction(SIGTRAP, &sa, NULL);
-		syscall(SYS_tgkill, kkp_getpid(), kkp_gettid(), SIGTRAP);
+		syscall(SYS_tgkill, panic_getpid(), panic_gettid(), SIGTRAP);
 	}
 	return KK_PANIC_POLICY_NEXT;
 }
 
 /* ---- sd_notify --------------------------------------------------------------------- */
 
-void kkp_sd_notify(const char *msg)
+void panic_sd_notify(const char *msg)
 {
 	const char *path = kk_getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa;
@@ -605,7 +605,7 @@ void kkp_sd_notify(const char *msg)
 		return;
 	n = strlen(path);
 	if ((path[0] != '/' && path[0] != '@') || n >= sizeof(sa.sun_path)) {
-		kkp_dprintf(KKP_FD, "kernelkit: NOTIFY_SOCKET=%s not supported\n", path);
+		panic_dprintf(KKP_FD, "kernelkit: NOTIFY_SOCKET=%s not supported\n", path);
 		return;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -617,8 +617,8 @@ void kkp_sd_notify(const char *msg)
 	} else {
 		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 	}
-	len = kkp_snprintf(buf, sizeof(buf), "STATUS=kernelkit panic: %s\n%s", msg,
-			   KKP_LOAD(kkp_set.sd_watchdog) ? "WATCHDOG=trigger\n" : "");
+	len = panic_snprintf(buf, sizeof(buf), "STATUS=kernelkit panic: %s\n%s", msg,
+			   KKP_LOAD(panic_set.sd_watchdog) ? "WATCHDOG=trigger\n" : "");
 	if (len > sizeof(buf) - 1)
 		len = sizeof(buf) - 1;
 	/* One line for STATUS=: newlines in the message become spaces. */
@@ -633,9 +633,9 @@ void kkp_sd_notify(const char *msg)
 	if (fd < 0)
 		return;
 	if (sendto(fd, buf, len, MSG_NOSIGNAL, (struct sockaddr *)&sa, salen) < 0)
-		kkp_dprintf(KKP_FD, "kernelkit: sd_notify to %s failed (errno %d)\n", path, errno);
+		panic_dprintf(KKP_FD, "kernelkit: sd_notify to %s failed (errno %d)\n", path, errno);
 	else
-		kkp_dprintf(KKP_FD, "kernelkit: told the service manager (NOTIFY_SOCKET)\n");
+		panic_dprintf(KKP_FD, "kernelkit: told the service manager (NOTIFY_SOCKET)\n");
 	close(fd);
 }
 
@@ -654,9 +654,9 @@ static void call_policy(void *arg)
 	c->ret = c->p->run(c->p, c->w);
 }
 
-void kkp_after_panic(void)
+void panic_after_panic(void)
 {
-	struct kk_panic_wait w = { KKP_LOAD(kkp_set.timeout), 0, kkp_panic_msg };
+	struct kk_panic_wait w = { KKP_LOAD(panic_set.timeout), 0, panic_msg };
 	struct kk_panic_policy *p;
 	struct sigaction sa;
 
@@ -669,26 +669,26 @@ void kkp_after_panic(void)
 	sigaction(SIGINT, &sa, NULL);
 
 	if (w.timeout < 0) {
-		kkp_dprintf(KKP_FD, "kernelkit: panic_timeout %d: restarting now\n", w.timeout);
-		kkp_restart();
+		panic_dprintf(KKP_FD, "kernelkit: panic_timeout %d: restarting now\n", w.timeout);
+		panic_restart();
 	}
 	if (w.timeout > 0) {
 		w.deadline_ns = kk_now_ns() + (uint64_t)w.timeout * 1000000000ull;
-		kkp_dprintf(KKP_FD, "kernelkit: restarting in %d seconds..\n", w.timeout);
+		panic_dprintf(KKP_FD, "kernelkit: restarting in %d seconds..\n", w.timeout);
 	}
-	kkp_dprintf(KKP_FD, "---[ end panic - not syncing: %s ]---\n", kkp_panic_msg);
+	panic_dprintf(KKP_FD, "---[ end panic - not syncing: %s ]---\n", panic_msg);
 
 	for (p = __atomic_load_n(&selected, __ATOMIC_ACQUIRE); p;
 	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
 		struct pol_call c = { p, &w, KK_PANIC_POLICY_NEXT };
 
-		if (kkp_guarded("an after-panic policy", call_policy, &c)) {
-			kkp_dprintf(KKP_FD, "kernelkit: policy %s failed; trying the next\n", p->name);
+		if (panic_guarded("an after-panic policy", call_policy, &c)) {
+			panic_dprintf(KKP_FD, "kernelkit: policy %s failed; trying the next\n", p->name);
 			continue;
 		}
 		if (c.ret == 0)
-			kkp_restart();
+			panic_restart();
 	}
 	idle_wait(&w, 0);
-	kkp_restart();
+	panic_restart();
 }

@@ -15,7 +15,7 @@
 
 #include "dynamic_debug/query.h"
 
-static const struct ddq_site sites[] = {
+static const struct ddebug_site sites[] = {
 	{ "drm", "drivers/gpu/drm/drm_probe.c", "drivers/gpu/drm/drm_probe.c", "drm_probe_0",
 	  "%s: state %d\n", 12 },
 	{ "virtio", "/src/drivers/virtio/virtio_ring.c", "drivers/virtio/virtio_ring.c",
@@ -25,27 +25,27 @@ static const struct ddq_site sites[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ddq_block b;
-	struct ddq_msgs m = { 0 };
+	struct ddebug_block b;
+	struct ddebug_msgs m = { 0 };
 	const char *mod = (size && (data[0] & 1)) ? "modp" : NULL;
-	int ret = ddq_parse_block((const char *)data, size, mod, &b, &m, NULL);
+	int ret = ddebug_parse_block((const char *)data, size, mod, &b, &m, NULL);
 
 	if (ret == 0) {
 		for (size_t i = 0; i < b.n; i++) {
 			char fl[16];
 
-			ddq_flags_str(b.q[i].flags, fl);
+			ddebug_flags_str(b.q[i].flags, fl);
 			for (size_t s = 0; s < sizeof(sites) / sizeof(sites[0]); s++)
-				(void)ddq_match(&b.q[i], &sites[s]);
+				(void)ddebug_match(&b.q[i], &sites[s]);
 		}
-		ddq_block_free(&b);
+		ddebug_block_free(&b);
 	} else if (ret == -EINVAL) {
 		if (!m.len)
 			abort();	/* every rejection says why */
 	} else if (ret != -ENOMEM) {
 		abort();
 	}
-	ddq_msgs_free(&m);
+	ddebug_msgs_free(&m);
 
 	/* escape / unescape round trip on the input as a C string */
 	char *s = malloc(size + 1);
@@ -53,15 +53,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	size_t need = ddq_escape(s, NULL, 0) + 1;
+	size_t need = ddebug_escape(s, NULL, 0) + 1;
 	char *e = malloc(need);
 	if (!e) {
 		free(s);
 		return 0;
 	}
-	ddq_escape(s, e, need);
+	ddebug_escape(s, e, need);
 	char *u = strdup(e);
-	ddq_unescape(u);
+	ddebug_unescape(u);
 	if (strcmp(u, s))
 		abort();
 
@@ -70,14 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *line = malloc(ll);
 	snprintf(line, ll, "drivers/x.c:7 [modx]fn_x =pmf \"%s\"\n", e);
 	memset(&m, 0, sizeof(m));
-	if (ddq_parse_block(line, strlen(line), NULL, &b, &m, NULL) != 0 || b.n != 1 ||
+	if (ddebug_parse_block(line, strlen(line), NULL, &b, &m, NULL) != 0 || b.n != 1 ||
 	    !b.q[0].exact)
 		abort();
-	struct ddq_site site = { "modx", "drivers/x.c", "drivers/x.c", "fn_x", s, 7 };
-	if (!ddq_match(&b.q[0], &site))
+	struct ddebug_site site = { "modx", "drivers/x.c", "drivers/x.c", "fn_x", s, 7 };
+	if (!ddebug_match(&b.q[0], &site))
 		abort();
-	ddq_block_free(&b);
-	ddq_msgs_free(&m);
+	ddebug_block_free(&b);
+	ddebug_msgs_free(&m);
 	free(line);
 	free(u);
 	free(e);
