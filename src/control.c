@@ -591,6 +591,20 @@ static void client_request(struct control_client *c)
 	client_answer(c, status, &body);
 }
 
+/*
+ * The client closed its socket, not only its sending side: it gave up
+ * waiting (kkctl's deadline passed while this process was stopped by
+ * SIGSTOP or a debugger) and told its user that the request got no reply.
+ * A Unix stream socket shows POLLHUP once its peer is closed, and only
+ * POLLRDHUP after a shutdown(SHUT_WR).
+ */
+static bool client_gave_up(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 /* Receive what is there.  false: the client is gone (or failed). */
 static bool client_recv(struct control_client *c)
 {
@@ -607,6 +621,10 @@ static bool client_recv(struct control_client *c)
 		if (r == 0) {
 			if (c->shut)
 				return false;	/* drained: done */
+			/* Nobody waits for it: running it now would be a change
+			 * its client reported as not made (issue 22 audit). */
+			if (!c->answered && client_gave_up(c->fd.fd))
+				return false;
 			if (!c->answered)
 				client_request(c);
 			return true;

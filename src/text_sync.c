@@ -568,11 +568,42 @@ static void undeafen(int sig)
 	ndeaf = k;
 }
 
+/*
+ * Where mremap() is refused, stop_machine stands in for the page swap, and
+ * a thread deaf to both signals makes it refuse.  A deaf thread that runs
+ * may only be passing through (out of our handler after the last stop: for
+ * long under `strace -f`), and refusing for it failed a quarter of the
+ * batches of an ordinary program under strace (issue 22 audit).  Until one
+ * shared deadline (50 ms for them all), drop from the deaf those that
+ * unblock or exit: the stop signals them like the others.  One asleep, or
+ * still running so at the deadline (a busy worker started with every
+ * signal blocked), stays deaf: refused at once, not waited for.
+ */
+static void settle_deaf(int sig)
+{
+	const uint64_t both = 1ull << (SIGTRAP - 1) | 1ull << (sig - 1);
+	uint64_t end = kk_now_ns() + KK_SYNC_SETTLE_NS, m;
+	int k = 0;
+
+	for (int i = 0; i < ndeaf; i++) {
+		for (;;) {
+			if (kk_task_sigblk(deaf[i], &m) || (m & both) != both)
+				break;				/* exited or unblocked */
+			if (kk_task_state(deaf[i]) == 'S' || kk_now_ns() >= end) {
+				deaf[k++] = deaf[i];		/* deaf */
+				break;
+			}
+			sched_yield();
+		}
+	}
+	ndeaf = k;
+}
+
 static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 {
-	pid_t me = my_tid(), pid = getpid();
+	pid_t me = my_tid(), pid = getpid(), *tids = listed, *big = NULL;
+	int n, cap = KK_SYNC_MAX_THREADS;
 	sigset_t cur;
-	int n;
 
 	memset(s, 0, sizeof(*s));
 	ndeaf = 0;
@@ -580,14 +611,30 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 	if (!pthread_sigmask(SIG_BLOCK, NULL, &cur) && sigismember(&cur, SIGTRAP))
 		s->trap_blocker = me;
 	n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS);
+	/*
+	 * Every thread's mask counts, however many there are: one past the
+	 * first 4096 that blocks SIGTRAP dies of the int3 protocol as surely
+	 * (issue 22 audit).  The signal methods still refuse past 4096.
+	 */
+	while (n > cap) {
+		free(big);
+		cap = n + n / 4;
+		big = malloc((size_t)cap * sizeof(*big));
+		if (!big) {
+			snprintf(err, errlen, "cannot look at the signal masks of %d threads: "
+				 "out of memory", n);
+			return -ENOMEM;
+		}
+		tids = big;
+		n = kk_list_tasks(big, cap);
+	}
 	if (n < 0) {
+		free(big);
 		snprintf(err, errlen, "cannot list /proc/self/task: %s", strerror(-n));
 		return n;
 	}
-	if (n > KK_SYNC_MAX_THREADS)
-		n = KK_SYNC_MAX_THREADS;	/* the signal methods refuse later */
 	for (int i = 0; i < n; i++) {
-		pid_t tid = listed[i];
+		pid_t tid = tids[i];
 		uint64_t m;
 		bool trap, park;
 
@@ -626,6 +673,7 @@ static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
 			s->park_blocker = tid;
 		s->others++;
 	}
+	free(big);
 	return 0;
 }
 
@@ -718,6 +766,8 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 	 * glibc's timer thread running a SIGEV_THREAD callback) is killed by
 	 * a trap like any other SIGTRAP blocker, and may run a site.
 	 */
+	if (traps && noswap && s->all_blocker)
+		settle_deaf(sig);
 	if (traps && !s->trap_blocker)
 		s->trap_blocker = ndeaf ? deaf[0] : s->all_blocker;
 	if (!s->others && !ndeaf)
@@ -749,7 +799,7 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	kk_sync_arm();
 	pthread_mutex_lock(&sync_lock);
 	m = survey_threads(sig, &s, err, errlen);
-	if (m < 0 && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
+	if (m < 0 && m != -ENOMEM && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
 	    (force == F_AUTO || force == F_MEMBARRIER)) {
 		/* No /proc (a chroot, a sandbox): membarrier needs no list.
 		 * What cannot be checked is who blocks SIGTRAP. */

@@ -412,7 +412,7 @@ static int publish(const struct ddebug_table *only, const unsigned int *nf, stru
  * flags (@nf), so that nothing is published until every query has passed.
  */
 static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
-		       struct kk_dyndbg_result *res, struct kk_buf *rep)
+		       struct kk_dyndbg_result *res, struct kk_buf *rep, bool *said)
 {
 	size_t nsites = count_sites(only);
 	unsigned int *nf;
@@ -420,6 +420,7 @@ static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	*said = false;
 	if (!b->n || !nsites) {
 		res->queries = (unsigned int)b->n;
 		for (size_t i = 0; rep && i < b->n; i++)
@@ -434,8 +435,15 @@ static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 	} else {
 		snapshot_flags(only, nf);
 		ret = eval_block(b, only, nf, res, rep);
-		if (!ret)
+		*said = ret == -EOPNOTSUPP;
+		if (!ret) {
 			ret = publish(only, nf, flips, res);
+			/* Said here, as eval_block() says its refusal: a refused
+			 * batch is -ENOTSUP too, the same value on Linux. */
+			*said = ret && rep &&
+				!kk_buf_printf(rep, "dyndbg: applying failed (%s): nothing "
+					       "was changed\n", kk_jump_label_strerror());
+		}
 	}
 	free(nf);
 	free(flips);
@@ -453,6 +461,7 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 	struct ddebug_msgs m = { 0 };
 	struct kk_dyndbg_result r;
 	unsigned int bad = 0;
+	bool said;
 	int ret;
 
 	if (!res)
@@ -476,13 +485,13 @@ static int exec_block(const char *text, size_t len, const char *modname, struct 
 	}
 	if (!locked)
 		pthread_mutex_lock(&ddebug_lock);
-	ret = exec_locked(&b, only, res, rep);
+	ret = exec_locked(&b, only, res, rep, &said);
 	if (!ret && !only)	/* applied live: exec'd images inherit it (inherit.c) */
 		kk_dd_inherit_record_locked(&b, modname);
 	if (!locked)
 		pthread_mutex_unlock(&ddebug_lock);
 	if (rep) {
-		if (ret == -EOPNOTSUPP)
+		if (said)
 			;	/* exec_locked() said why, in one line */
 		else if (ret)
 			kk_buf_printf(rep, "dyndbg: applying failed (%s): nothing was changed\n",
@@ -687,10 +696,11 @@ static void startup_block_locked(const struct ddebug_block *b, struct ddebug_tab
 {
 	struct kk_dyndbg_result r;
 	struct kk_buf rep = { 0 };
-	int ret = exec_locked(b, t, &r, &rep);
+	bool said;
+	int ret = exec_locked(b, t, &r, &rep, &said);
 	const char *why = NULL;
 
-	if (ret == -EOPNOTSUPP && rep.data) {	/* the refusal, the last line of the report */
+	if (said && rep.data) {	/* the refusal, the last line of the report */
 		why = rep.data + rep.len;
 		while (why > rep.data && why[-1] == '\n')
 			why--;

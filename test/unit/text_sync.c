@@ -474,6 +474,55 @@ Test(text_sync, sigtrap_blocked_means_swap)
 	end_blocker(t);
 }
 
+/* Sleeps until its pipe is closed. */
+static void *pipe_sleeper(void *arg)
+{
+	char c;
+
+	(void)!read(*(int *)arg, &c, 1);
+	return NULL;
+}
+
+/*
+ * Issue 22 audit: past 4096 threads the plan looked at the first 4096 listed
+ * only, so a thread among the rest that blocks SIGTRAP met the int3
+ * protocol and died of its trap (a daemon with 4500 threads, exit 133).
+ * The membarrier method is forced so that Criterion's own thread, which
+ * blocks every signal, does not make the plan choose page swaps anyway.
+ */
+Test(text_sync, sigtrap_blocker_past_4096_threads_is_seen)
+{
+	enum { N = 4200 };
+	static pthread_t ts[N];
+	int sigs[] = { SIGTRAP, 0 }, p[2], n, ret;
+	char err[256] = "";
+	pthread_attr_t a;
+	pthread_t t;
+
+	force("membarrier");
+	kk_sync_arm();
+	if (kk_sync_plan(true, err, sizeof(err)) < 0)
+		cr_skip_test("%s", err);
+	cr_assert_eq(pipe(p), 0);
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (n = 0; n < N; n++)
+		if (pthread_create(&ts[n], &a, pipe_sleeper, &p[0]))
+			break;
+	t = n == N ? start_blocker(sigs) : 0;
+	ret = n == N ? kk_sync_plan(true, err, sizeof(err)) : 0;
+	if (n == N)
+		end_blocker(t);
+	close(p[1]);
+	for (int i = 0; i < n; i++)
+		pthread_join(ts[i], NULL);
+	close(p[0]);
+	if (n < N)
+		cr_skip_test("only %d threads could be created", n);
+	cr_assert_eq(ret, -ENOTSUP, "%d: %s", ret, err);
+	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
+}
+
 /* Where mremap() was refused, stop_machine is the way left (planned alone:
  * Criterion's own thread blocks every signal, and then nothing is). */
 static void *trap_blocker_spin(void *arg)
@@ -562,6 +611,66 @@ Test(text_sync, deaf_thread_means_swap)
 	cr_assert(strstr(err, "SIGTRAP") && strstr(err, "mremap refused"), "%s", err);
 	cr_assert_null(strchr(err, '\n'));
 	end_blocker(t);
+}
+
+/*
+ * Issue 22 audit: where mremap() is refused, a thread that runs with both
+ * signals blocked because it is passing through (out of the park handler
+ * after the last stop, for long under `strace -f`) made the plan refuse as
+ * for a deaf thread: under strace with mremap refused, a quarter of the
+ * writes of a program that flips keys failed with -ENOTSUP naming one of
+ * its ordinary threads.  Now the plan lets such a thread settle: one that
+ * unblocks is stopped with the others.  The passer runs on the plan's CPU,
+ * so it unblocks when the plan first yields, after the survey saw it.
+ */
+static void *passer_once(void *arg)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&blocker_state, 1);
+	sched_yield();
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+	return plain_spin(arg);
+}
+
+static void a_passer_without_swaps(void)
+{
+	cpu_set_t one;
+	pthread_t t;
+
+	kk_sync_swap_refused();
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);	/* inherited by the passer */
+	pthread_create(&t, NULL, passer_once, NULL);
+	while (!atomic_load(&blocker_state))
+		sched_yield();
+}
+
+/* In a child: Criterion's own thread, deaf for good, would be refused. */
+Test(text_sync, passing_thread_without_swaps_is_stopped)
+{
+	int st;
+	pid_t c = fork();
+
+	cr_assert_geq(c, 0);
+	if (c == 0) {
+		char err[256];
+		int how;
+
+		setenv("KK_TEXT_SYNC", "auto", 1);
+		kk_sync_arm();
+		a_passer_without_swaps();
+		how = kk_sync_plan(true, err, sizeof(err));
+		_exit(how < 0 ? 2 : 0);
+	}
+	/* A plan that ran after the passer had unblocked (preempted before
+	 * its survey) plans without a stop: fine too. */
+	cr_assert_eq(waitpid(c, &st, 0), c);
+	cr_assert(WIFEXITED(st), "status %#x", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "refused, as for a thread deaf for good");
 }
 
 /* A protocol without traps (aarch64's) does not care who blocks SIGTRAP:
