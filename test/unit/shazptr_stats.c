@@ -30,7 +30,10 @@ Test(shazptr_stats, counts_calls_handoffs_and_longest_wait)
 	struct shazptr_guard g = shazptr_acquire(&a);
 
 	cr_assert_eq(shzt_syncer_start(&s, &a), 0);
-	shzt_sleep_ms(20);
+	/* Clear once the syncer has handed its wait to the scan thread, not
+	 * after a fixed 20 ms: a syncer not yet scheduled would find the guard
+	 * gone and never wait. */
+	cr_assert(shzt_wait_handoffs(1), "the syncer never waited for the guard");
 	shazptr_clear(g);
 	cr_assert(shzt_syncer_finish(&s));
 

@@ -78,4 +78,17 @@ static inline unsigned long long shzt_handoffs(void)
 	return (unsigned long long)st.sync_scan_thread;
 }
 
+/* Wait until @n synchronize calls have handed their wait to the scan
+ * thread, at most SHZT_BOUND_MS: a syncer started a moment ago may not have
+ * reached its scan yet on a busy machine. */
+static inline bool shzt_wait_handoffs(unsigned long long n)
+{
+	for (long i = 0; i < SHZT_BOUND_MS; i++) {
+		if (shzt_handoffs() >= n)
+			return true;
+		shzt_sleep_ms(1);
+	}
+	return shzt_handoffs() >= n;
+}
+
 #endif
