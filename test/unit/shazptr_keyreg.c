@@ -64,8 +64,12 @@ Test(shazptr_keyreg, unregister_waits_for_shazptr_reader)
 	cr_assert_eq(keyreg_shazptr_register(&keys[3]), 0);
 	/* An outermost guard on the wildcard holds back every bucket. */
 	struct shazptr_guard g = shazptr_acquire(SHAZPTR_WILDCARD);
+	unsigned long long before = shzt_handoffs();
 
 	cr_assert_eq(pthread_create(&u.thread, NULL, unreg_fn, &u), 0);
+	/* Unlinked, then waiting for us: its synchronize handed off (polled,
+	 * not a fixed sleep: on a busy machine the thread may not have run). */
+	cr_assert(shzt_wait_handoffs(before + 1), "unregister never waited");
 	shzt_sleep_ms(SHZT_HOLD_MS);
 	cr_assert_not(__atomic_load_n(&u.done, __ATOMIC_ACQUIRE),
 		      "unregister freed the key while a reader could see it");
