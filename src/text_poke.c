@@ -79,6 +79,7 @@ static struct kk_fd mem = KK_FD_INIT;	/* /proc/self/mem */
 static long page_size;
 
 int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
+void (*kk_text_trap_hook)(int stage);
 
 static atomic_ullong n_syncs, n_batches, n_pokes, n_stopped, n_swapped, n_repairs;
 

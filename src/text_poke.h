@@ -118,6 +118,16 @@ enum kk_text_step {
 };
 KK_WHITEBOX extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len);
 
+/*
+ * Test-only: when set, an arch trap handler (x86_64) calls it on the way
+ * through one of its traps, to hold the trapping thread where a race needs
+ * it: at KK_TRAP_ENTER, before the handler counts itself in (a batch may end
+ * and be freed meanwhile), and at KK_TRAP_LOOKED, once it has read which
+ * batch is in flight but not yet the site's bytes.
+ */
+enum kk_trap_stage { KK_TRAP_ENTER, KK_TRAP_LOOKED };
+KK_WHITEBOX extern void (*kk_text_trap_hook)(int stage);
+
 struct kk_text_stats {
 	unsigned long long syncs, batches, pokes, traps;
 	unsigned long long stopped;	/* batches written under stop_machine */

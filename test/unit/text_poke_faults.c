@@ -11,7 +11,10 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -308,6 +311,86 @@ static void fork_mid_batch(int step, int mode)
 Test(text_poke_faults, fork_from_handler_before_commit_runs_sites) { fork_mid_batch(BEFORE_COMMIT_STEP, 0); }
 Test(text_poke_faults, fork_from_handler_after_commit_runs_sites) { fork_mid_batch(AFTER_COMMIT_STEP, 0); }
 Test(text_poke_faults, fork_from_handler_child_finishes_batch) { fork_mid_batch(BEFORE_COMMIT_STEP, 1); }
+
+#ifdef __x86_64__
+/* ---- a trap that reaches the handler after its batch ended ----------------------- */
+
+/*
+ * A thread hits a site's int3, and is slow to reach the handler: the batch
+ * ends meanwhile, and the handler finds no batch in flight.  Before it reads
+ * the site's bytes, the next batch puts its own int3 there.  The old handler
+ * took that int3 for a foreign trap and the process died of SIGTRAP (seen
+ * once, in the ASan pass of jump_label_stress).  The hooks hold the trapping
+ * thread at each of the two points; every wait is for an event.
+ */
+DEFINE_STATIC_KEY_FALSE(kl);
+
+__attribute__((noinline)) static int l1(void) { return static_branch_unlikely(&kl); }
+
+enum { LATE_IDLE, LATE_RUN, LATE_ENTERED, LATE_B_DONE, LATE_LOOKED, LATE_C_INT3, LATE_DONE };
+static atomic_int late_phase, late_result = -1;
+
+static void late_wait(int phase)
+{
+	while (atomic_load(&late_phase) < phase)
+		sched_yield();
+}
+
+/* Move from @from to @to (each point acts once), then wait for @until. */
+static void late_step(int from, int to, int until)
+{
+	if (atomic_compare_exchange_strong(&late_phase, &from, to))
+		late_wait(until);
+}
+
+static void late_trap_hook(int stage)
+{
+	if (stage == KK_TRAP_ENTER)
+		late_step(LATE_RUN, LATE_ENTERED, LATE_B_DONE);	/* until the batch ended */
+	else
+		late_step(LATE_B_DONE, LATE_LOOKED, LATE_C_INT3);	/* until the next int3 */
+}
+
+static int late_write_hook(int step, unsigned long addr, unsigned long len)
+{
+	(void)addr;
+	(void)len;
+	if (step == KK_STEP_TAIL) {
+		late_step(LATE_IDLE, LATE_RUN, LATE_ENTERED);	/* batch 1: trap on its int3 */
+		late_step(LATE_LOOKED, LATE_C_INT3, LATE_DONE);	/* batch 2: int3 there again */
+	}
+	return 0;
+}
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	late_wait(LATE_RUN);
+	atomic_store(&late_result, l1());
+	atomic_store(&late_phase, LATE_DONE);
+	return NULL;
+}
+
+Test(text_poke_faults, trap_late_for_its_batch_meets_the_next_one)
+{
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, late_thread, NULL), 0);
+	kk_text_trap_hook = late_trap_hook;
+	kk_text_write_hook = late_write_hook;
+	cr_assert_eq(static_branch_enable(&kl), 0, "%s", kk_jump_label_strerror());
+	atomic_store(&late_phase, LATE_B_DONE);
+	late_wait(LATE_LOOKED);		/* the handler saw no batch in flight */
+	cr_assert_eq(static_branch_disable(&kl), 0, "%s", kk_jump_label_strerror());
+	pthread_join(t, NULL);
+	kk_text_trap_hook = NULL;
+	heal();
+	/* The call overlapped both changes: either value is right. */
+	cr_expect(atomic_load(&late_result) == 0 || atomic_load(&late_result) == 1, "%d",
+		  atomic_load(&late_result));
+	cr_expect_eq(l1(), 0);
+}
+#endif
 
 /* ---- stop_machine (KK_TEXT_SYNC=stop-machine) ----------------------------------- */
 

@@ -138,9 +138,8 @@ static uintptr_t poke_resume(const struct kk_text_batch *b, const struct kk_poke
  * ours.  @rewound: the kernel's pc points at the KK_X86_INT3 itself (gdb rewinds it
  * for a SIGTRAP it passes on), so only an KK_X86_INT3 still in place counts.
  */
-static uintptr_t our_trap(uintptr_t ip, bool rewound)
+static uintptr_t our_trap_in(struct kk_text_batch *b, uintptr_t ip, bool rewound)
 {
-	struct kk_text_batch *b = atomic_load(&kk_text_cur);
 	const volatile uint8_t *code = (const volatile uint8_t *)ip;
 	struct kk_poke *p = b ? poke_find(b->v, b->n, ip) : NULL;
 	uint8_t now[5];
@@ -149,6 +148,8 @@ static uintptr_t our_trap(uintptr_t ip, bool rewound)
 		return poke_resume(b, p);
 	if (!p && !history_has(atomic_load(&history), ip))
 		return 0;
+	if (kk_text_trap_hook)
+		kk_text_trap_hook(KK_TRAP_LOOKED);
 	/* Rewound, and the KK_X86_INT3 is gone already (the batch went on while a
 	 * debugger looked at the stop): ours only if no trap instruction ends
 	 * just before @ip, which would be a foreign trap to the program, and a
@@ -162,6 +163,29 @@ static uintptr_t our_trap(uintptr_t ip, bool rewound)
 	for (int i = 0; i < 5; i++)
 		now[i] = code[i];
 	return kk_x86_site_insn(now, 5) ? ip : 0;
+}
+
+/*
+ * A thread slow to reach the handler may look after its batch ended (no
+ * batch, or one without @ip), and then find a KK_X86_INT3 at @ip again: the
+ * next batch's, published after the look.  So look again while the batch in
+ * flight changes under us.  That ends soon: a batch is unpublished only
+ * once no handler is counted in (wait_for_traps()), and ours is, so after
+ * the first change (none -> the next batch) only a stuck batch's repair
+ * can move it on once more.
+ */
+static uintptr_t our_trap(uintptr_t ip, bool rewound)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur), *again;
+	uintptr_t to;
+
+	for (int look = 0; look < 4; look++, b = again) {
+		if ((to = our_trap_in(b, ip, rewound)))
+			return to;
+		if ((again = atomic_load(&kk_text_cur)) == b)
+			break;
+	}
+	return 0;
 }
 
 /* ---- the trap handler ---------------------------------------------------------- */
@@ -238,6 +262,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	/* Sent by the kernel (SI_KERNEL for int3; valgrind says TRAP_BRKPT),
 	 * not by raise() or kill(); the address decides the rest. */
 	if (si->si_code > 0) {
+		if (kk_text_trap_hook)
+			kk_text_trap_hook(KK_TRAP_ENTER);
 		/* Count ourselves in before looking: the patcher frees a batch
 		 * only once nobody is in here (see wait_for_traps()). */
 		atomic_fetch_add(&traps_inflight, 1);
