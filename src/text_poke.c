@@ -23,8 +23,8 @@
  * Text is never writable and executable at once.  Bytes are written through
  * /proc/self/mem (FOLL_FORCE writes into a private copy of the page while the
  * mapping stays r-x).  Where that is refused, each touched page is rebuilt in
- * a fresh anonymous page, sealed r-x and swapped in with mremap(), which other
- * threads see atomically.  Under valgrind each write discards the
+ * a fresh private mapping of its file (copy_map()), sealed r-x and swapped in
+ * with mremap(), which other threads see atomically.  Under valgrind each write discards the
  * translations of the range it wrote.
  *
  * Pages that hold sites stay shared with the file (and other processes) until
@@ -42,7 +42,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -159,13 +163,48 @@ static int write_proc_mem(uintptr_t addr, const uint8_t *buf, size_t len)
 }
 
 /*
- * The protection of the mapping that holds @page (1), from /proc/self/maps read
- * with plain read(2) into a stack buffer (no stdio, no malloc: this also
- * runs under stop_machine, where another thread may hold malloc's lock);
- * where that cannot be read, from the ELF program header of the segment,
- * which is what the loader mapped text with.
+ * One line of /proc/self/maps: the mapping [lo, hi), its protection, and
+ * what it maps (ino 0: anonymous).  @path, if not NULL, gets the file's
+ * name (PATH_MAX bytes of room), "" if the line names none.
  */
-static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
+struct maps_ent {
+	uintptr_t lo, hi;
+	int prot;
+	unsigned long long off, ino;
+	unsigned int dev_major, dev_minor;
+	char *path;
+};
+
+static bool maps_parse(char *line, uintptr_t page, struct maps_ent *e)
+{
+	char *p;
+
+	e->lo = strtoul(line, &p, 16);
+	if (*p != '-')
+		return false;
+	e->hi = strtoul(p + 1, &p, 16);
+	if (*p != ' ' || page < e->lo || page >= e->hi || strlen(p) < 5)
+		return false;
+	e->prot = (p[1] == 'r' ? PROT_READ : 0) | (p[2] == 'w' ? PROT_WRITE : 0) |
+		  (p[3] == 'x' ? PROT_EXEC : 0);
+	e->off = strtoull(p + 5, &p, 16);
+	e->dev_major = (unsigned int)strtoul(p, &p, 16);
+	e->dev_minor = (unsigned int)strtoul(*p == ':' ? p + 1 : p, &p, 16);
+	e->ino = strtoull(p, &p, 10);
+	if (e->path) {
+		while (*p == ' ')
+			p++;
+		snprintf(e->path, PATH_MAX, "%s", p);
+	}
+	return true;
+}
+
+/*
+ * The line of the mapping that holds @page (1), from /proc/self/maps read
+ * with plain read(2) into a stack buffer (no stdio, no malloc: this also
+ * runs under stop_machine, where another thread may hold malloc's lock).
+ */
+static int maps_find(uintptr_t page, struct maps_ent *e)
 {
 	char buf[4096];
 	size_t have = 0;
@@ -184,20 +223,10 @@ static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
 		have += (size_t)r;
 		buf[have] = 0;
 		while ((nl = strchr(line, '\n'))) {
-			char *end;
-			unsigned long lo = strtoul(line, &end, 16), hi;
-
 			*nl = 0;
-			if (*end == '-') {
-				hi = strtoul(end + 1, &end, 16);
-				if (*end == ' ' && page >= lo && page < hi && strlen(end) >= 4) {
-					*prot = (end[1] == 'r' ? PROT_READ : 0) |
-						(end[2] == 'w' ? PROT_WRITE : 0) |
-						(end[3] == 'x' ? PROT_EXEC : 0);
-					*mend = hi;
-					close(fd);
-					return 1;
-				}
+			if (maps_parse(line, page, e)) {
+				close(fd);
+				return 1;
 			}
 			line = nl + 1;
 		}
@@ -208,6 +237,76 @@ static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
 	}
 	close(fd);
 	return 0;
+}
+
+/* The protection of the mapping that holds @page (1), and where it ends. */
+static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
+{
+	struct maps_ent e = { .path = NULL };
+	int ret = maps_find(page, &e);
+
+	if (ret > 0) {
+		*prot = e.prot;
+		*mend = e.hi;
+	}
+	return ret;
+}
+
+/*
+ * The file offset that maps @lo..@lo+@len whole, with one file (its name
+ * in @path, PATH_MAX bytes): 0 and *off, or -1 where the range is
+ * anonymous or spans mappings whose offsets do not follow on (an earlier
+ * anonymous copy).  A range may span mappings: each swap splits one.
+ */
+static int maps_file_range(uintptr_t lo, size_t len, char *path, unsigned long long *off,
+			   struct maps_ent *first)
+{
+	char next_path[PATH_MAX];
+	struct maps_ent e = { .path = next_path };
+
+	first->path = path;
+	if (maps_find(lo, first) <= 0 || !first->ino || path[0] != '/')
+		return -1;
+	*off = first->off + (lo - first->lo);
+	for (uintptr_t at = first->hi; at < lo + len; at = e.hi) {
+		if (maps_find(at, &e) <= 0 || e.ino != first->ino || strcmp(next_path, path) ||
+		    e.off != *off + (at - lo))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A private writable mapping of @len bytes that becomes the text at @lo
+ * once filled and moved there: mapped from the file that maps @lo now, at
+ * the same offset, where that file can be opened as the same inode, so
+ * that the pages moved in are still that file's.  /proc/self/maps then
+ * still names it (perf and symbolizers read it), and a uprobe's int3
+ * (bpftrace, USDT, perf probe) copied along stays the kernel's to handle
+ * and to remove; in an anonymous copy it was a foreign trap, and killed the
+ * process with SIGTRAP at the next call of the probed function.  Anonymous
+ * where the file is gone or replaced (an upgrade), or cannot be opened.
+ */
+static void *copy_map(uintptr_t lo, size_t len, bool file)
+{
+	char path[PATH_MAX];
+	unsigned long long off;
+	struct maps_ent e;
+	void *c = MAP_FAILED;
+
+	if (file && !maps_file_range(lo, len, path, &off, &e)) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+
+		if (fd >= 0 && !fstat(fd, &st) && (unsigned long long)st.st_ino == e.ino &&
+		    major(st.st_dev) == e.dev_major && minor(st.st_dev) == e.dev_minor)
+			c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)off);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (c == MAP_FAILED)
+		c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return c;
 }
 
 /* -ENOENT: @page is not mapped.  @end: where its mapping ends (or
@@ -236,33 +335,70 @@ static int page_prot(uintptr_t page)
 	return page_prot_end(page, &end);
 }
 
+/*
+ * The copy of [@lo, @lo+@len) that will be moved over it: its bytes now, then
+ * @fill's changes, then the mapping's protection (never W+X: a writable
+ * mapping loses exec).  A policy may refuse exec to a written copy of a
+ * file where it allows an anonymous one (SELinux: execmod, execmem): then
+ * anonymous.  MAP_FAILED with -errno in *@err.
+ */
+static void *copy_build(uintptr_t lo, size_t len, int prot,
+			void (*fill)(uint8_t *copy, uintptr_t lo, const void *arg), const void *arg,
+			int *err)
+{
+	if (prot & PROT_WRITE)
+		prot &= ~PROT_EXEC;
+	for (int file = 1; file >= 0; file--) {
+		uint8_t *c = copy_map(lo, len, file);
+
+		if (c == MAP_FAILED) {
+			*err = -errno;
+			return MAP_FAILED;
+		}
+		memcpy(c, (const void *)lo, len);
+		fill(c, lo, arg);
+		kk_arch_text_flush((uintptr_t)c, len);
+		if (!mprotect(c, len, prot))
+			return c;
+		*err = -errno;
+		munmap(c, len);
+	}
+	return MAP_FAILED;
+}
+
+struct remap_bytes {
+	uintptr_t addr;
+	const uint8_t *buf;
+	size_t len;
+};
+
+static void remap_fill(uint8_t *copy, uintptr_t lo, const void *arg)
+{
+	const struct remap_bytes *b = arg;
+
+	memcpy(copy + (b->addr - lo), b->buf, b->len);
+}
+
 /* Rewrite [addr, addr+len) inside one page by swapping in a rebuilt copy. */
 static int write_remap(uintptr_t addr, const uint8_t *buf, size_t len)
 {
+	const struct remap_bytes b = { addr, buf, len };
 	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
-	int prot = page_prot(page);
+	int prot = page_prot(page), ret = 0;
 	void *copy;
 
 	if (prot < 0)
 		return prot;
-	if (prot & PROT_WRITE)
-		prot &= ~PROT_EXEC;	/* never produce a W+X page */
-	copy = mmap(NULL, (size_t)page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	copy = copy_build(page, (size_t)page_size, prot, remap_fill, &b, &ret);
 	if (copy == MAP_FAILED)
-		return -errno;
-	memcpy(copy, (const void *)page, (size_t)page_size);
-	memcpy((uint8_t *)copy + (addr - page), buf, len);
-	if (mprotect(copy, (size_t)page_size, prot) ||
-	    mremap(copy, (size_t)page_size, (size_t)page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+		return ret;
+	if (mremap(copy, (size_t)page_size, (size_t)page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
 		   (void *)page) == MAP_FAILED) {
-		int e = -errno;
-
+		ret = -errno;
 		munmap(copy, (size_t)page_size);
-		return e;
 	}
-	return 0;
+	return ret;
 }
-
 static int write_span(int step, uintptr_t addr, const uint8_t *buf, size_t len)
 {
 	int ret = 0;
@@ -806,9 +942,9 @@ static int patch_live(struct kk_text_batch *b, char *err, size_t errlen)
  * KK_PATCH_SWAP: no thread ever sees a byte of text change.  Each run of
  * pages that the batch touches (touched pages of one mapping that follow
  * each other, so that a site across a page boundary moves with both of its
- * pages) is copied into a fresh anonymous mapping, the new instructions go
- * into the copy, the copy gets the run's protection, and
- * mremap(MREMAP_FIXED) moves it over the run.  The kernel unmaps the run and
+ * pages) is copied into a fresh private mapping of its file (copy_map()),
+ * the new instructions go into the copy, the copy gets the run's
+ * protection, and mremap(MREMAP_FIXED) moves it over the run.  The kernel unmaps the run and
  * flushes it from every TLB before it maps the copy, all under the mmap
  * lock that a fault takes: a thread runs the old pages (which nobody
  * writes) or the new ones, never a mix, and one that faults in between waits
@@ -816,9 +952,10 @@ static int patch_live(struct kk_text_batch *b, char *err, size_t errlen)
  * signal can die of, nothing a debugger, strace or valgrind stops on.  One
  * sync afterwards (membarrier) serializes the CPUs that run the process.
  *
- * The price: every batch copies the pages it touches, and they become
- * anonymous (/proc/self/maps no longer names their file), as with the
- * remap write method.
+ * The price: every batch copies the pages it touches.  The copies are
+ * private mappings of the same file at the same offset (copy_map()), as
+ * the pages that /proc/self/mem writes into are, so maps, perf and uprobes
+ * still see the file there.
  */
 struct swap_run {
 	uintptr_t lo, hi;
@@ -868,25 +1005,30 @@ static ssize_t swap_runs(const struct kk_poke *v, size_t n, struct swap_run *r, 
 	return k + 1;
 }
 
+struct swap_fill {
+	const struct swap_run *r;
+	const struct kk_poke *v;
+	bool to_old;
+};
+
+static void swap_fill(uint8_t *copy, uintptr_t lo, const void *arg)
+{
+	const struct swap_fill *f = arg;
+
+	for (size_t i = f->r->first; i < f->r->last; i++)
+		memcpy(copy + (f->v[i].addr - lo), f->to_old ? f->v[i].old : f->v[i].new,
+		       f->v[i].len);
+}
+
 /* The copy of run @r with its sites' new (or, @to_old, old) bytes. */
 static int swap_build(struct swap_run *r, const struct kk_poke *v, bool to_old)
 {
-	size_t len = r->hi - r->lo;
-	uint8_t *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const struct swap_fill f = { r, v, to_old };
+	int ret = 0;
+	void *c = copy_build(r->lo, r->hi - r->lo, r->prot, swap_fill, &f, &ret);
 
 	if (c == MAP_FAILED)
-		return -errno;
-	memcpy(c, (const void *)r->lo, len);
-	for (size_t i = r->first; i < r->last; i++)
-		memcpy(c + (v[i].addr - r->lo), to_old ? v[i].old : v[i].new, v[i].len);
-	kk_arch_text_flush((uintptr_t)c, len);
-	/* never a W+X page: a writable mapping loses exec, as in write_remap() */
-	if (mprotect(c, len, r->prot & PROT_WRITE ? r->prot & ~PROT_EXEC : r->prot)) {
-		int e = -errno;
-
-		munmap(c, len);
-		return e;
-	}
+		return ret;
 	r->copy = c;
 	return 0;
 }
