@@ -175,16 +175,20 @@ struct maps_ent {
 	char *path;
 };
 
-static bool maps_parse(char *line, uintptr_t page, struct maps_ent *e)
+/* A line of maps against [@from, @to): -1 before it, 0 past it, 1 overlapping
+ * (then parsed into @e). */
+static int maps_parse(char *line, uintptr_t from, uintptr_t to, struct maps_ent *e)
 {
 	char *p;
 
 	e->lo = strtoul(line, &p, 16);
 	if (*p != '-')
-		return false;
+		return -1;
 	e->hi = strtoul(p + 1, &p, 16);
-	if (*p != ' ' || page < e->lo || page >= e->hi || strlen(p) < 5)
-		return false;
+	if (*p != ' ' || e->hi <= from || strlen(p) < 5)
+		return -1;
+	if (e->lo >= to)
+		return 0;
 	e->prot = (p[1] == 'r' ? PROT_READ : 0) | (p[2] == 'w' ? PROT_WRITE : 0) |
 		  (p[3] == 'x' ? PROT_EXEC : 0);
 	e->off = strtoull(p + 5, &p, 16);
@@ -196,25 +200,125 @@ static bool maps_parse(char *line, uintptr_t page, struct maps_ent *e)
 			p++;
 		snprintf(e->path, PATH_MAX, "%s", p);
 	}
-	return true;
+	return 1;
+}
+
+/* The lines of @text (NUL-terminated, each put back as it was) against
+ * [@from, @to), to @fn; sets *@found; false once the scan is over.  Returns
+ * where the last whole line ended. */
+static char *maps_lines(char *text, uintptr_t from, uintptr_t to, struct maps_ent *e,
+			bool (*fn)(const struct maps_ent *e, void *arg), void *arg, int *found,
+			bool *more)
+{
+	char *line = text, *nl;
+
+	while (*more && (nl = strchr(line, '\n'))) {
+		int at;
+
+		*nl = 0;
+		at = maps_parse(line, from, to, e);
+		*nl = '\n';
+		if (at > 0)
+			*found = 1;
+		*more = at < 0 || (at > 0 && fn(e, arg));
+		line = nl + 1;
+	}
+	return line;
 }
 
 /*
- * The line of the mapping that holds @page (1), from /proc/self/maps read
- * with plain read(2) into a stack buffer (no stdio, no malloc: this also
- * runs under stop_machine, where another thread may hold malloc's lock).
+ * A page swap reads the maps once for its batch (maps_snapshot()): each
+ * read formats lines, file names included (the kernel's mangle_path() was
+ * the first cost of a swap in a profile), and a text split by many swaps
+ * has many lines.  Only the lines up to the batch's last page are read;
+ * text is mapped low, so that is often the first few.  The batch builds
+ * every copy before it moves any, so the snapshot holds until the first
+ * mremap().
  */
-static int maps_find(uintptr_t page, struct maps_ent *e)
+static char *maps_snap;
+
+/* Whether @buf[from..to) holds the end of a line that starts at or past @until. */
+static bool maps_past(const char *buf, size_t from, size_t to, uintptr_t until)
+{
+	for (size_t i = from; i < to; i++) {
+		if (buf[i] != '\n')
+			continue;
+		/* the line that ends here starts after the previous newline */
+		size_t st = i;
+
+		while (st > 0 && buf[st - 1] != '\n')
+			st--;
+		if (strtoul(buf + st, NULL, 16) >= until)
+			return true;
+	}
+	return false;
+}
+
+static char *maps_snapshot(uintptr_t until)
+{
+	size_t cap = 1 << 14, have = 0;
+	char *buf = malloc(cap), *nb;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	while (buf && fd >= 0) {
+		ssize_t r = read(fd, buf + have, cap - 1 - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		if (maps_past(buf, have - (size_t)r, have, until))
+			break;
+		if (have == cap - 1) {
+			nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (buf && fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	if (buf)
+		buf[have] = 0;
+	return buf;
+}
+
+static void maps_snapshot_drop(void)
+{
+	free(maps_snap);
+	maps_snap = NULL;
+}
+
+/*
+ * Each line of /proc/self/maps that overlaps [@from, @to), in address
+ * order, to @fn until it returns false (@e->path as the caller set it).
+ * From the batch's snapshot if there is one, else read with plain read(2)
+ * into a stack buffer (no stdio, no malloc: this also runs under
+ * stop_machine, where another thread may hold malloc's lock).  1 if a line
+ * overlapped, 0 if none, or -errno.
+ */
+static int maps_scan(uintptr_t from, uintptr_t to, struct maps_ent *e,
+		     bool (*fn)(const struct maps_ent *e, void *arg), void *arg)
 {
 	char buf[4096];
 	size_t have = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd, found = 0;
+	bool more = true;
 
-	if (fd < 0)
+	if (maps_snap) {
+		maps_lines(maps_snap, from, to, e, fn, arg, &found, &more);
+		return found;
+	}
+	if ((fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	for (;;) {
+	while (more) {
 		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *line = buf, *nl;
+		char *line;
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -222,28 +326,28 @@ static int maps_find(uintptr_t page, struct maps_ent *e)
 			break;
 		have += (size_t)r;
 		buf[have] = 0;
-		while ((nl = strchr(line, '\n'))) {
-			*nl = 0;
-			if (maps_parse(line, page, e)) {
-				close(fd);
-				return 1;
-			}
-			line = nl + 1;
-		}
+		line = maps_lines(buf, from, to, e, fn, arg, &found, &more);
 		have = (size_t)(buf + have - line);
 		memmove(buf, line, have);
 		if (have == sizeof(buf) - 1)
 			have = 0;	/* a line longer than the buffer: not ours */
 	}
 	close(fd);
-	return 0;
+	return found;
+}
+
+static bool maps_first(const struct maps_ent *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	return false;
 }
 
 /* The protection of the mapping that holds @page (1), and where it ends. */
 static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
 {
 	struct maps_ent e = { .path = NULL };
-	int ret = maps_find(page, &e);
+	int ret = maps_scan(page, page + 1, &e, maps_first, NULL);
 
 	if (ret > 0) {
 		*prot = e.prot;
@@ -252,28 +356,61 @@ static int maps_prot(uintptr_t page, int *prot, uintptr_t *mend)
 	return ret;
 }
 
-/*
- * The file offset that maps @lo..@lo+@len whole, with one file (its name
- * in @path, PATH_MAX bytes): 0 and *off, or -1 where the range is
- * anonymous or spans mappings whose offsets do not follow on (an earlier
- * anonymous copy).  A range may span mappings: each swap splits one.
- */
-static int maps_file_range(uintptr_t lo, size_t len, char *path, unsigned long long *off,
-			   struct maps_ent *first)
-{
-	char next_path[PATH_MAX];
-	struct maps_ent e = { .path = next_path };
+/* Where the copy of a range comes from: one file, mapped whole by mappings
+ * that follow on in address and offset (each swap splits one). */
+struct copy_src {
+	unsigned long long ino, off;	/* the file offset of the range's start */
+	unsigned int dev_major, dev_minor;
+	uintptr_t lo, next;		/* the range; where the next line must start */
+	bool ok;
+	char path[PATH_MAX];
+	int fd;				/* open on it, or -1 */
+};
 
-	first->path = path;
-	if (maps_find(lo, first) <= 0 || !first->ino || path[0] != '/')
-		return -1;
-	*off = first->off + (lo - first->lo);
-	for (uintptr_t at = first->hi; at < lo + len; at = e.hi) {
-		if (maps_find(at, &e) <= 0 || e.ino != first->ino || strcmp(next_path, path) ||
-		    e.off != *off + (at - lo))
-			return -1;
+static bool src_line(const struct maps_ent *e, void *arg)
+{
+	struct copy_src *s = arg;
+
+	if (s->next == 0) {	/* the first line */
+		s->ok = e->ino && e->path[0] == '/';
+		s->ino = e->ino;
+		s->dev_major = e->dev_major;
+		s->dev_minor = e->dev_minor;
+		s->off = e->off + (s->lo - e->lo);
+		snprintf(s->path, sizeof(s->path), "%s", e->path);
+	} else {
+		s->ok = s->ok && e->lo == s->next && e->ino == s->ino &&
+			e->dev_major == s->dev_major && e->dev_minor == s->dev_minor &&
+			e->off == s->off + (e->lo - s->lo) && !strcmp(e->path, s->path);
 	}
-	return 0;
+	s->next = e->hi;
+	return s->ok;
+}
+
+/* Fill @s for [@lo, @lo+@len): true if one file maps it whole. */
+static bool copy_src_find(struct copy_src *s, uintptr_t lo, size_t len)
+{
+	char path[PATH_MAX];
+	struct maps_ent e = { .path = path };
+
+	s->lo = lo;
+	s->next = 0;
+	s->ok = false;
+	return maps_scan(lo, lo + len, &e, src_line, s) > 0 && s->ok && s->next >= lo + len;
+}
+
+/* A descriptor on @s's file, checked to be the very inode that maps it. */
+static int copy_src_open(struct copy_src *s)
+{
+	struct stat st;
+
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd >= 0 && (fstat(s->fd, &st) || (unsigned long long)st.st_ino != s->ino ||
+			   major(st.st_dev) != s->dev_major || minor(st.st_dev) != s->dev_minor)) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	return s->fd;
 }
 
 /*
@@ -289,20 +426,12 @@ static int maps_file_range(uintptr_t lo, size_t len, char *path, unsigned long l
  */
 static void *copy_map(uintptr_t lo, size_t len, bool file)
 {
-	char path[PATH_MAX];
-	unsigned long long off;
-	struct maps_ent e;
+	struct copy_src s;
 	void *c = MAP_FAILED;
 
-	if (file && !maps_file_range(lo, len, path, &off, &e)) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		struct stat st;
-
-		if (fd >= 0 && !fstat(fd, &st) && (unsigned long long)st.st_ino == e.ino &&
-		    major(st.st_dev) == e.dev_major && minor(st.st_dev) == e.dev_minor)
-			c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)off);
-		if (fd >= 0)
-			close(fd);
+	if (file && copy_src_find(&s, lo, len) && copy_src_open(&s) >= 0) {
+		c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, s.fd, (off_t)s.off);
+		close(s.fd);
 	}
 	if (c == MAP_FAILED)
 		c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1051,6 +1180,7 @@ static size_t swap_in(struct swap_run *r, size_t n, const struct kk_poke *v, boo
 		r[k].copy = NULL;
 	for (k = 0, *ret = 0; k < n && !*ret; k++)
 		*ret = swap_build(&r[k], v, to_old);
+	maps_snapshot_drop();	/* the maps change from here on */
 	for (k = 0; k < n && !*ret; k++) {
 		size_t len = r[k].hi - r[k].lo;
 
@@ -1086,10 +1216,16 @@ static size_t swap_in(struct swap_run *r, size_t n, const struct kk_poke *v, boo
 static int patch_swapped(struct kk_text_batch *b, bool *refused, char *err, size_t errlen)
 {
 	struct swap_run *r = malloc(b->n * sizeof(*r));
-	ssize_t nr = r ? swap_runs(b->v, b->n, r, err, errlen) : -ENOMEM;
+	ssize_t nr;
 	size_t done = 0;
-	int ret = (int)nr, undo = 0;
+	int ret, undo = 0;
 
+	/* dropped by swap_in() before it moves a run */
+	maps_snap = maps_snapshot(b->v[b->n - 1].addr + b->v[b->n - 1].len + (size_t)page_size);
+	nr = r ? swap_runs(b->v, b->n, r, err, errlen) : -ENOMEM;
+	ret = (int)nr;
+	if (nr <= 0)
+		maps_snapshot_drop();
 	if (nr > 0) {
 		done = swap_in(r, (size_t)nr, b->v, false, KK_STEP_SWAP, &ret);
 		if (ret && done)
