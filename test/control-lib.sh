@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: MIT
 # Shared by the scripts that set KK_CTL_LIB_NAME (the name of their $tmp) and
-# source it: control_userns.sh, control_squat.sh, kkctl_userns.sh,
-# kkctl_netns.sh, kkctl_ssh.sh, kkctl_unreachable.sh, mp_server.sh,
-# mp_server_stderr.sh, mp_server_quiet.sh (the scripts that drive control_guest have
-# test/guest-lib.sh).  Sourced, not run.  Sets B, a world-readable $tmp removed
-# at exit with every process whose pid is in $pids, fail(), as UID CMD...
-# (CMD as that uid and gid, no groups), $control_env (the fallback build has no
-# sites to start the endpoint lazily), $key_line (what a read of jump_label_prog's
-# static_keys must hold), and start CMD... (jump_label_prog under CMD,
-# which execs it keeping its pid, in the background; sets $tpid once its
-# endpoint listens, which is before it prints).
+# source it: control_userns.sh, control_squat.sh, control_stopped.sh,
+# kkctl_userns.sh, kkctl_netns.sh, kkctl_ssh.sh, kkctl_unreachable.sh,
+# mp_server.sh, mp_server_stderr.sh, mp_server_quiet.sh, sigwait_daemon.sh (the
+# scripts that drive control_guest have test/guest-lib.sh).  Sourced, not run.
+# Sets B, a world-readable $tmp removed at exit with every process whose pid is
+# in $pids, fail(), as UID CMD... (CMD as that uid and gid, no groups),
+# $control_env (the fallback build has no sites to start the endpoint lazily),
+# $key_line (what a read of jump_label_prog's static_keys must hold),
+# start CMD... (jump_label_prog under CMD, which execs it keeping its pid, in
+# the background; sets $tpid once its endpoint listens, which is before it
+# prints), and start_sigwait_daemon (test/progs/sigwait_daemon with 2 workers
+# in the background, its stdout on fd 3; sets $dpid once it printed "ready",
+# and exits 77 where it is not built).  A script that reaps $dpid itself (to
+# see its exit status) takes it out of $pids: cleanup would kill the pid again,
+# by then maybe another process's.
 B=${KK_BUILD:?}
 pids=
 tmp=$(mktemp -d "/tmp/kk-${KK_CTL_LIB_NAME:-ctl}.XXXXXX")
@@ -40,4 +45,14 @@ start() {
 	read -r tpid < "$tmp/p$n" || fail "$*: jump_label_prog did not start"
 	pids="$pids $tpid"
 	grep -q " @kernelkit/$tpid\$" /proc/net/unix || fail "$*: no @kernelkit/$tpid"
+}
+start_sigwait_daemon() {
+	[ -x "$B/test/progs/sigwait_daemon" ] || { echo "not built"; exit 77; }
+	mkfifo "$tmp/sigwait_out"
+	env $control_env "$B/test/progs/sigwait_daemon" 2 > "$tmp/sigwait_out" 2>/dev/null &
+	dpid=$!
+	pids="$pids $dpid"
+	exec 3< "$tmp/sigwait_out"
+	read -r line <&3 || fail "the daemon died before it was ready"
+	[ "$line" = ready ] || fail "first line '$line', want 'ready'"
 }

@@ -10,46 +10,25 @@
 # after the abandoned one in the listen backlog, so the listing read after it
 # shows whatever the abandoned one did.
 set -u
-B=${KK_BUILD:?}
+KK_CTL_LIB_NAME=stopped
+. "${KK_SRC:?}/test/control-lib.sh"
 KKCTL=$B/kkctl
-PROG=$B/test/progs/sigwait_daemon
-[ -x "$PROG" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-stopped.XXXXXX)
-pid=
-fail() {
-	echo "FAIL: $*"
-	if [ -n "$pid" ]; then
-		kill -KILL "$pid" 2>/dev/null
-		kill -CONT "$pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-	exit 1
-}
-# The fallback build has no sites to start the endpoint lazily.
-control_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
-mkfifo "$tmp/out"
-env $control_env "$PROG" 2 > "$tmp/out" 2>/dev/null &
-pid=$!
-exec 3< "$tmp/out"
-read -r line <&3 || fail "the daemon died before it was ready"
-[ "$line" = ready ] || fail "first line '$line', want 'ready'"
+start_sigwait_daemon
 
-kill -STOP "$pid"
-"$KKCTL" -t 1 -p "$pid" write dynamic_debug/control 'func hot +p' > "$tmp/w" 2>&1 &&
+kill -STOP "$dpid"
+"$KKCTL" -t 1 -p "$dpid" write dynamic_debug/control 'func hot +p' > "$tmp/w" 2>&1 &&
 	fail "a write to a stopped process succeeded: $(cat "$tmp/w")"
 [ "$(wc -l < "$tmp/w")" -eq 1 ] || fail "want one line, got: $(cat "$tmp/w")"
 grep -q "no complete reply within 1 s" "$tmp/w" || fail "unexpected message: $(cat "$tmp/w")"
-kill -CONT "$pid"
-"$KKCTL" -p "$pid" write dynamic_debug/control 'func no_such_function +p' > "$tmp/w2" 2>&1 ||
+kill -CONT "$dpid"
+"$KKCTL" -p "$dpid" write dynamic_debug/control 'func no_such_function +p' > "$tmp/w2" 2>&1 ||
 	fail "write after SIGCONT: $(cat "$tmp/w2")"
-"$KKCTL" -p "$pid" read dynamic_debug/control > "$tmp/control" || fail "read control"
+"$KKCTL" -p "$dpid" read dynamic_debug/control > "$tmp/control" || fail "read control"
 on=$(grep -c '\[sigwait_daemon\]hot =p' "$tmp/control")
 [ "$on" -eq 0 ] || fail "the abandoned write was made after SIGCONT: $(grep hot "$tmp/control")"
-kill -TERM "$pid"
-wait "$pid"
+kill -TERM "$dpid"
+wait "$dpid"
 rc=$?
-pid=
+pids=${pids%" $dpid"}
 [ "$rc" -eq 0 ] || fail "the daemon exited $rc after SIGCONT"
-rm -rf "$tmp"
 echo "control_stopped: ok"

@@ -8,46 +8,28 @@
 # each); every write must succeed, the sites must end switched off, and the
 # daemon must exit 0 on SIGTERM.
 set -u
-B=${KK_BUILD:?}
+KK_CTL_LIB_NAME=sigwait
+. "${KK_SRC:?}/test/control-lib.sh"
 KKCTL=$B/kkctl
-PROG=$B/test/progs/sigwait_daemon
 N=${KK_SIGWAIT_SWITCHES:-1000}
-[ -x "$PROG" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-sigwait.XXXXXX)
-pid=
-fail() {
-	echo "FAIL: $*"
-	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-	rm -rf "$tmp"
-	exit 1
-}
-# The fallback build has no sites to start the endpoint lazily.
-control_env=
-[ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
-mkfifo "$tmp/out"
-env $control_env "$PROG" 2 > "$tmp/out" 2>/dev/null &
-pid=$!
-exec 3< "$tmp/out"
-read -r line <&3 || fail "the daemon died before it was ready"
-[ "$line" = ready ] || fail "first line '$line', want 'ready'"
+start_sigwait_daemon
 
 i=0
 while [ "$i" -lt "$N" ]; do
 	case $((i % 2)) in 0) q='func hot +p' ;; *) q='func hot -p' ;; esac
-	"$KKCTL" -p "$pid" write dynamic_debug/control "$q" > "$tmp/w" 2>&1 ||
-		fail "write $((i + 1)) of $N ('$q') failed: $(cat "$tmp/w"); daemon: $(kill -0 "$pid" 2>&1 || echo gone)"
+	"$KKCTL" -p "$dpid" write dynamic_debug/control "$q" > "$tmp/w" 2>&1 ||
+		fail "write $((i + 1)) of $N ('$q') failed: $(cat "$tmp/w"); daemon: $(kill -0 "$dpid" 2>&1 || echo gone)"
 	i=$((i + 1))
 done
-"$KKCTL" -p "$pid" read dynamic_debug/control > "$tmp/control" || fail "read control"
+"$KKCTL" -p "$dpid" read dynamic_debug/control > "$tmp/control" || fail "read control"
 hot=$(grep -c '\[sigwait_daemon\]hot =_' "$tmp/control")
 [ "$hot" -eq 3 ] || fail "want 3 sites of hot switched off, the listing has: $(grep hot "$tmp/control")"
-kill -TERM "$pid"
-wait "$pid"
+kill -TERM "$dpid"
+wait "$dpid"
 rc=$?
-pid=
+pids=${pids%" $dpid"}
 read -r line <&3
 [ "$rc" -eq 0 ] || fail "the daemon exited $rc after $N switches"
 echo "$line"
 echo "$N switches of 3 sites under 2 workers that block every signal"
-rm -rf "$tmp"
 echo "sigwait_daemon: ok"
