@@ -251,6 +251,7 @@ static int install_handler(int sig, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	memset(&sa, 0, sizeof(sa));
+	kk_handler_note(sync_handler);
 	sa.sa_sigaction = sync_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
@@ -738,6 +739,28 @@ static int forced(int m, bool mb, int sig, struct survey *s, const char *name, c
 	return m;
 }
 
+/*
+ * A program handler that blocks SIGTRAP while it runs (a full sa_mask, as
+ * sigfillset() gives: a common way to install one) runs sites with SIGTRAP
+ * blocked whenever its signal comes, on any thread, at any moment: met by
+ * the int3 protocol, such a site kills the process.  The first such signal,
+ * or 0.  SIGTRAP's own handler and the park signal's are the library's.
+ */
+static int handler_blocking_trap(int park)
+{
+	struct sigaction sa;
+
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGTRAP || sig == park || sig == SIGKILL || sig == SIGSTOP ||
+		    sigaction(sig, NULL, &sa) || handler_is_dfl(&sa) || kk_handler_is_library(&sa) ||
+		    (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN))
+			continue;
+		if (sigismember(&sa.sa_mask, SIGTRAP))
+			return sig;
+	}
+	return 0;
+}
+
 static int choose(enum sync_force force, int sig, struct survey *s, bool traps, char *err,
 		  size_t errlen)
 {
@@ -778,6 +801,10 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 	if (s->trap_blocker)
 		return swap_or_refuse(s->trap_blocker, "a trap would kill it, and pages cannot be "
 				      "swapped (mremap refused)", err, errlen);
+	/* Where mremap() is refused such a program keeps the int3 protocol:
+	 * refusing its every change would be worse (docs/text_patching.md). */
+	if (traps && !noswap && handler_blocking_trap(sig))
+		return M_SWAP;
 	if (debug && !noswap)
 		return M_SWAP;
 	if (debug && !can_signal(sig, s, err, errlen, ""))

@@ -25,6 +25,7 @@
 #define KK_COMMON_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -299,6 +300,13 @@ struct kk_service {
 };
 void kk_service_register(struct kk_service *s);
 bool kk_threads_stopped(void);
+
+/* ---- the library's own signal handlers (sighand.c) ----------------------------------------
+ * Noted before they are installed, so that a look at the program's handlers
+ * can leave them out.  The table has room for every handler the library has.
+ */
+void kk_handler_note(void (*fn)(int, siginfo_t *, void *));
+bool kk_handler_is_library(const struct sigaction *sa);
 
 /* ---- the threads of the process (tasks.c) ------------------------------------------------
  * From /proc/self/task, with open+getdents64: no malloc, no opendir, usable

@@ -325,6 +325,7 @@ static int hook_faults(int on)
 	int rc = 0;
 
 	memset(&sa, 0, sizeof(sa));
+	kk_handler_note(fault_handler);
 	sa.sa_sigaction = fault_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);

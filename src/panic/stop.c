@@ -120,6 +120,7 @@ static int stop_install(void)
 	int sig = kk_park_signal();
 
 	memset(&sa, 0, sizeof(sa));
+	kk_handler_note(stop_handler);
 	sa.sa_sigaction = stop_handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigfillset(&sa.sa_mask);

@@ -19,6 +19,11 @@
  * When one is forced, the program checks from the library's statistics that
  * the forced path is the one that ran, and prints what it found.
  *
+ * With KK_STRESS_SIGMASK_FULL=1 the handler is installed with a full sa_mask
+ * (sigfillset(), as many daemons do): its sites run with SIGTRAP blocked,
+ * which the int3 protocol cannot survive; the library must see the handler
+ * and patch by page swaps (test/scripts/jump_label_stress_handler_mask.sh).
+ *
  * Environment: KK_STRESS_TOGGLES overrides the toggle count.
  */
 #include <errno.h>
@@ -245,7 +250,13 @@ int main(void)
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = usr1_handler;
 		sa.sa_flags = SA_RESTART;
-		sigemptyset(&sa.sa_mask);
+		/* KK_STRESS_SIGMASK=full: the handler blocks every signal while
+		 * it runs (sigfillset(), as many daemons install theirs), so its
+		 * sites run with SIGTRAP blocked. */
+		if (env_flag("KK_STRESS_SIGMASK_FULL", 0))
+			sigfillset(&sa.sa_mask);
+		else
+			sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGUSR1, &sa, NULL)) {
 			perror("sigaction");
 			return 1;

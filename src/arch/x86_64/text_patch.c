@@ -297,6 +297,7 @@ static int trap_install(void)
 	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_handler)
 		return 0;
 	memset(&sa, 0, sizeof(sa));
+	kk_handler_note(trap_handler);
 	sa.sa_sigaction = trap_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
