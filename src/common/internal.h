@@ -321,6 +321,8 @@ KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);
 /* SigBlk of thread @tid (0: the caller): bit (sig - 1) set = blocked.  0 or -errno. */
 int kk_task_sigblk(pid_t tid, uint64_t *mask);
+/* The same, and SigCgt (the signals the process has handlers for) with it. */
+int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught);
 /* The thread's name without the newline ("" when gone).  0 or -errno. */
 int kk_task_comm(pid_t tid, char *buf, size_t n);
 /* Its state letter from /proc (R, S, D, T, t, Z, ...), '\0' when gone. */

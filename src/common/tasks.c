@@ -223,14 +223,23 @@ static int status_mask(const char *buf, const char *field, uint64_t *mask)
 	return 0;
 }
 
-int kk_task_sigblk(pid_t tid, uint64_t *mask)
+int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught)
 {
 	char buf[2048];
 	ssize_t n = kk_task_read(tid, "status", buf, sizeof(buf));
+	int ret;
 
 	if (n < 0)
 		return (int)n;
-	return status_mask(buf, "SigBlk", mask);
+	ret = status_mask(buf, "SigBlk", blocked);
+	if (!ret && caught)
+		ret = status_mask(buf, "SigCgt", caught);
+	return ret;
+}
+
+int kk_task_sigblk(pid_t tid, uint64_t *mask)
+{
+	return kk_task_sigmasks(tid, mask, NULL);
 }
 
 int kk_task_comm(pid_t tid, char *buf, size_t n)
