@@ -34,11 +34,13 @@ Test(text_poke_swap_file, no_text_is_written_in_the_fallback_build)
 
 DEFINE_STATIC_KEY_FALSE(uk);
 
-/* The probed function holds the site: its first byte (the uprobe's) and the
- * site share its page. */
+/* The probed function holds the site: its first instruction (the uprobe's)
+ * and the site share its page.  The first instruction is a nop of its own:
+ * a uprobe on the site itself is a foreign breakpoint there, and the flip
+ * is refused (aarch64 starts the function with the site). */
 __attribute__((noinline, aligned(64))) static int uprobed(int x)
 {
-	__asm__ volatile("" : "+r"(x));
+	__asm__ volatile("nop" : "+r"(x));
 	if (static_branch_unlikely(&uk))
 		x += 100;
 	return x + 1;
@@ -173,5 +175,47 @@ Test(text_poke_swap_file, uprobe_on_a_swapped_page_still_counts, .init = force_s
 	memcpy(now, (const void *)uprobed, sizeof(now));
 	cr_expect(!memcmp(now, before, sizeof(now)), "the uprobe's breakpoint stayed");
 	cr_expect_eq(sum, 210, "%d", sum);	/* uprobed(i) = i + 1 */
+}
+
+/* The site's own address in uprobed(): its disabled form, after the nop. */
+static const void *usite_addr(void)
+{
+#if defined(__x86_64__)
+	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const size_t step = 1, len = sizeof(nop5);
+	const void *want = nop5;
+#else
+	static const uint32_t nop = 0xd503201f;
+	const size_t step = 4, len = 4;
+	const void *want = &nop;
+#endif
+	const uint8_t *p = (const uint8_t *)uprobed;
+
+	for (size_t off = step; off < 64; off += step)
+		if (!memcmp(p + off, want, len))
+			return p + off;
+	return NULL;
+}
+
+/* A uprobe on the site itself: the flip is refused, nothing changes, and
+ * the reason names uprobes (the library never writes over a breakpoint it
+ * did not put there). */
+Test(text_poke_swap_file, uprobe_on_the_site_is_refused_by_name)
+{
+	const void *site = usite_addr();
+	char why[160];
+	int fd;
+
+	cr_assert(site, "no disabled site found in uprobed()");
+	fd = uprobe_open(site, why, sizeof(why));
+	if (fd < 0)
+		cr_skip_test("%s", why);
+	cr_expect_neq(static_branch_enable(&uk), 0, "a flip over a uprobe succeeded");
+	cr_expect(strstr(kk_jump_label_strerror(), "uprobe"), "%s", kk_jump_label_strerror());
+	cr_expect(!static_key_enabled(&uk));
+	cr_expect_eq(uprobed(0), 1, "the site changed");
+	close(fd);
+	cr_expect_eq(static_branch_enable(&uk), 0, "%s", kk_jump_label_strerror());
+	cr_expect_eq(uprobed(0), 101);
 }
 #endif

@@ -134,6 +134,6 @@ void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 			 "as pid %d; delete it and retry", insn, (int)tracer);
 	else
 		snprintf(buf, len, "does not hold a jump-label instruction: it holds brk (%08x), "
-			 "which kernelkit did not write: a debugger breakpoint? (no tracer is "
-			 "attached now)", insn);
+			 "which kernelkit did not write: a uprobe (bpftrace, perf probe) or a "
+			 "debugger breakpoint? (no tracer is attached now)", insn);
 }

@@ -469,8 +469,8 @@ void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len)
 			 "as pid %d; delete it and retry", (int)tracer);
 	else
 		snprintf(buf, len, "does not hold a jump-label instruction: it holds int3 (0xcc), "
-			 "which kernelkit did not write: a debugger breakpoint? (no tracer is "
-			 "attached now)");
+			 "which kernelkit did not write: a uprobe (bpftrace, perf probe) or a "
+			 "debugger breakpoint? (no tracer is attached now)");
 }
 
 void kk_arch_text_atfork_child(void)
