@@ -81,6 +81,10 @@ static const char *const method_names[] = {
 static int req_word;			/* seq | REQ_*; REQ_NONE between requests */
 static int nsig;			/* entries of sig_tids[] in use */
 static pid_t sig_tids[KK_SYNC_MAX_THREADS];
+/* When the thread signalled on each slot started: its tid may be reused by a
+ * later thread (pid_max 32768, a program that churns threads), which never
+ * got the signal.  Caller-only state. */
+static unsigned long long sig_start[KK_SYNC_MAX_THREADS];
 static int sig_ack[KK_SYNC_MAX_THREADS];	/* highest request acknowledged, or SLOT_GONE */
 static int ack_count;			/* futex: bumped by every acknowledgement */
 static int release_word;		/* futex: bumped to release stopped threads */
@@ -281,12 +285,21 @@ static bool blocks(pid_t tid, int sig)
 	return !kk_task_sigblk(tid, &m) && (m >> (sig - 1) & 1);
 }
 
+/* The thread on @slot's tid now is not the one signalled there: that one
+ * exited, and a later thread got its tid. */
+static bool tid_reused(int slot)
+{
+	unsigned long long now = kk_task_starttime(sig_tids[slot]);
+
+	return now && sig_start[slot] && now != sig_start[slot];
+}
+
 /*
  * Signal every listed thread not signalled yet.  Returns how many were
  * added, or -errno.  The leader, once it called pthread_exit(), stays listed
  * as a zombie that will never run a handler: skipped.
  */
-static int signal_new(pid_t me, pid_t pid, int sig, char *err, size_t errlen)
+static int signal_new(pid_t me, pid_t pid, int sig, int w, char *err, size_t errlen)
 {
 	int n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS), added = 0;
 
@@ -303,18 +316,28 @@ static int signal_new(pid_t me, pid_t pid, int sig, char *err, size_t errlen)
 		pid_t tid = listed[i];
 		int slot;
 
-		if (tid == me || is_deaf(tid) || find_slot(tid) >= 0)
+		if (tid == me || is_deaf(tid))
+			continue;
+		/* One that acknowledged needs no look: a round's newcomer runs
+		 * the new code anyway, and a stop's threads are parked. */
+		if ((slot = find_slot(tid)) >= 0 &&
+		    (__atomic_load_n(&sig_ack[slot], __ATOMIC_ACQUIRE) == w || !tid_reused(slot)))
 			continue;
 		if (tid == pid && kk_task_state(tid) == 'Z')
 			continue;
-		slot = nsig;
-		if (slot == KK_SYNC_MAX_THREADS) {
-			snprintf(err, errlen, "more than %d threads", KK_SYNC_MAX_THREADS);
-			return -ENOTSUP;
+		if (slot < 0) {
+			slot = nsig;
+			if (slot == KK_SYNC_MAX_THREADS) {
+				snprintf(err, errlen, "more than %d threads", KK_SYNC_MAX_THREADS);
+				return -ENOTSUP;
+			}
 		}
+		/* a new thread, or a newcomer on a gone thread's tid: signalled */
+		sig_start[slot] = kk_task_starttime(tid);
 		__atomic_store_n(&sig_ack[slot], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&sig_tids[slot], tid, __ATOMIC_RELAXED);
-		__atomic_store_n(&nsig, slot + 1, __ATOMIC_RELEASE);
+		if (slot == nsig)
+			__atomic_store_n(&nsig, slot + 1, __ATOMIC_RELEASE);
 		if (syscall(SYS_tgkill, pid, tid, sig) != 0) {
 			/* ESRCH: it exited between the listing and now. */
 			__atomic_store_n(&sig_ack[slot], SLOT_GONE, __ATOMIC_RELAXED);
@@ -348,7 +371,7 @@ static int check_pending(int w, int sig, uint64_t waited, char *err, size_t errl
 
 		if (a == w || a == SLOT_GONE)
 			continue;
-		if (!kk_task_alive(tid)) {
+		if (!kk_task_alive(tid) || tid_reused(i)) {
 			/* It may have acknowledged just before it exited. */
 			__atomic_compare_exchange_n(&sig_ack[i], &a, SLOT_GONE, false,
 						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -415,7 +438,7 @@ static int signal_all(int type, int sig, char *err, size_t errlen)
 	__atomic_store_n(&nsig, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&req_word, w, __ATOMIC_RELEASE);
 	do {
-		added = signal_new(me, pid, sig, err, errlen);
+		added = signal_new(me, pid, sig, w, err, errlen);
 		if (added < 0)
 			return added;
 		ret = wait_acks(w, sig, err, errlen);

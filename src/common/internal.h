@@ -325,6 +325,9 @@ int kk_task_sigblk(pid_t tid, uint64_t *mask);
 int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught);
 /* The thread's name without the newline ("" when gone).  0 or -errno. */
 int kk_task_comm(pid_t tid, char *buf, size_t n);
+/* When it started (clock ticks since boot, /proc's field 22), 0 when gone:
+ * with its tid, what tells a thread from a later one that reuses the tid. */
+unsigned long long kk_task_starttime(pid_t tid);
 /* Its state letter from /proc (R, S, D, T, t, Z, ...), '\0' when gone. */
 char kk_task_state(pid_t tid);
 /* Still a thread that can run: not gone, not a zombie (an exited main thread

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -254,6 +255,23 @@ int kk_task_comm(pid_t tid, char *buf, size_t n)
 	if (r > 0 && buf[r - 1] == '\n')
 		buf[r - 1] = '\0';
 	return 0;
+}
+
+unsigned long long kk_task_starttime(pid_t tid)
+{
+	char buf[512], *p;
+
+	if (kk_task_read(tid, "stat", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	/* past the name (which may hold spaces), fields 3 to 21 */
+	p++;
+	for (int field = 3; field < 22; field++) {
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return strtoull(p, NULL, 10);
 }
 
 char kk_task_state(pid_t tid)

@@ -14,15 +14,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/internal.h"
@@ -393,6 +397,151 @@ Test(text_sync, round_waits_for_a_thread_blocking_everything)
 	cr_assert_eq(atomic_load(&hold_phase), 2,
 		     "the round went on while a signalled thread still blocked every signal");
 	pthread_join(h, NULL);
+}
+
+/*
+ * Issue 27 flake hunt: rounds_while_threads_come_and_go failed once with
+ * "thread N blocks signal 60 (the park signal)".  With pid_max at 32768 a
+ * program that churns threads reuses a thread id within a second: a thread
+ * a round signalled exits before it acknowledges, a newcomer gets its id,
+ * and the round took the newcomer for the thread it signalled and waited
+ * for an acknowledgement that could never come (for ever, or until it gave
+ * up on a newcomer that blocks the park signal).  Here the reuse is forced:
+ * a new pid namespace, and ns_last_pid set to the id before the old one.
+ * Old code: the round hangs (SIGALRM after 10 s).
+ */
+static atomic_int ru_phase, ru_done;
+static atomic_int ru_old_tid, ru_new_tid;
+static pthread_t ru_leaver_th, ru_newcomer_th;
+
+static void *ru_leaver(void *arg)
+{
+	sigset_t park, pend;
+
+	(void)arg;
+	sigemptyset(&park);
+	sigaddset(&park, kk_park_signal());
+	pthread_sigmask(SIG_BLOCK, &park, NULL);
+	atomic_store(&ru_old_tid, (int)syscall(SYS_gettid));
+	atomic_store(&ru_phase, 1);
+	do {
+		sched_yield();
+		sigpending(&pend);
+	} while (!sigismember(&pend, kk_park_signal()));
+	return NULL;	/* gone, the signal never taken */
+}
+
+static void *ru_newcomer(void *arg)
+{
+	int tid = (int)syscall(SYS_gettid);
+
+	(void)arg;
+	atomic_store(&ru_new_tid, tid);
+	while (tid == atomic_load(&ru_old_tid) && !atomic_load(&ru_done))
+		sched_yield();
+	return NULL;	/* (at once on another id: the maker tries again) */
+}
+
+/* Once the leaver is gone, a newcomer on its tid. */
+static void *ru_maker(void *arg)
+{
+	pid_t old;
+	FILE *f;
+
+	(void)arg;
+	pthread_join(ru_leaver_th, NULL);
+	old = atomic_load(&ru_old_tid);
+	while (syscall(SYS_tgkill, getpid(), old, 0) == 0)
+		sched_yield();
+	/* The id may not be free yet for a moment after the thread is gone. */
+	for (int tries = 0; tries < 1000; tries++) {
+		f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+		if (f) {
+			fprintf(f, "%d", (int)old - 1);
+			fclose(f);
+		}
+		if (pthread_create(&ru_newcomer_th, NULL, ru_newcomer, NULL))
+			break;
+		while (!atomic_load(&ru_new_tid))
+			sched_yield();
+		if (atomic_load(&ru_new_tid) == old)
+			break;
+		pthread_join(ru_newcomer_th, NULL);
+		atomic_store(&ru_new_tid, 0);
+	}
+	atomic_store(&ru_phase, 2);
+	return NULL;
+}
+
+static int ru_child(void)
+{
+	char err[256] = "";
+	struct timespec t0, t;
+	pthread_t maker;
+	int ret;
+
+	alarm(10);
+	kk_sync_arm();
+	if (kk_sync_plan(true, err, sizeof(err)) != KK_PATCH_LIVE)
+		return 2;
+	if (pthread_create(&ru_leaver_th, NULL, ru_leaver, NULL) ||
+	    pthread_create(&maker, NULL, ru_maker, NULL))
+		return 3;
+	while (atomic_load(&ru_phase) < 1)
+		sched_yield();
+	/* The newcomer must start in a later clock tick than the leaver
+	 * (/proc's start times count 10 ms ticks): wait out 3 ticks. */
+	clock_gettime(CLOCK_BOOTTIME, &t0);
+	do
+		clock_gettime(CLOCK_BOOTTIME, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 30000000L);
+	ret = kk_sync_round();
+	while (atomic_load(&ru_phase) < 2)
+		sched_yield();
+	atomic_store(&ru_done, 1);
+	pthread_join(maker, NULL);
+	if (atomic_load(&ru_new_tid))
+		pthread_join(ru_newcomer_th, NULL);
+	if (atomic_load(&ru_new_tid) != atomic_load(&ru_old_tid))
+		return 77;	/* the id was not reused: nothing shown */
+	return ret ? 4 : 0;
+}
+
+Test(text_sync, round_survives_a_reused_thread_id)
+{
+	pid_t init;
+	int st = 0;
+
+	force("signal");
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+		cr_skip_test("no new pid and mount namespace: %s", strerror(errno));
+	init = fork();
+	cr_assert_geq(init, 0);
+	if (init == 0) {
+		/* A /proc of the new namespace: the library lists threads
+		 * there, and ns_last_pid is the namespace's.  pid 1 ignores
+		 * signals it has no handler for (SIGALRM too): the test runs
+		 * in its child. */
+		pid_t c;
+
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("proc", "/proc", "proc", 0, NULL))
+			_exit(77);
+		c = fork();
+
+		if (c == 0)
+			_exit(ru_child());
+		waitpid(c, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+	}
+	waitpid(init, &st, 0);
+	cr_assert(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("the newcomer did not get the old thread id");
+	cr_assert_neq(WEXITSTATUS(st), 100 + SIGALRM,
+		      "the round hung on a thread id that a newcomer reused");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child status %d (4: the round failed)",
+		     WEXITSTATUS(st));
 }
 
 static int check_frozen_none(void *arg)
