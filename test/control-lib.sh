@@ -12,9 +12,9 @@
 # the background; sets $tpid once its endpoint listens, which is before it
 # prints), and start_sigwait_daemon (test/progs/sigwait_daemon with 2 workers
 # in the background, its stdout on fd 3; sets $dpid once it printed "ready",
-# and exits 77 where it is not built).  A script that reaps $dpid itself (to
-# see its exit status) takes it out of $pids: cleanup would kill the pid again,
-# by then maybe another process's.
+# and exits 77 where it is not built), and stop_sigwait_daemon (SIGTERM,
+# then reaps it and sets $rc to its exit status; it leaves $pids, or cleanup
+# would kill the pid again, by then maybe another process's).
 B=${KK_BUILD:?}
 pids=
 tmp=$(mktemp -d "/tmp/kk-${KK_CTL_LIB_NAME:-ctl}.XXXXXX")
@@ -55,4 +55,10 @@ start_sigwait_daemon() {
 	exec 3< "$tmp/sigwait_out"
 	read -r line <&3 || fail "the daemon died before it was ready"
 	[ "$line" = ready ] || fail "first line '$line', want 'ready'"
+}
+stop_sigwait_daemon() {
+	kill -TERM "$dpid"
+	wait "$dpid"
+	rc=$?
+	pids=${pids%" $dpid"}
 }

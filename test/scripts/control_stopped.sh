@@ -41,9 +41,6 @@ kill -CONT "$dpid"
 "$KKCTL" -p "$dpid" read dynamic_debug/control > "$tmp/control" || fail "read control"
 on=$(grep -c '\[sigwait_daemon\]hot =p' "$tmp/control")
 [ "$on" -eq 0 ] || fail "the abandoned write was made after SIGCONT: $(grep hot "$tmp/control")"
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-pids=${pids%" $dpid"}
+stop_sigwait_daemon
 [ "$rc" -eq 0 ] || fail "the daemon exited $rc after SIGCONT"
 echo "control_stopped: ok"

@@ -24,10 +24,7 @@ done
 "$KKCTL" -p "$dpid" read dynamic_debug/control > "$tmp/control" || fail "read control"
 hot=$(grep -c '\[sigwait_daemon\]hot =_' "$tmp/control")
 [ "$hot" -eq 3 ] || fail "want 3 sites of hot switched off, the listing has: $(grep hot "$tmp/control")"
-kill -TERM "$dpid"
-wait "$dpid"
-rc=$?
-pids=${pids%" $dpid"}
+stop_sigwait_daemon
 read -r line <&3
 [ "$rc" -eq 0 ] || fail "the daemon exited $rc after $N switches"
 echo "$line"
