@@ -237,7 +237,7 @@ SERIAL_TESTS_WANTED := script/text_poke_torture.sh stress/jump_label_stress \
 	script/jump_label_stress_stop_machine.sh script/jump_label_stress_sync_signal.sh \
 	script/jump_label_stress_remap.sh stress/jump_label_signal stress/jump_label_failed_enable \
 	stress/jump_label_16154 stress/jump_label_threads stress/text_poke_torture \
-	script/jump_label_stress_handler_mask.sh
+	script/jump_label_stress_handler_mask.sh stress/jump_label_blocking_workers
 SERIAL_TESTS = $(filter $(ALL_TESTS),$(SERIAL_TESTS_WANTED))
 # The longest first, so that no long program is left running alone at the end.
 FIRST_TESTS := script/valgrind_check.sh script/valgrind_flip.sh

@@ -98,9 +98,12 @@ static unsigned long long rounds_of(const struct kk_sync_stats *s)
 static const char *plan(const char *how, bool traps)
 {
 	char err[256];
+	int ret;
 
 	setenv("KK_TEXT_SYNC", how, 1);
-	if (kk_sync_plan(traps, err, sizeof(err)) < 0) {
+	ret = kk_sync_plan(traps, err, sizeof(err));
+	kk_sync_done();		/* no batch follows: a round writes nothing */
+	if (ret < 0) {
 		fprintf(stderr, "kk-bench: KK_TEXT_SYNC=%s: %s\n", how, err);
 		return NULL;
 	}

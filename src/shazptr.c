@@ -257,8 +257,12 @@ KK_EXPORT void **__kk_shazptr_register_thread(void)
 	struct shazptr_rec *r;
 	long key;
 
-	/* Block signals so that a handler cannot register this thread twice. */
+	/* Block signals so that a handler cannot register this thread twice.
+	 * Not SIGTRAP: its handler is the library's (it registers nothing), and
+	 * blocking it would wait out a batch of the int3 protocol
+	 * (text_sync_sigmask.c). */
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (__kk_shazptr_slot) {
 		void **s = __kk_shazptr_slot;

@@ -1373,9 +1373,15 @@ static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
 int kk_text_poke_finish(struct kk_text_queue *q, char *err, size_t errlen)
 {
 	size_t n = q->n;
+	int ret;
 
 	q->n = 0;
-	return n ? poke_finish(q->v, n, err, errlen) : 0;
+	if (!n)
+		return 0;
+	ret = poke_finish(q->v, n, err, errlen);
+	/* No trap byte is left, but a stuck batch's (docs/text_patching.md). */
+	kk_sync_done();
+	return ret;
 }
 
 /* ---- sites ------------------------------------------------------------------------ */

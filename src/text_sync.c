@@ -98,6 +98,8 @@ static int method = M_UNUSED;
 static int seq;
 static pid_t listed[KK_SYNC_MAX_THREADS];
 
+void (*kk_sync_plan_hook)(int stage);
+
 /*
  * Threads that block both SIGTRAP and the park signal, as the last plan saw
  * them: glibc's helper for SIGEV_THREAD timers and mq_notify(), a program's
@@ -162,6 +164,7 @@ void kk_sync_atfork_child(void)
 	__atomic_store_n(&req_word, REQ_NONE, __ATOMIC_RELAXED);
 	__atomic_store_n(&nsig, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&method, M_UNUSED, __ATOMIC_RELAXED);
+	kk_sync_window_atfork_child();
 }
 
 /* ---- the handler ----------------------------------------------------------------------- */
@@ -548,6 +551,8 @@ struct survey {
 	pid_t all_blocker;	/* one that runs with both blocked (not deaf), or 0 */
 	uint64_t caught;	/* SigCgt: signals with a handler (bit sig - 1) */
 	bool caught_known;
+	bool unsettled;		/* masks may gain SIGTRAP unseen (survey_threads()) */
+	pid_t me, pid;
 };
 
 /*
@@ -625,81 +630,142 @@ static void settle_deaf(int sig)
 	ndeaf = k;
 }
 
-static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
+/* Every thread's tid, however many: into @buf, or into *@big, malloc'ed. */
+static int list_all(pid_t *buf, pid_t **big, char *err, size_t errlen)
 {
-	pid_t me = my_tid(), pid = getpid(), *tids = listed, *big = NULL;
-	int n, cap = KK_SYNC_MAX_THREADS;
-	sigset_t cur;
+	int n = kk_list_tasks(buf, KK_SYNC_MAX_THREADS), cap = KK_SYNC_MAX_THREADS;
 
-	memset(s, 0, sizeof(*s));
-	ndeaf = 0;
-	/* A trap in the caller itself (a signal handler running a site). */
-	if (!pthread_sigmask(SIG_BLOCK, NULL, &cur) && sigismember(&cur, SIGTRAP))
-		s->trap_blocker = me;
-	n = kk_list_tasks(listed, KK_SYNC_MAX_THREADS);
-	/*
-	 * Every thread's mask counts, however many there are: one past the
-	 * first 4096 that blocks SIGTRAP dies of the int3 protocol as surely
-	 * (issue 22 audit).  The signal methods still refuse past 4096.
-	 */
+	*big = NULL;
 	while (n > cap) {
-		free(big);
+		free(*big);
 		cap = n + n / 4;
-		big = malloc((size_t)cap * sizeof(*big));
-		if (!big) {
+		if (!(*big = malloc((size_t)cap * sizeof(**big)))) {
 			snprintf(err, errlen, "cannot look at the signal masks of %d threads: "
 				 "out of memory", n);
 			return -ENOMEM;
 		}
-		tids = big;
-		n = kk_list_tasks(big, cap);
+		n = kk_list_tasks(*big, cap);
 	}
 	if (n < 0) {
-		free(big);
+		free(*big);
+		*big = NULL;
 		snprintf(err, errlen, "cannot list /proc/self/task: %s", strerror(-n));
-		return n;
 	}
-	for (int i = 0; i < n; i++) {
-		pid_t tid = tids[i];
-		uint64_t m;
-		bool trap, park;
+	return n;
+}
 
-		if (tid == me)
-			continue;
-		if (tid == pid && kk_task_state(tid) == 'Z')
-			continue;
-		/* Library threads leave both unblocked (kk_thread_create()). */
-		if (kk_is_library_thread(tid) ||
-		    kk_task_sigmasks(tid, &m, s->caught_known ? NULL : &s->caught)) {
-			s->others++;
-			continue;
-		}
-		s->caught_known = true;
-		trap = m >> (SIGTRAP - 1) & 1;
-		park = m >> (sig - 1) & 1;
-		/* Under valgrind /proc shows the program's mask only while a
-		 * thread sits in a syscall; a thread running guest code shows
-		 * valgrind's own mask: everything blocked but the faults.
-		 * valgrind delivers to it by the program's mask, so take that
-		 * pattern as "not blocked". */
-		if (!trap && park && kk_under_valgrind())
-			park = false;
-		/* Deaf: both blocked (a sigwait() worker, glibc's timer
-		 * thread, a test runner's helper): left alone by signals, and
-		 * a reason for the page swap when the library chooses.  One
-		 * that runs (all_blocker) may be passing through instead: a
-		 * stop looks at it again (undeafen()). */
-		if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
-			if (kk_task_state(tid) != 'S' && !s->all_blocker)
-				s->all_blocker = tid;
-			deaf[ndeaf++] = tid;
-			continue;
-		}
-		if (trap && !s->trap_blocker)
-			s->trap_blocker = tid;
-		if (park && !s->park_blocker)
-			s->park_blocker = tid;
+static void survey_one(pid_t tid, int sig, struct survey *s)
+{
+	uint64_t m;
+	bool trap, park;
+
+	if (tid == s->me)
+		return;
+	if (tid == s->pid && kk_task_state(tid) == 'Z')
+		return;
+	/* Library threads leave both unblocked (kk_thread_create()). */
+	if (kk_is_library_thread(tid) ||
+	    kk_task_sigmasks(tid, &m, s->caught_known ? NULL : &s->caught)) {
 		s->others++;
+		return;
+	}
+	s->caught_known = true;
+	trap = m >> (SIGTRAP - 1) & 1;
+	park = m >> (sig - 1) & 1;
+	/* Under valgrind /proc shows the program's mask only while a thread
+	 * sits in a syscall; a thread running guest code shows valgrind's own
+	 * mask: everything blocked but the faults.  valgrind delivers to it
+	 * by the program's mask, so take that pattern as "not blocked". */
+	if (!trap && park && kk_under_valgrind())
+		park = false;
+	/* Deaf: both blocked (a sigwait() worker, glibc's timer thread, a
+	 * test runner's helper): left alone by signals, and a reason for the
+	 * page swap when the library chooses.  One that runs (all_blocker)
+	 * may be passing through instead: a stop looks at it again
+	 * (undeafen()). */
+	if (trap && park && ndeaf < KK_SYNC_MAX_DEAF) {
+		if (kk_task_state(tid) != 'S' && !s->all_blocker)
+			s->all_blocker = tid;
+		deaf[ndeaf++] = tid;
+		return;
+	}
+	if (trap && !s->trap_blocker)
+		s->trap_blocker = tid;
+	if (park && !s->park_blocker)
+		s->park_blocker = tid;
+	s->others++;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Every thread's mask counts, however many there are: one past the first
+ * 4096 that blocks SIGTRAP dies of the int3 protocol as surely (issue 22
+ * audit).  The signal methods still refuse past 4096.
+ *
+ * And every thread's, including those created while the masks are read.
+ * A thread inherits its creator's mask, and the trap window only stops
+ * masks from gaining SIGTRAP from now on: a creator that blocked every
+ * signal before, to create a worker (a common way to keep signals off
+ * one), may create it after the listing and unblock before its own mask is
+ * read.  So the threads are listed again until a listing adds none; a
+ * thread created after that was created by one whose mask was read.  Up to
+ * KK_SYNC_RELISTS times: under a storm of thread creation the plan is
+ * unsettled (the page swap, where the library chooses).
+ */
+#define KK_SYNC_RELISTS		4
+static pid_t relisted[KK_SYNC_MAX_THREADS];
+
+static int survey_threads(int sig, struct survey *s, char *err, size_t errlen)
+{
+	pid_t *buf[2] = { listed, relisted }, *tids, *big, *big2;
+	int n, cur = 0;
+	sigset_t mine;
+
+	memset(s, 0, sizeof(*s));
+	s->me = my_tid();
+	s->pid = getpid();
+	ndeaf = 0;
+	/* A trap in the caller itself (a signal handler running a site). */
+	if (!pthread_sigmask(SIG_BLOCK, NULL, &mine) && sigismember(&mine, SIGTRAP))
+		s->trap_blocker = s->me;
+	if ((n = list_all(buf[cur], &big, err, errlen)) < 0)
+		return n;
+	tids = big ? big : buf[cur];
+	if (kk_sync_plan_hook)
+		kk_sync_plan_hook(KK_PLAN_LISTED);
+	for (int i = 0; i < n; i++)
+		survey_one(tids[i], sig, s);
+	for (int pass = 0, fresh = 1; fresh; pass++) {
+		pid_t *again;
+		int m;
+
+		qsort(tids, (size_t)n, sizeof(*tids), tid_cmp);
+		cur ^= 1;
+		if ((m = list_all(buf[cur], &big2, err, errlen)) < 0) {
+			free(big);
+			return m;
+		}
+		again = big2 ? big2 : buf[cur];
+		fresh = 0;
+		for (int i = 0; i < m; i++)
+			if (!bsearch(&again[i], tids, (size_t)n, sizeof(*tids), tid_cmp)) {
+				survey_one(again[i], sig, s);
+				fresh++;
+			}
+		free(big);
+		big = big2;
+		tids = again;
+		n = m;
+		if (fresh && pass == KK_SYNC_RELISTS)
+			s->unsettled = true;
+		if (s->unsettled)
+			break;
 	}
 	free(big);
 	return 0;
@@ -833,6 +899,10 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 	if (s->trap_blocker)
 		return swap_or_refuse(s->trap_blocker, "a trap would kill it, and pages cannot be "
 				      "swapped (mremap refused)", err, errlen);
+	/* A thread may have blocked SIGTRAP unseen (threads created faster
+	 * than they can be listed, a mask change held up in a handler). */
+	if (traps && !noswap && s->unsettled)
+		return M_SWAP;
 	/* Where mremap() is refused such a program keeps the int3 protocol:
 	 * refusing its every change would be worse (docs/text_patching.md). */
 	if (traps && !noswap && handler_blocking_trap(sig, s))
@@ -854,10 +924,15 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	enum sync_force force = read_force();
 	int sig = kk_park_signal(), m;
 	struct survey s;
+	bool settled;
 
 	kk_sync_arm();
 	pthread_mutex_lock(&sync_lock);
+	/* No mask gains SIGTRAP unseen from here until the batch has no trap
+	 * byte left (text_sync_sigmask.c). */
+	settled = !traps || kk_sync_window_open(kk_now_ns() + KK_SYNC_SETTLE_NS);
 	m = survey_threads(sig, &s, err, errlen);
+	s.unsettled |= !settled;
 	if (m < 0 && m != -ENOMEM && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
 	    (force == F_AUTO || force == F_MEMBARRIER)) {
 		/* No /proc (a chroot, a sandbox): membarrier needs no list.
@@ -877,6 +952,9 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 		undeafen(sig);
 	if (m >= 0)
 		__atomic_store_n(&method, m, __ATOMIC_RELAXED);
+	/* Only the int3 protocol puts traps in other threads' way. */
+	if (traps && m != M_MEMBARRIER && m != M_SIGNAL && m != M_SINGLE)
+		kk_sync_done();
 	pthread_mutex_unlock(&sync_lock);
 	if (m < 0)
 		return m;

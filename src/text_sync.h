@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/internal.h"
@@ -86,6 +87,26 @@ KK_WHITEBOX int kk_sync_round(void);
  * @fn not called (a thread could not be stopped).
  */
 KK_WHITEBOX int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t errlen);
+
+/*
+ * The trap window (src/text_sync_sigmask.c): while it is open, a
+ * pthread_sigmask() or sigprocmask() call that blocks SIGTRAP waits for it
+ * to close.  kk_sync_plan() opens it before it reads the threads' masks,
+ * when the arch's live protocol has traps, and closes it again unless it
+ * chose that protocol; kk_sync_done(), called once the batch has no trap
+ * byte left, closes it (a no-op when it is closed).  Every kk_sync_plan()
+ * is followed by one kk_sync_done().  kk_sync_window_open() returns false
+ * if calls already changing a mask had not finished by @deadline_ns (one
+ * held up in a handler): the plan must then not rely on the masks it reads.
+ */
+bool kk_sync_window_open(uint64_t deadline_ns);
+KK_WHITEBOX void kk_sync_done(void);
+void kk_sync_window_atfork_child(void);
+
+/* Test-only: called by kk_sync_plan() with KK_PLAN_LISTED once it has
+ * listed the threads the first time, before it reads their masks. */
+enum kk_plan_stage { KK_PLAN_LISTED };
+KK_WHITEBOX extern void (*kk_sync_plan_hook)(int stage);
 
 /* mremap() refused a page swap: plan without it from now on. */
 KK_WHITEBOX void kk_sync_swap_refused(void);

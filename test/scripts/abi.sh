@@ -146,7 +146,7 @@ if command -v "$PCC" >/dev/null 2>&1; then
 		grep -qx "$s" "$tmp/map" ||
 			fail "$s is declared in ${f#"$SRC"/}:$l but not exported (not in src/libkernelkit.map)"
 	done < "$tmp/decl"
-	probe "$tmp/libcdecl" "$tmp/interposed.s" unistd.h spawn.h
+	probe "$tmp/libcdecl" "$tmp/interposed.s" unistd.h spawn.h signal.h
 	while read -r s; do
 		awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' "$tmp/libcdecl" ||
 			fail "$s is listed as an interposed libc function, but libc declares no $s"

@@ -32,6 +32,16 @@
 #include "common/internal.h"
 #include "text_sync.h"
 
+/* A plan with no batch after it: the trap window it may have opened
+ * closes at once, as after a batch (kk_sync_done()). */
+static int plan_done(bool traps, char *err, size_t errlen)
+{
+	int how = kk_sync_plan(traps, err, errlen);
+
+	kk_sync_done();
+	return how;
+}
+
 #define NSPIN		8
 #define ALTSZ		(64 * 1024)
 #define PATTERN		0xa5
@@ -117,7 +127,7 @@ Test(text_sync, signal_round_reaches_every_thread)
 	force("signal");
 	kk_sync_arm();
 	start_spinners();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "signal");
 	for (int round = 0; round < 3; round++) {
 		/* Refill a stack only once its thread left the handler (its
@@ -187,8 +197,8 @@ static struct child_plan plan_alone(const char *how, int nspin, void (*setup)(vo
 			sched_yield();
 		if (setup)
 			setup();
-		r.how = kk_sync_plan(true, r.err, sizeof(r.err));
-		r.how = kk_sync_plan(true, r.err, sizeof(r.err));	/* warns once */
+		r.how = plan_done(true, r.err, sizeof(r.err));
+		r.how = plan_done(true, r.err, sizeof(r.err));	/* warns once */
 		snprintf(r.method, sizeof(r.method), "%s", kk_sync_method());
 		r.round = r.how < 0 ? -1 : kk_sync_round();
 		fflush(stderr);
@@ -295,7 +305,7 @@ Test(text_sync, round_reaches_a_thread_created_meanwhile)
 
 	force("signal");
 	kk_sync_arm();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(pthread_create(&c, NULL, creator, NULL), 0);
 	while (atomic_load(&late_phase) != 1)
 		sched_yield();
@@ -334,7 +344,7 @@ Test(text_sync, rounds_while_threads_come_and_go)
 	start_spinners();
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&c[i], NULL, churn, NULL), 0);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	for (int i = 0; i < 200; i++)
 		cr_assert_eq(kk_sync_round(), 0);
 	stop_spinners();
@@ -389,7 +399,7 @@ Test(text_sync, round_waits_for_a_thread_blocking_everything)
 
 	force("signal");
 	kk_sync_arm();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(pthread_create(&h, NULL, all_blocked_holder, NULL), 0);
 	while (atomic_load(&hold_phase) != 1)
 		sched_yield();
@@ -482,7 +492,7 @@ static int ru_child(void)
 
 	alarm(10);
 	kk_sync_arm();
-	if (kk_sync_plan(true, err, sizeof(err)) != KK_PATCH_LIVE)
+	if (plan_done(true, err, sizeof(err)) != KK_PATCH_LIVE)
 		return 2;
 	if (pthread_create(&ru_leaver_th, NULL, ru_leaver, NULL) ||
 	    pthread_create(&maker, NULL, ru_maker, NULL))
@@ -595,18 +605,18 @@ Test(text_sync, park_signal_blocked_is_refused_by_name)
 	force("signal");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "(kkt-blocker)"), "%s", err);
 	snprintf(want, sizeof(want), "signal %d", kk_park_signal());
 	cr_assert(strstr(err, want), "%s", err);
 	cr_assert_null(strchr(err, '\n'));
 	/* stop_machine cannot stop it either. */
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "kkt-blocker"), "%s", err);
 	end_blocker(t);
 	force("signal");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 }
 
 /* Issue 22: a trap would kill it, so the batch goes in by page swaps. */
@@ -619,11 +629,11 @@ Test(text_sync, sigtrap_blocked_means_swap)
 	force("auto");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "swap");
 	/* Forcing the int3 protocol is an error, not a trap that kills it. */
 	force("signal");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "kkt-blocker") && strstr(err, "SIGTRAP"), "%s", err);
 	end_blocker(t);
 }
@@ -655,7 +665,7 @@ Test(text_sync, sigtrap_blocker_past_4096_threads_is_seen)
 
 	force("membarrier");
 	kk_sync_arm();
-	if (kk_sync_plan(true, err, sizeof(err)) < 0)
+	if (plan_done(true, err, sizeof(err)) < 0)
 		cr_skip_test("%s", err);
 	cr_assert_eq(pipe(p), 0);
 	pthread_attr_init(&a);
@@ -664,7 +674,7 @@ Test(text_sync, sigtrap_blocker_past_4096_threads_is_seen)
 		if (pthread_create(&ts[n], &a, pipe_sleeper, &p[0]))
 			break;
 	t = n == N ? start_blocker(sigs) : 0;
-	ret = n == N ? kk_sync_plan(true, err, sizeof(err)) : 0;
+	ret = n == N ? plan_done(true, err, sizeof(err)) : 0;
 	if (n == N)
 		end_blocker(t);
 	close(p[1]);
@@ -757,11 +767,11 @@ Test(text_sync, deaf_thread_means_swap)
 	force("auto");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_SWAP, "%s", err);
 	cr_assert_str_eq(kk_sync_method(), "swap");
 	cr_assert_eq(kk_sync_round(), 0);
 	kk_sync_swap_refused();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "SIGTRAP") && strstr(err, "mremap refused"), "%s", err);
 	cr_assert_null(strchr(err, '\n'));
 	end_blocker(t);
@@ -817,7 +827,7 @@ Test(text_sync, passing_thread_without_swaps_is_stopped)
 		setenv("KK_TEXT_SYNC", "auto", 1);
 		kk_sync_arm();
 		a_passer_without_swaps();
-		how = kk_sync_plan(true, err, sizeof(err));
+		how = plan_done(true, err, sizeof(err));
 		_exit(how < 0 ? 2 : 0);
 	}
 	/* A plan that ran after the passer had unblocked (preempted before
@@ -838,10 +848,10 @@ Test(text_sync, sigtrap_blocked_is_fine_without_traps)
 	force("auto");
 	kk_sync_arm();
 	t = start_blocker(sigs);
-	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_neq(strcmp(kk_sync_method(), "stop-machine"), 0);
 	force("signal");
-	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(false, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(kk_sync_round(), 0);
 	end_blocker(t);
 }
@@ -897,10 +907,10 @@ Test(text_sync, thread_deaf_to_both_signals_is_left_alone)
 		sched_yield();
 	while (task_state(atomic_load(&sleeper_tid)) != 'S')	/* asleep in sigwaitinfo() */
 		sched_yield();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
 	cr_assert_eq(kk_sync_round(), 0);
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	pthread_kill(t, SIGUSR2);
 	pthread_join(t, NULL);
@@ -962,12 +972,12 @@ Test(text_sync, thread_passing_with_both_blocked_is_stopped)
 	cr_assert_eq(pthread_create(&t, NULL, passer, NULL), 0);
 	while (atomic_load(&blocker_state) != 1)
 		sched_yield();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	atomic_store(&passer_go, 1);
 	while (atomic_load(&blocker_state) != 2)
 		sched_yield();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	atomic_store(&passer_go, 2);
 	cr_assert_eq(kk_stop_machine(passer_frozen, &moved, err, sizeof(err)), 9, "%s", err);
 	cr_assert_eq(moved, 0, "a thread signalled by the last stop and with both signals "
@@ -1020,7 +1030,7 @@ Test(text_sync, running_deaf_thread_is_not_waited_for)
 	cr_assert_eq(pthread_create(&t, NULL, deaf_runner, NULL), 0);
 	while (atomic_load(&blocker_state) != 1)
 		sched_yield();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	atomic_store(&blocker_state, 2);
 	pthread_join(t, NULL);
@@ -1057,7 +1067,7 @@ Test(text_sync, busy_deaf_thread_is_left_running_by_a_stop_without_traps)
 	cr_assert_eq(pthread_create(&t, NULL, busy_deaf, NULL), 0);
 	while (atomic_load(&blocker_state) != 1)
 		sched_yield();
-	cr_assert_eq(kk_sync_plan(false, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(false, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
 	atomic_store(&blocker_state, 2);
 	pthread_join(t, NULL);
@@ -1093,7 +1103,7 @@ Test(text_sync, stop_machine_freezes_every_other_thread)
 
 	force("stop-machine");
 	start_spinners();
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	for (int n = 0; n < 3; n++) {
 		memset(&f, 0, sizeof(f));
 		kk_sync_get_stats(&a);
@@ -1133,10 +1143,10 @@ Test(text_sync, program_handler_on_park_signal_is_never_replaced)
 	cr_assert_eq(sigaction(kk_park_signal(), &sa, NULL), 0);
 	start_spinners();
 	force("signal");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert(strstr(err, "handler of the program's"), "%s", err);
 	force("stop-machine");
-	cr_assert_eq(kk_sync_plan(true, err, sizeof(err)), -ENOTSUP);
+	cr_assert_eq(plan_done(true, err, sizeof(err)), -ENOTSUP);
 	cr_assert_eq(kk_stop_machine(not_called, &called, err, sizeof(err)), -ENOTSUP);
 	cr_assert_eq(called, 0);
 	cr_assert_eq(sigaction(kk_park_signal(), NULL, &now), 0);
