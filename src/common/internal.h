@@ -314,8 +314,13 @@ bool kk_handler_is_library(const struct sigaction *sa);
  * does the listing.
  */
 /* The tids of this process into @tids (at most @max): the number of threads
- * seen (more than @max when they did not fit), or -errno. */
+ * seen (more than @max when they did not fit), or -errno.  Every tid here is
+ * the process's own number (gettid()'s, tgkill()'s), also where /proc counts
+ * in an outer pid namespace (tasks.c says how). */
 KK_WHITEBOX int kk_list_tasks(pid_t *tids, int max);
+/* "/proc/self/task/<its /proc number>/<leaf>" for thread @tid (0:
+ * "/proc/thread-self/<leaf>").  0, or -ESRCH when it is gone. */
+int kk_task_path(char *buf, size_t n, pid_t tid, const char *leaf);
 /* Read up to @n-1 bytes of a small file; NUL-terminated.  Bytes or -errno.
  * Async-signal-safe (open, read, close only): a panic reads /proc with it. */
 ssize_t kk_read_proc(const char *path, char *buf, size_t n);

@@ -74,12 +74,181 @@ static void task_path(char *buf, size_t n, pid_t tid, const char *leaf)
 	buf[len] = '\0';
 }
 
+/*
+ * /proc counted in another pid namespace.  procfs counts pids in the
+ * namespace of whoever mounted it.  A process in a pid namespace of its own
+ * whose /proc was not mounted again (`unshare -pf` without --mount-proc, a
+ * runtime that bind-mounts the host's /proc) finds its threads there under
+ * the outer numbers, while gettid() and tgkill() count in its own: a signal
+ * round sent to the numbers listed reached no thread (ESRCH, taken for
+ * "exited") and a panic stopped none.  Seen as /proc/self naming another
+ * number than getpid().  Then each number listed is translated by the last
+ * field of its status file's NSpid line (a thread's: its tid in each
+ * namespace, the innermost, ours, last),
+ * and a thread's files are found by the reverse: remembered from the last
+ * listing (one word a pair, so never torn) and checked on every use.
+ */
+#define XL_SLOTS	1024
+static uint64_t xl[XL_SLOTS];		/* ours << 32 | /proc's */
+static pid_t view_pid, view_foreign;	/* for which getpid(), and the answer */
+
+static long parse_num(const char *s, size_t n)
+{
+	char tmp[16];
+
+	if (!n || n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	return parse_tid(tmp);
+}
+
+/* The pid /proc/self names (procfs's count), or -errno. */
+static long proc_self_pid(void)
+{
+	char buf[24];
+	long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self", buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return -errno;
+	return parse_num(buf, (size_t)n);
+}
+
+/* Does /proc count in another pid namespace than ours?  Asked again after
+ * a fork (a child of unshare(CLONE_NEWPID) is in the new one). */
+static bool proc_foreign(void)
+{
+	pid_t me = getpid();
+
+	if (__atomic_load_n(&view_pid, __ATOMIC_ACQUIRE) != me) {
+		long p = proc_self_pid();
+
+		__atomic_store_n(&view_foreign, p > 0 && p != me, __ATOMIC_RELAXED);
+		__atomic_store_n(&view_pid, me, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&view_foreign, __ATOMIC_RELAXED);
+}
+
+/* Append decimal @v at @p; returns the end. */
+static char *put_num(char *p, unsigned long v)
+{
+	char num[24];
+	int i = sizeof(num);
+
+	do
+		num[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i > 0);
+	memcpy(p, num + i, sizeof(num) - (size_t)i);
+	return p + sizeof(num) - i;
+}
+
+/* Our number for /proc's @ptid (the last field of NSpid), or -errno.  The
+ * process is /proc's @ppid, or 0 for /proc/self (the lister helper is
+ * another process: its /proc/self is its own). */
+static long ns_tid_of_in(long ppid, long ptid)
+{
+	char path[80] = "/proc/", buf[2048], *q = path + 6;
+	const char *p, *last = NULL;
+	ssize_t n;
+
+	if (ppid > 0) {
+		q = put_num(q, (unsigned long)ppid);
+	} else {
+		memcpy(q, "self", 4);
+		q += 4;
+	}
+	memcpy(q, "/task/", 6);
+	q = put_num(q + 6, (unsigned long)ptid);
+	memcpy(q, "/status", 8);
+	if ((n = kk_read_proc(path, buf, sizeof(buf))) < 0)
+		return n;
+	if (!(p = strstr(buf, "\nNSpid:")))
+		return -ENOSYS;		/* before Linux 4.1 */
+	for (p += 7; *p && *p != '\n'; ) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p >= '0' && *p <= '9')
+			last = p;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (!last)
+		return -ENOSYS;
+	for (p = last; *p >= '0' && *p <= '9'; p++)
+		;
+	return parse_num(last, (size_t)(p - last));
+}
+
+static void xl_note(long tid, long ptid)
+{
+	__atomic_store_n(&xl[(unsigned long)tid % XL_SLOTS], (uint64_t)tid << 32 | (uint64_t)ptid,
+			 __ATOMIC_RELAXED);
+}
+
+/* /proc's number for our @tid, or -ESRCH. */
+static long proc_tid_of(pid_t tid)
+{
+	uint64_t w = __atomic_load_n(&xl[(unsigned long)tid % XL_SLOTS], __ATOMIC_RELAXED);
+	char buf[4096];
+	long n, found = -ESRCH;
+	int fd;
+
+	if ((pid_t)(w >> 32) == tid && ns_tid_of_in(0, (long)(w & 0xffffffffu)) == tid)
+		return (long)(w & 0xffffffffu);
+	if ((fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	while (found < 0 && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n && found < 0;) {
+			struct linux_dirent64_ *d = (struct linux_dirent64_ *)(buf + off);
+			long pt = parse_tid(d->d_name);
+
+			off += d->d_reclen;
+			if (pt > 0 && ns_tid_of_in(0, pt) == tid)
+				found = pt;
+		}
+	close(fd);
+	if (found > 0)
+		xl_note(tid, found);
+	return found;
+}
+
+int kk_task_path(char *buf, size_t n, pid_t tid, const char *leaf)
+{
+	long pt = tid;
+
+	if (tid && proc_foreign() && (pt = proc_tid_of(tid)) < 0)
+		return (int)pt;
+	task_path(buf, n, (pid_t)pt, leaf);
+	return 0;
+}
+
+/* Translate a listing of /proc's process @ppid (0: self) in place to our
+ * numbers, dropping threads gone. */
+static int list_translate(long ppid, pid_t *tids, int n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		long t = ns_tid_of_in(ppid, tids[i]);
+
+		if (t == -EMFILE || t == -ENFILE || t == -ENOSYS)
+			return (int)t;
+		if (t <= 0)
+			continue;
+		xl_note(t, tids[i]);
+		tids[k++] = (pid_t)t;
+	}
+	return k;
+}
+
 struct list_req {
 	pid_t *tids;
 	int max;
 	int n;			/* threads seen, may exceed max */
 	int err;		/* errno of the helper */
 	pid_t pid;
+	bool foreign;		/* /proc counts in an outer pid namespace */
+	int translated;		/* the helper's list_translate() */
 };
 
 /* getdents64() over an open task directory: the tids into @r. */
@@ -139,12 +308,32 @@ static int lister(void *arg)
 		return 0;
 	}
 	collect_tids((int)fd, r);
+	/* Translating opens each thread's status: with the descriptor
+	 * just freed (open(), read() and close() here set the caller's
+	 * errno at worst: it sleeps until we exit). */
+	if (r->foreign) {
+		syscall(SYS_close, fd);
+		r->translated = list_translate(r->pid, r->tids, r->n < r->max ? r->n : r->max);
+	}
 	return 0;
+}
+
+/* The count to return: past @max only counted; the rest in our numbers. */
+static int listed(const struct list_req *r)
+{
+	int kept;
+
+	if (!r->foreign)
+		return r->n;
+	kept = r->pid ? r->translated : list_translate(0, r->tids, r->n < r->max ? r->n : r->max);
+	if (kept < 0)
+		return kept;
+	return r->n <= r->max ? kept : r->n;
 }
 
 int kk_list_tasks(pid_t *tids, int max)
 {
-	struct list_req r = { tids, max, 0, 0, 0 };
+	struct list_req r = { tids, max, 0, 0, 0, proc_foreign(), 0 };
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int e = errno, st;
 	long pid;
@@ -152,7 +341,7 @@ int kk_list_tasks(pid_t *tids, int max)
 	if (fd >= 0) {
 		collect_tids(fd, &r);
 		close(fd);
-		return r.n;
+		return listed(&r);
 	}
 	if (e != EMFILE && e != ENFILE)
 		return -e;
@@ -160,7 +349,7 @@ int kk_list_tasks(pid_t *tids, int max)
 	 * time (a panic during a sync) gets the error instead. */
 	if (__atomic_exchange_n(&lister_busy, 1, __ATOMIC_ACQUIRE))
 		return -e;
-	r.pid = getpid();
+	r.pid = r.foreign ? (pid_t)proc_self_pid() : getpid();
 	/* CLONE_VFORK: we sleep until the helper has exited. */
 	pid = clone(lister, lister_stack + sizeof(lister_stack), CLONE_VM | CLONE_VFORK, &r);
 	if (pid >= 0)
@@ -168,7 +357,7 @@ int kk_list_tasks(pid_t *tids, int max)
 	__atomic_store_n(&lister_busy, 0, __ATOMIC_RELEASE);
 	if (pid < 0)
 		return -e;
-	return r.err ? -r.err : r.n;
+	return r.err ? -r.err : listed(&r);
 }
 
 ssize_t kk_read_proc(const char *path, char *buf, size_t n)
@@ -199,9 +388,9 @@ ssize_t kk_read_proc(const char *path, char *buf, size_t n)
 static ssize_t kk_task_read(pid_t tid, const char *leaf, char *buf, size_t n)
 {
 	char path[64];
+	int ret = kk_task_path(path, sizeof(path), tid, leaf);
 
-	task_path(path, sizeof(path), tid, leaf);
-	return kk_read_proc(path, buf, n);
+	return ret ? ret : kk_read_proc(path, buf, n);
 }
 
 /* The hexadecimal mask after "\n<field>:" in a status file. */

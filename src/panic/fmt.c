@@ -608,11 +608,7 @@ int panic_tracer_pid(pid_t tid)
 	long v;
 	size_t n = 0;
 
-	if (tid)
-		panic_snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	else
-		panic_snprintf(path, sizeof(path), "/proc/thread-self/status");
-	if (kk_read_proc(path, buf, sizeof(buf)) < 0)
+	if (kk_task_path(path, sizeof(path), tid, "status") || kk_read_proc(path, buf, sizeof(buf)) < 0)
 		return -1;
 	p = strstr(buf, "\nTracerPid:");
 	if (!p)

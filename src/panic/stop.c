@@ -201,10 +201,9 @@ static int wait_parked(uint64_t deadline)
 
 static int task_exists(pid_t tid)
 {
-	char path[64], buf[8];
+	char buf[8];
 
-	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
-	return kk_read_proc(path, buf, sizeof(buf)) >= 0;
+	return !kk_task_comm(tid, buf, sizeof(buf));
 }
 
 /* Does @tid block @sig?  1, 0, or -1 when unknown (from SigBlk in its status). */
@@ -219,24 +218,14 @@ static int blocks_signal(pid_t tid, int sig)
 
 static void report_missing(pid_t tid)
 {
-	char path[64], comm[32], stat[512];
-	const char *state = "?";
-	ssize_t n;
-	char *p;
+	char comm[32], state[2] = "?";
 
-	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
-	n = kk_read_proc(path, comm, sizeof(comm));
-	if (n < 0) {
+	if (kk_task_comm(tid, comm, sizeof(comm))) {
 		panic_dprintf(KKP_FD, "kernelkit:   thread %d exited before it could be stopped\n", (int)tid);
 		return;
 	}
-	if (n > 0 && comm[n - 1] == '\n')
-		comm[n - 1] = '\0';
-	panic_snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	if (kk_read_proc(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')) && p[1] == ' ') {
-		p[3] = '\0';
-		state = p + 2;
-	}
+	if ((state[0] = kk_task_state(tid)) == '\0')
+		state[0] = '?';
 	if (kk_is_library_thread(tid))
 		panic_dprintf(KKP_FD, "kernelkit:   BUG: library thread %d (%s) did not park (state %s); "
 			    "please report this kernelkit bug\n", (int)tid, comm, state);
