@@ -41,6 +41,7 @@ void kkb_note(struct kkb_ctx *ctx, const char *fmt, ...) __attribute__((format(p
 
 /* Helpers. */
 uint64_t kkb_now_ns(void);		/* CLOCK_MONOTONIC */
+double kkb_median(double *v, size_t n);	/* sorts @v */
 long long kkb_ipi_count(void);		/* sum of the CAL line of /proc/interrupts, -1 if absent */
 const char *kkb_self_dir(void);		/* directory of the kk-bench executable */
 /*

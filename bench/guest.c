@@ -149,19 +149,6 @@ static int run_capture(char *const argv[], char **env, char *buf, size_t len)
 	return wait_ok(pid) ? 0 : -1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void path_in_build(char *buf, size_t len, const char *rel)
 {
 	snprintf(buf, len, "%s/%s", kkb_self_dir(), rel);
@@ -204,9 +191,9 @@ static int hello_pairs(char **env, const char *other, double *plain, double *kk,
 		r[i] = b[i] / a[i];
 	}
 	if (!ret) {
-		*plain = median(a, HELLO_PAIRS);
-		*kk = median(b, HELLO_PAIRS);
-		*pair_ratio = median(r, HELLO_PAIRS);
+		*plain = kkb_median(a, HELLO_PAIRS);
+		*kk = kkb_median(b, HELLO_PAIRS);
+		*pair_ratio = kkb_median(r, HELLO_PAIRS);
 	}
 	free(a);
 	free(b);
@@ -314,9 +301,9 @@ static int bench_dlopen(struct kkb_ctx *ctx)
 			return 1;
 		}
 	}
-	double tj = median(t_jl, DLOPEN_PAIRS), tn = median(t_no, DLOPEN_PAIRS);
-	double aj = median(a_jl, DLOPEN_PAIRS), an = median(a_no, DLOPEN_PAIRS);
-	double mj = median(m_jl, DLOPEN_PAIRS), mn = median(m_no, DLOPEN_PAIRS);
+	double tj = kkb_median(t_jl, DLOPEN_PAIRS), tn = kkb_median(t_no, DLOPEN_PAIRS);
+	double aj = kkb_median(a_jl, DLOPEN_PAIRS), an = kkb_median(a_no, DLOPEN_PAIRS);
+	double mj = kkb_median(m_jl, DLOPEN_PAIRS), mn = kkb_median(m_no, DLOPEN_PAIRS);
 
 	kkb_json_num(ctx, "dlopen_sites", GUEST_SITES);
 	kkb_json_num(ctx, "dlopen_us", tj / 1e3);
@@ -556,7 +543,7 @@ static int bench_sharing(struct kkb_ctx *ctx, const char *tag, const char *const
 		ipis[r] = s.ipis;
 	}
 #define PUT(name, v) do { snprintf(key, sizeof(key), "%s_" name, tag); \
-			  kkb_json_num(ctx, key, median(v, MACHINE_RUNS)); } while (0)
+			  kkb_json_num(ctx, key, kkb_median(v, MACHINE_RUNS)); } while (0)
 	PUT("text_rss_kb", rss);
 	PUT("text_pss_kb_before", pss0);
 	PUT("text_private_dirty_kb_before", dirty0);
@@ -685,13 +672,13 @@ static int bench_flip(struct kkb_ctx *ctx, const char *mode, const char *const *
 	}
 	free(env);
 	snprintf(key, sizeof(key), "%s_first_p_syncs", tag);
-	kkb_json_num(ctx, key, median(syncs, FLIP_RUNS));
+	kkb_json_num(ctx, key, kkb_median(syncs, FLIP_RUNS));
 	snprintf(key, sizeof(key), "%s_first_p_ipis", tag);
-	kkb_json_num(ctx, key, median(ipis, FLIP_RUNS));
+	kkb_json_num(ctx, key, kkb_median(ipis, FLIP_RUNS));
 	snprintf(key, sizeof(key), "%s_first_p_ms", tag);
-	kkb_json_num(ctx, key, median(ms, FLIP_RUNS));
+	kkb_json_num(ctx, key, kkb_median(ms, FLIP_RUNS));
 	snprintf(key, sizeof(key), "%s_first_p_thread_on_cpu", tag);
-	kkb_json_num(ctx, key, median(pace, FLIP_RUNS));
+	kkb_json_num(ctx, key, kkb_median(pace, FLIP_RUNS));
 	return 0;
 }
 
@@ -830,9 +817,9 @@ static int mp_startup(const char *const *extra, double *plain, double *kk, doubl
 		r[i] = t[1][i] / t[0][i];
 	}
 	if (!ret) {
-		*plain = median(t[0], MP_PAIRS);
-		*kk = median(t[1], MP_PAIRS);
-		*pair_ratio = median(r, MP_PAIRS);
+		*plain = kkb_median(t[0], MP_PAIRS);
+		*kk = kkb_median(t[1], MP_PAIRS);
+		*pair_ratio = kkb_median(r, MP_PAIRS);
 	}
 	free(t[0]);
 	free(t[1]);
@@ -920,8 +907,8 @@ static int mp_request_cost(const struct mp_place *at, double *plain, double *kk)
 			if ((t[w][i] = mp_request(fd[w])) < 0)
 				goto out;
 		}
-	*plain = median(t[0], MP_REQS);
-	*kk = median(t[1], MP_REQS);
+	*plain = kkb_median(t[0], MP_REQS);
+	*kk = kkb_median(t[1], MP_REQS);
 	ret = 0;
 out:
 	if (hog > 0) {

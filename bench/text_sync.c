@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -299,12 +300,55 @@ static void flips(struct kkb_ctx *ctx, const char *prefix)
 	}
 }
 
+/*
+ * What the trap window costs a program that changes its mask often (a
+ * daemon that blocks every signal around a critical section): ns per
+ * pthread_sigmask() pair (block every signal, restore), through
+ * kernelkit's, and by the raw system calls, interleaved, medians.
+ */
+#define MASK_PAIRS	20000
+#define MASK_RUNS	9
+
+static double mask_pair_ns(bool raw)
+{
+	sigset_t all, old;
+	uint64_t t0;
+
+	sigfillset(&all);
+	t0 = kkb_now_ns();
+	for (int i = 0; i < MASK_PAIRS; i++) {
+		if (raw) {
+			syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)8);
+			syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)8);
+		} else {
+			pthread_sigmask(SIG_SETMASK, &all, &old);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		}
+	}
+	return (double)(kkb_now_ns() - t0) / MASK_PAIRS;
+}
+
+static void mask_cost(struct kkb_ctx *ctx)
+{
+	double kk[MASK_RUNS], raw[MASK_RUNS], r[MASK_RUNS];
+
+	for (int i = 0; i < MASK_RUNS; i++) {
+		raw[i] = mask_pair_ns(true);
+		kk[i] = mask_pair_ns(false);
+		r[i] = kk[i] / raw[i];
+	}
+	kkb_json_num(ctx, "sigmask_pair_ns", kkb_median(kk, MASK_RUNS));
+	kkb_json_num(ctx, "sigmask_pair_ns_raw", kkb_median(raw, MASK_RUNS));
+	kkb_json_num(ctx, "sigmask_vs_raw", kkb_median(r, MASK_RUNS));
+}
+
 static int run(struct kkb_ctx *ctx)
 {
 	double mb, sig, stop;
 	pid_t tracer;
 
 	kk_sync_arm();
+	mask_cost(ctx);
 	if (pipe(idle_pipe))
 		return 1;
 	start_spinners(idle);
@@ -376,6 +420,9 @@ static int run(struct kkb_ctx *ctx)
 		 "same with %d spinners that block every signal (a sigwait() daemon's workers)", NSPIN);
 	kkb_note(ctx, "traced_*: the same while a tracer (PTRACE_SEIZE, passes every signal) "
 		 "is attached");
+	kkb_note(ctx, "sigmask_pair_ns: one pthread_sigmask() pair (block every signal, restore) "
+		 "through kernelkit's (the trap window's check); _raw: the two rt_sigprocmask "
+		 "system calls; medians of %d interleaved runs of %d pairs", MASK_RUNS, MASK_PAIRS);
 	for (int i = 0; i < NMODS; i++)
 		if (mods[i].h)
 			dlclose(mods[i].h);
