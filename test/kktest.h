@@ -128,4 +128,26 @@ static inline void kkt_live_protocol(void)
 	       "membarrier" : "signal", 1);
 }
 
+#ifdef KERNELKIT_JUMP_LABEL_H
+/*
+ * Flip number @f of a stress program: @key on for even @f, off for odd,
+ * then @sites() must return @per_on times the key's value.  0, or 1 with
+ * one line on stderr (a failed flip, or sites that disagree).
+ */
+static inline int kkt_flip_checked(struct static_key *key, int f, int (*sites)(void), int per_on)
+{
+	int on = !(f & 1), ret = on ? static_key_enable(key) : static_key_disable(key);
+
+	if (ret) {
+		fprintf(stderr, "flip %d: %d: %s\n", f, ret, kk_jump_label_strerror());
+		return 1;
+	}
+	if (sites() != per_on * on) {
+		fprintf(stderr, "flip %d: the sites run %d, the key is %d\n", f, sites(), on);
+		return 1;
+	}
+	return 0;
+}
+#endif
+
 #endif

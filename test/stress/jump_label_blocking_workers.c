@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include <kernelkit/jump_label.h>
+#include "kktest.h"
 
 DEFINE_STATIC_KEY_FALSE(wkey);
 
@@ -100,17 +101,8 @@ int main(int argc, char **argv)
 		return 2;
 	while (atomic_load(&workers) < 2)
 		sched_yield();
-	for (f = 0; f < flips || atomic_load(&workers) < want || (f & 1); f++) {
-		int on = !(f & 1), ret = on ? static_branch_enable(&wkey) : static_branch_disable(&wkey);
-
-		if (ret) {
-			fprintf(stderr, "flip %d: %d: %s\n", f, ret, kk_jump_label_strerror());
-			bad++;
-		} else if (sites() != 2 * on) {
-			fprintf(stderr, "flip %d: the sites run %d, the key is %d\n", f, sites(), on);
-			bad++;
-		}
-	}
+	for (f = 0; f < flips || atomic_load(&workers) < want || (f & 1); f++)
+		bad += kkt_flip_checked(&wkey.key, f, sites, 2);
 	atomic_store(&stop, 1);
 	pthread_join(c1, NULL);
 	pthread_join(c2, NULL);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include <kernelkit/jump_label.h>
+#include "kktest.h"
 
 DEFINE_STATIC_KEY_FALSE(tkey);
 
@@ -98,17 +99,8 @@ int main(int argc, char **argv)
 		return 2;
 	while (atomic_load(&started) < n)
 		sched_yield();
-	for (int f = 0; f < flips; f++) {
-		int on = !(f & 1), ret = on ? static_branch_enable(&tkey) : static_branch_disable(&tkey);
-
-		if (ret) {
-			fprintf(stderr, "flip %d: %d: %s\n", f, ret, kk_jump_label_strerror());
-			bad++;
-		} else if (sites() != 2 * on) {
-			fprintf(stderr, "flip %d: the sites run %d, the key is %d\n", f, sites(), on);
-			bad++;
-		}
-	}
+	for (int f = 0; f < flips; f++)
+		bad += kkt_flip_checked(&tkey.key, f, sites, 2);
 	atomic_store(&stop, 1);
 	for (int i = 0; i <= n; i++)
 		pthread_join(t[i], NULL);
