@@ -55,6 +55,7 @@ static int set_mask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t own;
 	uint64_t w;
+	int e, ret;
 
 	if (set) {
 		memcpy(&w, set, sizeof(w));
@@ -65,7 +66,12 @@ static int set_mask(int how, const sigset_t *set, sigset_t *old)
 			set = &own;
 		}
 	}
-	return (int)-kk_raw_syscall4(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8);
+	/* errno stays the caller's (kk_raw_syscall4() is libc's syscall()
+	 * off x86_64) */
+	e = errno;
+	ret = (int)-kk_raw_syscall4(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8);
+	errno = e;
+	return ret;
 }
 
 static bool blocks_trap(int how, const sigset_t *set)
