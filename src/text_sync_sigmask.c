@@ -93,9 +93,10 @@ static void count_out(void)
 
 /*
  * Returns counted in, with no window open (or in the planner itself).  A
- * caller that had to wait stays counted in @waiting until it is counted in
- * here: the next window does not open before, so a program that flips keys
- * back to back cannot starve it.
+ * caller that had to wait stays counted in @waiting until it has seen the
+ * window closed while counted in: the next window does not open before, so
+ * a program that flips keys back to back cannot starve it (the plan that
+ * opens it then waits for it to set its mask).
  */
 static void count_in(void)
 {
@@ -105,16 +106,17 @@ static void count_in(void)
 		int w;
 
 		__atomic_add_fetch(&changing, 1, __ATOMIC_SEQ_CST);
-		if (waited && !__atomic_sub_fetch(&waiting, 1, __ATOMIC_SEQ_CST))
-			kk_futex_wake(&waiting, INT_MAX);
-		waited = false;
 		w = __atomic_load_n(&window, __ATOMIC_SEQ_CST);
 		/* The planner itself (a handler that interrupted it) cannot
 		 * wait for its own batch: it blocks as it always could. */
 		if (w == W_CLOSED ||
-		    __atomic_load_n(&window_owner, __ATOMIC_RELAXED) == (pid_t)syscall(SYS_gettid))
+		    __atomic_load_n(&window_owner, __ATOMIC_RELAXED) == (pid_t)syscall(SYS_gettid)) {
+			if (waited && !__atomic_sub_fetch(&waiting, 1, __ATOMIC_SEQ_CST))
+				kk_futex_wake(&waiting, INT_MAX);
 			return;
-		__atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
+		}
+		if (!waited)
+			__atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
 		waited = true;
 		count_out();
 		while (w != W_CLOSED) {
