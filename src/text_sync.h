@@ -107,6 +107,10 @@ void kk_sync_window_atfork_child(void);
  * listed the threads the first time, before it reads their masks. */
 enum kk_plan_stage { KK_PLAN_LISTED };
 KK_WHITEBOX extern void (*kk_sync_plan_hook)(int stage);
+/* Test-only: called by a round that has waited past its first limit, for
+ * a pending thread @tid whose mask it has read and found blocking the park
+ * signal, before it decides. */
+KK_WHITEBOX extern void (*kk_sync_round_hook)(pid_t tid);
 
 /* mremap() refused a page swap: plan without it from now on. */
 KK_WHITEBOX void kk_sync_swap_refused(void);

@@ -410,6 +410,82 @@ Test(text_sync, round_waits_for_a_thread_blocking_everything)
 }
 
 /*
+ * Tally run 15: rounds_while_threads_come_and_go failed with "thread N
+ * blocks signal 60 (the park signal)" again.  Past its first limit a round
+ * read a pending thread's mask twice, once for the park signal and once
+ * for SIGTRAP: a thread that blocked every signal at the first read (a
+ * thread starting or exiting) and had unblocked them at the second was
+ * taken for one that blocks the park signal alone.  Here the flipper
+ * blocks every signal, and unblocks between the two reads (the round hook
+ * holds the round there until /proc shows it); a holder that blocks every
+ * signal keeps the round waiting past the limit.  Old code: -ENOTSUP
+ * naming the flipper.
+ */
+static atomic_int fl_tid, fl_phase, fl_hooked;
+
+static void *mask_flipper(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&fl_tid, (int)syscall(SYS_gettid));
+	atomic_store(&fl_phase, 1);
+	while (atomic_load(&fl_phase) != 2)
+		sched_yield();
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);	/* the park signal comes now */
+	atomic_store(&fl_phase, 3);
+	return NULL;
+}
+
+static void flip_between_reads(pid_t tid)
+{
+	if (tid != atomic_load(&fl_tid) || atomic_exchange(&fl_hooked, 1))
+		return;
+	atomic_store(&fl_phase, 2);
+	while (atomic_load(&fl_phase) != 3)
+		sched_yield();
+	atomic_store(&hold_phase, 3);	/* and the holder may go */
+}
+
+static void *holder_until_flipped(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&hold_phase, 1);
+	while (atomic_load(&hold_phase) != 3)
+		sched_yield();
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
+	return NULL;
+}
+
+Test(text_sync, round_reads_a_pending_mask_once)
+{
+	char err[256] = "";
+	pthread_t h, f;
+
+	force("signal");
+	kk_sync_arm();
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_LIVE, "%s", err);
+	cr_assert_eq(pthread_create(&h, NULL, holder_until_flipped, NULL), 0);
+	cr_assert_eq(pthread_create(&f, NULL, mask_flipper, NULL), 0);
+	while (atomic_load(&hold_phase) != 1 || atomic_load(&fl_phase) != 1)
+		sched_yield();
+	kk_sync_round_hook = flip_between_reads;
+	cr_expect_eq(kk_sync_round(), 0, "the flipper was taken for a park-signal blocker");
+	kk_sync_round_hook = NULL;
+	cr_expect_eq(atomic_load(&fl_hooked), 1, "the round never looked at the flipper's mask");
+	atomic_store(&hold_phase, 3);
+	atomic_store(&fl_phase, 2);
+	pthread_join(h, NULL);
+	pthread_join(f, NULL);
+}
+
+/*
  * Issue 27 flake hunt: rounds_while_threads_come_and_go failed once with
  * "thread N blocks signal 60 (the park signal)".  With pid_max at 32768 a
  * program that churns threads reuses a thread id within a second: a thread
