@@ -170,7 +170,10 @@ Test(jump_label_objects, dlopen_dlclose_while_toggling, .timeout = 120)
 		user_open(&u);
 		v = u.shared();
 		cr_assert(v == 0 || v == 1);
-		cr_assert_eq(u.shared_likely(), u.shared_likely() & 1);
+		/* One call: the toggler may flip the key between two (tally
+		 * run 16 compared two calls, in the arm64 guest). */
+		v = u.shared_likely();
+		cr_assert(v == 0 || v == 1);
 		dlclose(u.h);
 	}
 	atomic_store(&stop, 1);
