@@ -49,29 +49,34 @@ static long parse_tid(const char *s)
 	return v > 0 && v <= INT32_MAX ? v : -1;
 }
 
+/* Append decimal @v at @p; returns the end. */
+static char *put_num(char *p, unsigned long v)
+{
+	char num[24];
+	int i = sizeof(num);
+
+	do
+		num[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i > 0);
+	memcpy(p, num + i, sizeof(num) - (size_t)i);
+	return p + sizeof(num) - i;
+}
+
 /* "/proc/self/task/<tid>/<leaf>" (tid 0: "/proc/thread-self/<leaf>"). */
 static void task_path(char *buf, size_t n, pid_t tid, const char *leaf)
 {
-	char num[16];
-	size_t len = 0, i = sizeof(num);
-	const char *head = tid ? "/proc/self/task/" : "/proc/thread-self/";
-	unsigned int v = (unsigned int)tid;
+	char num[24] = "";
+	const char *part[] = { tid ? "/proc/self/task/" : "/proc/thread-self/", num,
+			       tid ? "/" : "", leaf };
+	size_t len = 0;
 
-	num[--i] = '\0';
-	if (tid) {
-		do
-			num[--i] = (char)('0' + v % 10);
-		while ((v /= 10) && i > 0);
-	}
-	for (const char *p = head; *p && len + 1 < n; p++)
-		buf[len++] = *p;
-	for (const char *p = num + i; *p && len + 1 < n; p++)
-		buf[len++] = *p;
-	if (tid && len + 1 < n)
-		buf[len++] = '/';
-	for (const char *p = leaf; *p && len + 1 < n; p++)
-		buf[len++] = *p;
-	buf[len] = '\0';
+	if (tid)
+		*put_num(num, (unsigned int)tid) = '\0';
+	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++)
+		for (const char *p = part[k]; *p && len + 1 < n; p++)
+			buf[len++] = *p;
+	if (n)
+		buf[len] = '\0';
 }
 
 /*
@@ -129,25 +134,13 @@ static bool proc_foreign(void)
 	return __atomic_load_n(&view_foreign, __ATOMIC_RELAXED);
 }
 
-/* Append decimal @v at @p; returns the end. */
-static char *put_num(char *p, unsigned long v)
+/* Our number for /proc's @ptid (the last field of NSpid), or -errno; its
+ * status file is left in @buf.  The process is /proc's @ppid, or 0 for
+ * /proc/self (the lister helper is another process: its /proc/self is its
+ * own). */
+static long ns_tid_of_in(long ppid, long ptid, char *buf, size_t size)
 {
-	char num[24];
-	int i = sizeof(num);
-
-	do
-		num[--i] = (char)('0' + v % 10);
-	while ((v /= 10) && i > 0);
-	memcpy(p, num + i, sizeof(num) - (size_t)i);
-	return p + sizeof(num) - i;
-}
-
-/* Our number for /proc's @ptid (the last field of NSpid), or -errno.  The
- * process is /proc's @ppid, or 0 for /proc/self (the lister helper is
- * another process: its /proc/self is its own). */
-static long ns_tid_of_in(long ppid, long ptid)
-{
-	char path[80] = "/proc/", buf[2048], *q = path + 6;
+	char path[80] = "/proc/", *q = path + 6;
 	const char *p, *last = NULL;
 	ssize_t n;
 
@@ -160,7 +153,7 @@ static long ns_tid_of_in(long ppid, long ptid)
 	memcpy(q, "/task/", 6);
 	q = put_num(q + 6, (unsigned long)ptid);
 	memcpy(q, "/status", 8);
-	if ((n = kk_read_proc(path, buf, sizeof(buf))) < 0)
+	if ((n = kk_read_proc(path, buf, size)) < 0)
 		return n;
 	if (!(p = strstr(buf, "\nNSpid:")))
 		return -ENOSYS;		/* before Linux 4.1 */
@@ -185,15 +178,16 @@ static void xl_note(long tid, long ptid)
 			 __ATOMIC_RELAXED);
 }
 
-/* /proc's number for our @tid, or -ESRCH. */
-static long proc_tid_of(pid_t tid)
+/* /proc's number for our @tid, or -ESRCH; its status file is left in @st
+ * (which verified it). */
+static long proc_tid_of(pid_t tid, char *st, size_t size)
 {
 	uint64_t w = __atomic_load_n(&xl[(unsigned long)tid % XL_SLOTS], __ATOMIC_RELAXED);
 	char buf[4096];
 	long n, found = -ESRCH;
 	int fd;
 
-	if ((pid_t)(w >> 32) == tid && ns_tid_of_in(0, (long)(w & 0xffffffffu)) == tid)
+	if ((pid_t)(w >> 32) == tid && ns_tid_of_in(0, (long)(w & 0xffffffffu), st, size) == tid)
 		return (long)(w & 0xffffffffu);
 	if ((fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -errno;
@@ -203,7 +197,7 @@ static long proc_tid_of(pid_t tid)
 			long pt = parse_tid(d->d_name);
 
 			off += d->d_reclen;
-			if (pt > 0 && ns_tid_of_in(0, pt) == tid)
+			if (pt > 0 && ns_tid_of_in(0, pt, st, size) == tid)
 				found = pt;
 		}
 	close(fd);
@@ -214,9 +208,10 @@ static long proc_tid_of(pid_t tid)
 
 int kk_task_path(char *buf, size_t n, pid_t tid, const char *leaf)
 {
+	char st[2048];
 	long pt = tid;
 
-	if (tid && proc_foreign() && (pt = proc_tid_of(tid)) < 0)
+	if (tid && proc_foreign() && (pt = proc_tid_of(tid, st, sizeof(st))) < 0)
 		return (int)pt;
 	task_path(buf, n, (pid_t)pt, leaf);
 	return 0;
@@ -228,8 +223,10 @@ static int list_translate(long ppid, pid_t *tids, int n)
 {
 	int k = 0;
 
+	char st[2048];
+
 	for (int i = 0; i < n; i++) {
-		long t = ns_tid_of_in(ppid, tids[i]);
+		long t = ns_tid_of_in(ppid, tids[i], st, sizeof(st));
 
 		if (t == -EMFILE || t == -ENFILE || t == -ENOSYS)
 			return (int)t;
@@ -284,19 +281,9 @@ static int lister(void *arg)
 {
 	struct list_req *r = arg;
 	char path[64] = "/proc/";
-	size_t len = 6;
-	char num[16];
-	int i = sizeof(num);
-	unsigned int v = (unsigned int)r->pid;
 	long fd;
 
-	num[--i] = '\0';
-	do
-		num[--i] = (char)('0' + v % 10);
-	while ((v /= 10) && i > 0);
-	for (const char *p = num + i; *p; p++)
-		path[len++] = *p;
-	memcpy(path + len, "/task", 6);
+	memcpy(put_num(path + 6, (unsigned int)r->pid), "/task", 6);
 	fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* Closing here closes the copies, not the program's descriptors. */
 	for (int d = 0; d < 1024 && fd < 0; d++) {
@@ -416,8 +403,14 @@ static int status_mask(const char *buf, const char *field, uint64_t *mask)
 int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught)
 {
 	char buf[2048];
-	ssize_t n = kk_task_read(tid, "status", buf, sizeof(buf));
+	ssize_t n;
 	int ret;
+
+	/* Where /proc counts elsewhere, finding the thread read its status. */
+	if (tid && proc_foreign())
+		n = proc_tid_of(tid, buf, sizeof(buf));
+	else
+		n = kk_task_read(tid, "status", buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
