@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <linux/membarrier.h>
 
@@ -86,6 +87,18 @@ static pid_t sig_tids[KK_SYNC_MAX_THREADS];
  * got the signal.  Caller-only state. */
 static unsigned long long sig_start[KK_SYNC_MAX_THREADS];
 static int sig_ack[KK_SYNC_MAX_THREADS];	/* highest request acknowledged, or SLOT_GONE */
+/*
+ * A thread parked by a stop shows our handler's mask (every signal blocked)
+ * until it leaves the handler, and once released it may show state S for a
+ * while yet (until its CPU runs the wakeup): asleep and blocking both, the
+ * next plan took it for deaf, and the next stop left it running while it
+ * wrote (tally run 20: SIGSEGV in stress/text_poke_torture, a jump torn
+ * across a page).  So from before its acknowledgement until it leaves, its
+ * slot says so: tid << 32 | LEAVING_IN, plus what the mask it returns to
+ * (its signal frame's) blocks.
+ */
+enum { LEAVING_IN = 1, LEAVING_TRAP = 2, LEAVING_PARK = 4 };
+static uint64_t sig_leaving[KK_SYNC_MAX_THREADS];
 static int ack_count;			/* futex: bumped by every acknowledgement */
 static int release_word;		/* futex: bumped to release stopped threads */
 
@@ -100,6 +113,7 @@ static pid_t listed[KK_SYNC_MAX_THREADS];
 
 void (*kk_sync_plan_hook)(int stage);
 void (*kk_sync_round_hook)(pid_t tid);
+void (*kk_sync_leave_hook)(void);
 
 /*
  * Threads that block both SIGTRAP and the park signal, as the last plan saw
@@ -192,30 +206,55 @@ static bool ack_slot(int slot, int w)
 	return false;
 }
 
+/* The slot's word while its thread is parked by a stop (sig_leaving[]). */
+static uint64_t leaving_word(pid_t tid, int sig, const ucontext_t *uc)
+{
+	uint64_t v = (uint64_t)(uint32_t)tid << 32 | LEAVING_IN;
+
+	if (uc && sigismember(&uc->uc_sigmask, SIGTRAP) == 1)
+		v |= LEAVING_TRAP;
+	if (uc && sigismember(&uc->uc_sigmask, sig) == 1)
+		v |= LEAVING_PARK;
+	return v;
+}
+
 static void sync_handler(int sig, siginfo_t *si, void *uc)
 {
-	int e = errno, w = __atomic_load_n(&req_word, __ATOMIC_ACQUIRE);
+	int e = errno, w = __atomic_load_n(&req_word, __ATOMIC_ACQUIRE), slot = -1;
+	uint64_t leaving = 0;
 
-	(void)sig;
-	(void)uc;
 	if (REQ_TYPE(w) != REQ_NONE && si && si->si_code == SI_TKILL && si->si_pid == getpid()) {
 		/* Read before the acknowledgement: the caller releases after it. */
 		int gen = __atomic_load_n(&release_word, __ATOMIC_ACQUIRE);
-		int slot = find_slot(my_tid());
+		pid_t me = my_tid();
 
+		slot = find_slot(me);
+		/* Published by the acknowledgement's release. */
+		if (slot >= 0 && REQ_TYPE(w) == REQ_STOP) {
+			leaving = leaving_word(me, sig, uc);
+			__atomic_store_n(&sig_leaving[slot], leaving, __ATOMIC_RELAXED);
+		}
 		/* For a round the serializing instruction comes before the
 		 * acknowledgement: that is what the caller waits for. */
 		kk_sync_core();
 		if (slot >= 0 && ack_slot(slot, w)) {
 			__atomic_fetch_add(&ack_count, 1, __ATOMIC_RELEASE);
 			kk_futex_wake(&ack_count, 1);
-			if (REQ_TYPE(w) == REQ_STOP)
+			if (REQ_TYPE(w) == REQ_STOP) {
 				while (__atomic_load_n(&release_word, __ATOMIC_ACQUIRE) == gen)
 					kk_futex_wait(&release_word, gen, 0);
+			}
 		}
 	}
 	/* After a stop: the code may have changed under us. */
 	kk_sync_core();
+	if (leaving) {
+		if (kk_sync_leave_hook)
+			kk_sync_leave_hook();
+		/* Unless a later request gave the slot to another thread. */
+		__atomic_compare_exchange_n(&sig_leaving[slot], &leaving, 0, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
 	errno = e;
 }
 
@@ -656,6 +695,22 @@ static int list_all(pid_t *buf, pid_t **big, char *err, size_t errlen)
 	return n;
 }
 
+/*
+ * A thread still inside our park handler after the last stop runs next
+ * with the mask it returns to, not the handler's (sig_leaving[]).  Its slot
+ * is the one of the last request, which the next one has not reset yet.
+ */
+static void leaving_mask(pid_t tid, bool *trap, bool *park)
+{
+	int slot = find_slot(tid);
+	uint64_t v = slot < 0 ? 0 : __atomic_load_n(&sig_leaving[slot], __ATOMIC_ACQUIRE);
+
+	if (!(v & LEAVING_IN) || (pid_t)(v >> 32) != tid)
+		return;
+	*trap = v & LEAVING_TRAP;
+	*park = v & LEAVING_PARK;
+}
+
 static void survey_one(pid_t tid, int sig, struct survey *s)
 {
 	uint64_t m;
@@ -674,6 +729,8 @@ static void survey_one(pid_t tid, int sig, struct survey *s)
 	s->caught_known = true;
 	trap = m >> (SIGTRAP - 1) & 1;
 	park = m >> (sig - 1) & 1;
+	if (trap && park)
+		leaving_mask(tid, &trap, &park);
 	/* Under valgrind /proc shows the program's mask only while a thread
 	 * sits in a syscall; a thread running guest code shows valgrind's own
 	 * mask: everything blocked but the faults.  valgrind delivers to it

@@ -111,6 +111,9 @@ KK_WHITEBOX extern void (*kk_sync_plan_hook)(int stage);
  * a pending thread @tid whose mask it has read and found blocking the park
  * signal, before it decides. */
 KK_WHITEBOX extern void (*kk_sync_round_hook)(pid_t tid);
+/* Test-only: called in the park handler by a thread that a stop released,
+ * before it marks itself out of the handler. */
+KK_WHITEBOX extern void (*kk_sync_leave_hook)(void);
 
 /* mremap() refused a page swap: plan without it from now on. */
 KK_WHITEBOX void kk_sync_swap_refused(void);

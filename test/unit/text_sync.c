@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
 
 #include "common/internal.h"
 #include "text_sync.h"
@@ -1059,6 +1060,63 @@ Test(text_sync, thread_passing_with_both_blocked_is_stopped)
 	cr_assert_eq(moved, 0, "a thread signalled by the last stop and with both signals "
 		     "blocked at the plan ran during stop_machine");
 	atomic_store(&passer_go, 3);
+	pthread_join(t, NULL);
+}
+
+/*
+ * A thread that a stop released may still show state S (its wakeup not yet
+ * run by its CPU) with every signal blocked (our handler's mask) when the
+ * next plan looks: asleep and blocking both, it looked deaf, and the next
+ * stop left it running while sites were written (tally run 20: SIGSEGV in
+ * text_poke_torture, a jump torn across a page).  Here the leave hook holds
+ * the released thread asleep inside the handler while the plan looks; the
+ * stop after must still stop it.  Old code: it runs during the stop.
+ */
+static atomic_int held_tid, held_state;	/* 1: asleep in the hook; 2: let go */
+
+static void hold_on_leaving(void)
+{
+	if ((int)syscall(SYS_gettid) != atomic_load(&held_tid) || atomic_load(&held_state))
+		return;
+	atomic_store(&held_state, 1);
+	while (atomic_load(&held_state) == 1)
+		syscall(SYS_futex, &held_state, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *held_runner(void *arg)
+{
+	(void)arg;
+	atomic_store(&held_tid, (int)syscall(SYS_gettid));
+	while (atomic_load(&passer_go) != 1)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	return NULL;
+}
+
+Test(text_sync, thread_asleep_leaving_the_park_handler_is_stopped)
+{
+	char err[256] = "";
+	int moved = 0, tid;
+	pthread_t t;
+
+	force("stop-machine");
+	kk_sync_arm();
+	atomic_store(&passer_go, 0);
+	cr_assert_eq(pthread_create(&t, NULL, held_runner, NULL), 0);
+	while (!(tid = atomic_load(&held_tid)))
+		sched_yield();
+	kk_sync_leave_hook = hold_on_leaving;
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
+	while (atomic_load(&held_state) != 1 || task_state(tid) != 'S')
+		sched_yield();
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	atomic_store(&held_state, 2);
+	syscall(SYS_futex, &held_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	cr_assert_eq(kk_stop_machine(passer_frozen, &moved, err, sizeof(err)), 9, "%s", err);
+	cr_assert_eq(moved, 0, "a thread released by the last stop, asleep in the park handler "
+		     "when the plan looked, ran during the next stop");
+	kk_sync_leave_hook = NULL;
+	atomic_store(&passer_go, 1);
 	pthread_join(t, NULL);
 }
 
