@@ -89,13 +89,12 @@ static unsigned long long sig_start[KK_SYNC_MAX_THREADS];
 static int sig_ack[KK_SYNC_MAX_THREADS];	/* highest request acknowledged, or SLOT_GONE */
 /*
  * A thread parked by a stop shows our handler's mask (every signal blocked)
- * until it leaves the handler, and once released it may show state S for a
- * while yet (until its CPU runs the wakeup): asleep and blocking both, the
- * next plan took it for deaf, and the next stop left it running while it
- * wrote (tally run 20: SIGSEGV in stress/text_poke_torture, a jump torn
- * across a page).  So from before its acknowledgement until it leaves, its
- * slot says so: tid << 32 | LEAVING_IN, plus what the mask it returns to
- * (its signal frame's) blocks.
+ * until it leaves the handler: seen asleep there, it looked deaf, and the
+ * next stop would leave it running while it wrote (a jump torn across a
+ * page kills it: tally run 20 of issue 27 saw a reader run during a stop,
+ * its cause not established).  So from before its acknowledgement until it
+ * leaves, its slot says so: tid << 32 | LEAVING_IN, plus what the mask it
+ * returns to (its signal frame's) blocks.
  */
 enum { LEAVING_IN = 1, LEAVING_TRAP = 2, LEAVING_PARK = 4 };
 static uint64_t sig_leaving[KK_SYNC_MAX_THREADS];
@@ -240,10 +239,9 @@ static void sync_handler(int sig, siginfo_t *si, void *uc)
 		if (slot >= 0 && ack_slot(slot, w)) {
 			__atomic_fetch_add(&ack_count, 1, __ATOMIC_RELEASE);
 			kk_futex_wake(&ack_count, 1);
-			if (REQ_TYPE(w) == REQ_STOP) {
+			if (REQ_TYPE(w) == REQ_STOP)
 				while (__atomic_load_n(&release_word, __ATOMIC_ACQUIRE) == gen)
 					kk_futex_wait(&release_word, gen, 0);
-			}
 		}
 	}
 	/* After a stop: the code may have changed under us. */
