@@ -28,7 +28,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/futex.h>
 
 #include "common/internal.h"
 #include "text_sync.h"
@@ -1072,15 +1071,17 @@ Test(text_sync, thread_passing_with_both_blocked_is_stopped)
  * the released thread asleep inside the handler while the plan looks; the
  * stop after must still stop it.  Old code: it runs during the stop.
  */
-static atomic_int held_tid, held_state;	/* 1: asleep in the hook; 2: let go */
+static atomic_int held_tid;
+static int held_state;	/* 1: asleep in the hook; 2: let go (a futex word) */
 
 static void hold_on_leaving(void)
 {
-	if ((int)syscall(SYS_gettid) != atomic_load(&held_tid) || atomic_load(&held_state))
+	if ((int)syscall(SYS_gettid) != atomic_load(&held_tid) ||
+	    __atomic_load_n(&held_state, __ATOMIC_ACQUIRE))
 		return;
-	atomic_store(&held_state, 1);
-	while (atomic_load(&held_state) == 1)
-		syscall(SYS_futex, &held_state, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
+	__atomic_store_n(&held_state, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&held_state, __ATOMIC_ACQUIRE) == 1)
+		kk_futex_wait(&held_state, 1, 0);
 }
 
 static void *held_runner(void *arg)
@@ -1107,11 +1108,11 @@ Test(text_sync, thread_asleep_leaving_the_park_handler_is_stopped)
 	kk_sync_leave_hook = hold_on_leaving;
 	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
-	while (atomic_load(&held_state) != 1 || task_state(tid) != 'S')
+	while (__atomic_load_n(&held_state, __ATOMIC_ACQUIRE) != 1 || task_state(tid) != 'S')
 		sched_yield();
 	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
-	atomic_store(&held_state, 2);
-	syscall(SYS_futex, &held_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	__atomic_store_n(&held_state, 2, __ATOMIC_RELEASE);
+	kk_futex_wake(&held_state, 1);
 	cr_assert_eq(kk_stop_machine(passer_frozen, &moved, err, sizeof(err)), 9, "%s", err);
 	cr_assert_eq(moved, 0, "a thread released by the last stop, asleep in the park handler "
 		     "when the plan looked, ran during the next stop");
