@@ -84,6 +84,7 @@ as "$U2" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
 "$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
 	fail "$t: +p: $(cat "$tmp/ctlerr")"
 cmd "lowfd $tmp/log"
+[ "$ans" = "ok 2" ] || fail "$t: the log is not on fd 2: $ans"
 cmd debug
 grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line after the drop"
 finish
@@ -96,7 +97,12 @@ t="chroot"
 # (LeakSanitizer's exit check needs /proc, which the jail has not)
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && control_env="$control_env ASAN_OPTIONS=detect_leaks=0"
 start $control_env
+# As in 1: the endpoint's thread opens files while it starts (its peer
+# rules, /proc/self/uid_map), each on the lowest free number, 2 here; a
+# log put on the lowest number then is not on 2 (tally run 29: no line).
+cmd quiet
 cmd "lowfd $tmp/log"
+[ "$ans" = "ok 2" ] || fail "$t: the log is not on fd 2: $ans"
 cmd "chroot $tmp/jail"
 "$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
 	fail "$t: +p: $(cat "$tmp/ctlerr")"
