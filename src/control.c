@@ -479,9 +479,16 @@ struct peer_rules {
 	bool all_mapped;		/* /proc/self/uid_map maps every uid */
 };
 
-static struct peer_rules rules = { .overflow = 65534 };	/* the endpoint's thread */
+static struct peer_rules rules = { .overflow = 65534 };	/* written before the thread starts */
 
-/* Read at each start: the sysctl can change; the kernel's default if unreadable. */
+/*
+ * Read at each start (the sysctl can change; the kernel's default if
+ * unreadable), by the thread that starts the endpoint, before the endpoint's
+ * thread exists: a descriptor opened takes the lowest free number, and on our
+ * own thread that would race the program (a fork child that closed 0, 1 and 2
+ * and opens /dev/null got 1, 2 and 3; a dup2() onto the number would be
+ * closed by us).  test/progs/control_fork_fds.c.
+ */
 static void rules_load(void)
 {
 	char b[32], *end;
@@ -985,7 +992,6 @@ static void *serve(void *arg)
 
 	(void)arg;
 	on_srv_thread = true;
-	rules_load();
 	pthread_mutex_lock(&lfd_lock);
 	while (!__atomic_load_n(&srv_stop, __ATOMIC_ACQUIRE) && !renew_socket()) {
 		struct pollset ps;
@@ -1060,6 +1066,7 @@ static int start_locked(void)
 	reap_locked();			/* a thread that gave up by itself */
 	if (kk_threads_stopped())
 		return -EAGAIN;
+	rules_load();
 	pthread_mutex_lock(&lfd_lock);
 	ret = listen_new();
 	pthread_mutex_unlock(&lfd_lock);

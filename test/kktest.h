@@ -94,6 +94,42 @@ static inline int kkt_nr_tasks(void)
 	return n;
 }
 
+/* Wait until every other thread of the process sleeps (state S: the
+ * library's threads wait in poll() or on a futex), polling every 1 ms, 10 s
+ * at most.  0, or -1. */
+#include <unistd.h>
+static inline int kkt_others_asleep(void)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		char path[300], st[256];
+		struct dirent *d;
+		DIR *dir = opendir("/proc/self/task");
+		int busy = 0;
+
+		if (!dir)
+			return -1;
+		while ((d = readdir(dir))) {
+			FILE *f;
+			char *p;
+
+			if (d->d_name[0] == '.' || atoi(d->d_name) == (int)gettid())
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+			fclose(f);
+			busy |= !p || p[1] != ' ' || p[2] != 'S';
+		}
+		closedir(dir);
+		if (!busy)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
 /* Pin the calling thread (and the threads it starts) to the CPU it runs on:
  * the creator of a thread then usually runs on as soon as the new thread
  * wakes it, which widens the window before the new thread's own first line.

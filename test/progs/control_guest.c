@@ -225,37 +225,6 @@ static int dup2_write(const char *buf, size_t len, struct kk_buf *out, void *pri
 static const struct kk_control_file_ops dup2_ops = { .write = dup2_write };
 
 /* Every other thread of ours is in state S (bounded: 10 s). */
-static int quiet(void)
-{
-	for (int tries = 0; tries < 10000; tries++) {
-		char path[300], st[256];
-		struct dirent *d;
-		DIR *dir = opendir("/proc/self/task");
-		int busy = 0;
-
-		if (!dir)
-			return -1;
-		while ((d = readdir(dir))) {
-			FILE *f;
-			char *p;
-
-			if (d->d_name[0] == '.' || atoi(d->d_name) == (int)gettid())
-				continue;
-			snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
-			f = fopen(path, "r");
-			if (!f)
-				continue;
-			p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
-			fclose(f);
-			busy |= !p || p[1] != ' ' || p[2] != 'S';
-		}
-		closedir(dir);
-		if (!busy)
-			return 0;
-		usleep(1000);
-	}
-	return -1;
-}
 
 /* The lowest number no descriptor has. */
 static int lowest_free(void)
@@ -327,7 +296,7 @@ int main(void)
 		} else if (!strcmp(line, "comm")) {
 			puts(prctl(PR_SET_NAME, "gu\033]0;x\aest") ? "fail prctl" : "ok");
 		} else if (!strcmp(line, "quiet")) {
-			puts(quiet() ? "fail other threads kept running" : "ok");
+			puts(kkt_others_asleep() ? "fail other threads kept running" : "ok");
 		} else if (!strncmp(line, "lowfd ", 6)) {
 			int n = lowest_free(), fd = open(line + 6, O_WRONLY | O_APPEND);
 
