@@ -224,8 +224,6 @@ static int dup2_write(const char *buf, size_t len, struct kk_buf *out, void *pri
 
 static const struct kk_control_file_ops dup2_ops = { .write = dup2_write };
 
-/* Every other thread of ours is in state S (bounded: 10 s). */
-
 /* The lowest number no descriptor has. */
 static int lowest_free(void)
 {
