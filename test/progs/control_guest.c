@@ -33,7 +33,6 @@
  * not waiting in accept().  guest/evil reads as text with control characters
  * (kkctl must escape them).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
