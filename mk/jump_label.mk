@@ -27,7 +27,10 @@ EXTRA_TESTS += $(PROG_BINS)
 
 $(B)/test/progs/%: test/progs/%.c test/kktest.h $(HDRS) $(B)/libkernelkit.so
 	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) -Itest $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+	$(CC) $(KK_CPPFLAGS) -Itest $(CFLAGS) $(KK_CFLAGS) $(PROG_CFLAGS_$*) -o $@ $< $(LINK_KK) \
+		$(KK_LDFLAGS)
+# The test build of the bench's server counts the endpoint's clients.
+PROG_CFLAGS_mp_server := -DMP_COUNT_CTL
 
 # Conformance: test_static_keys (the kernel's lib/test_static_keys.c) uses the
 # keys of a second module, libstatic_key_base.so (the kernel's

@@ -36,7 +36,8 @@
  *
  * Built twice: with kernelkit (test/progs, the bench's mp_server-kk), and
  * with -DMP_PLAIN (the bench's mp_server-plain), where pr_debug is the
- * runtime level check of a program without kernelkit.
+ * runtime level check of a program without kernelkit.  The test build also
+ * has -DMP_COUNT_CTL (below).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -74,6 +75,64 @@ static int debug_level;
 #define LINE_MAX_LEN	256
 
 static const char *me = "mp_server";
+
+#ifdef MP_COUNT_CTL
+/*
+ * For test/scripts/mp_server_quiet.sh, which checks that the library's
+ * threads do not wake while the server works: a client of the endpoint
+ * (anyone's kkctl ls reaches every process) wakes them for good reason.  So
+ * each connection the library's thread accepts, and each of those it closes,
+ * is a line "PID a FD" / "PID c FD" in the file MP_CTL_LOG names: the script
+ * leaves out a process that had a client during its window.  accept4() and
+ * close() are interposed here (the library calls them through its PLT); the
+ * line is written before the thread can sleep again.
+ */
+static int ctl_log = -1;
+static unsigned char ctl_conn[1024];	/* descriptors the library accepted */
+
+static void ctl_note(char what, int fd)
+{
+	char b[48];
+	int n = snprintf(b, sizeof(b), "%d %c %d\n", (int)getpid(), what, fd);
+
+	if (write(ctl_log, b, (size_t)n) != n)
+		_exit(3);
+}
+
+int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	int r = (int)syscall(SYS_accept4, fd, sa, len, flags);
+
+	if (r >= 0 && ctl_log >= 0 && syscall(SYS_gettid) != getpid()) {
+		if (r < (int)sizeof(ctl_conn))
+			ctl_conn[r] = 1;
+		ctl_note('a', r);
+	}
+	return r;
+}
+
+int close(int fd)
+{
+	if (ctl_log >= 0 && fd >= 0 && fd < (int)sizeof(ctl_conn) && ctl_conn[fd]) {
+		ctl_conn[fd] = 0;
+		ctl_note('c', fd);
+	}
+	return (int)syscall(SYS_close, fd);
+}
+
+/* Before any client can come: the library's thread may already listen. */
+static void ctl_log_open(void)
+{
+	const char *path = getenv("MP_CTL_LOG");
+
+	if (path)
+		ctl_log = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+#else
+static void ctl_log_open(void)
+{
+}
+#endif
 
 /* One write per line, so that the processes' lines never mix in the log. */
 static void logmsg(const char *fmt, ...)
@@ -705,6 +764,7 @@ int main(int argc, char **argv)
 	m.argv = argv;
 	if (argc > 2 && !strcmp(argv[1], "-c"))
 		return client((int)num_arg(argv[2], 1, 65535), argv + 3, argc - 3);
+	ctl_log_open();
 	while ((c = getopt(argc, argv, "p:w:u:g:l:P:nd:")) != -1) {
 		switch (c) {
 		case 'p': port = num_arg(optarg, 0, 65535); break;
