@@ -482,12 +482,12 @@ struct peer_rules {
 static struct peer_rules rules = { .overflow = 65534 };	/* written before the thread starts */
 
 /*
- * Read at each start (the sysctl can change; the kernel's default if
- * unreadable), by the thread that starts the endpoint, before the endpoint's
- * thread exists: a descriptor opened takes the lowest free number, and on our
- * own thread that would race the program (a fork child that closed 0, 1 and 2
- * and opens /dev/null got 1, 2 and 3; a dup2() onto the number would be
- * closed by us).  test/progs/control_fork_fds.c.
+ * Read at each start but a fork child's (the sysctl can change; the kernel's
+ * default if unreadable), by the thread that starts the endpoint, before the
+ * endpoint's thread exists: a descriptor opened takes the lowest free number,
+ * and on our own thread that would race the program (a fork child that closed
+ * 0, 1 and 2 and opens /dev/null got 1, 2 and 3; a dup2() onto the number
+ * would be closed by us).  test/progs/control_fork_fds.c.
  */
 static void rules_load(void)
 {
@@ -1055,7 +1055,13 @@ static void reap_locked(void)
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
 }
 
-static int start_locked(void)
+/*
+ * @rules_known: a fork child's start keeps the rules its parent applies.  It
+ * is in the namespace they were read in (while our thread ran, the parent
+ * could neither unshare(CLONE_NEWUSER) nor setns() to a user namespace), and
+ * it saves fork() two /proc reads.
+ */
+static int start_locked(bool rules_known)
 {
 	int ret;
 
@@ -1066,7 +1072,8 @@ static int start_locked(void)
 	reap_locked();			/* a thread that gave up by itself */
 	if (kk_threads_stopped())
 		return -EAGAIN;
-	rules_load();
+	if (!rules_known)
+		rules_load();
 	pthread_mutex_lock(&lfd_lock);
 	ret = listen_new();
 	pthread_mutex_unlock(&lfd_lock);
@@ -1105,7 +1112,7 @@ KK_EXPORT int kk_control_start(void)
 
 	register_hooks();
 	pthread_mutex_lock(&srv_lock);
-	ret = start_locked();
+	ret = start_locked(false);
 	if (!ret) {
 		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&srv_off, 0, __ATOMIC_RELEASE);
@@ -1133,7 +1140,7 @@ void kk_control_autostart(void)
 	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
 		/* Wanted even if it cannot start now: kk_threads_start() retries. */
 		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
-		start_locked();
+		start_locked(false);
 	}
 	pthread_mutex_unlock(&srv_lock);
 }
@@ -1163,7 +1170,7 @@ static void svc_start(void)
 {
 	pthread_mutex_lock(&srv_lock);
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE))
-		start_locked();
+		start_locked(false);
 	pthread_mutex_unlock(&srv_lock);
 }
 
@@ -1204,7 +1211,7 @@ static void atfork_child(void)
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
 	if (had)
-		start_locked();
+		start_locked(true);
 	pthread_mutex_unlock(&srv_lock);
 }
 

@@ -12,9 +12,16 @@
  * (its thread id is the process id).  Each process waits until the
  * library's thread sleeps (it has done its start) before it looks; the
  * wait's own fopen() is libc-internal and on the main thread.
+ *
+ * Nor does fork() itself open a file in the child: the child's endpoint
+ * keeps the peer rules its parent read (the same user namespace), so a
+ * daemon's fork costs no /proc reads.  Our fork handlers bracket the
+ * library's (the prepare handler registered last runs first, the child
+ * handler last).
  *   control_fork_fds      exit 0, or 1 with one line per count that is not 0
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +38,18 @@
 static int foreign;		/* descriptors made by a thread not the main one */
 static int base;		/* the count inherited from the parent */
 static char first[128];		/* what the first of them past base was */
+static int in_fork;		/* the main thread is inside fork() */
+static int forked;		/* files it opened there, in the child (its
+				 * endpoint's own socket is expected) */
+static char forked_first[128];
 
-static void seen(const char *what)
+static void seen(const char *what, int file)
 {
-	if (syscall(SYS_gettid) == getpid())
+	if (syscall(SYS_gettid) == getpid()) {
+		if (file && in_fork && !forked++)
+			snprintf(forked_first, sizeof(forked_first), "%s", what);
 		return;
+	}
 	if (__atomic_fetch_add(&foreign, 1, __ATOMIC_RELAXED) == base)
 		snprintf(first, sizeof(first), "%s", what);
 }
@@ -55,7 +69,7 @@ int openat(int dir, const char *path, int flags, ...)
 	int mode = 0;
 
 	OPEN_MODE(flags, mode);
-	seen(path);
+	seen(path, 1);
 	return (int)syscall(SYS_openat, dir, path, flags, mode);
 }
 
@@ -72,7 +86,7 @@ int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("op
 
 int socket(int domain, int type, int protocol)
 {
-	seen("socket()");
+	seen("socket()", 0);
 	return (int)syscall(SYS_socket, domain, type, protocol);
 }
 
@@ -95,6 +109,27 @@ static int check(const char *who)
 	return 1;
 }
 
+static void fork_enter(void)
+{
+	in_fork = 1;
+}
+
+static void fork_leave(void)
+{
+	in_fork = 0;
+}
+
+/* 0, or 1 after saying what the child's fork() opened. */
+static int check_fork(void)
+{
+	if (!forked)
+		return 0;
+	printf("fork child: fork() opened %d file(s) in the child, first %s\n", forked,
+	       forked_first);
+	fflush(stdout);
+	return 1;
+}
+
 int main(void)
 {
 	int bad, st;
@@ -107,9 +142,13 @@ int main(void)
 	bad = check("parent");
 	fflush(stdout);
 	base = __atomic_load_n(&foreign, __ATOMIC_RELAXED);	/* before the child's start */
+	if (pthread_atfork(fork_enter, fork_leave, fork_leave)) {
+		printf("pthread_atfork failed\n");
+		return 1;
+	}
 	pid = fork();
 	if (pid == 0)
-		_exit(check("fork child"));
+		_exit(check("fork child") | check_fork());
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		bad = 1;
 	if (!bad)
