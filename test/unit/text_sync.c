@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1117,6 +1118,60 @@ Test(text_sync, thread_asleep_leaving_the_park_handler_is_stopped)
 	cr_assert_eq(moved, 0, "a thread released by the last stop, asleep in the park handler "
 		     "when the plan looked, ran during the next stop");
 	kk_sync_leave_hook = NULL;
+	atomic_store(&passer_go, 1);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Asleep with both signals blocked, a thread is deaf to the plan; but it
+ * may only be starting.  Under ASan a new thread waits on a lock inside
+ * pthread_create() with every signal blocked, another starting thread
+ * releases it while the plan settles, and it goes on to run sites.  Here
+ * the plan finds the thread asleep so (its mask set with the raw system
+ * call, as glibc and ASan set it: the library does not see it), and it is
+ * woken and unblocks before the stop: the stop must park it.  The old code
+ * left it running while the stop wrote, every time (tally runs 20 and 33
+ * of issue 27 died of it, a jump torn across a page).
+ */
+static int starter_word;	/* futex: 0 asleep, 1 woken, 2 unblocked */
+
+static void *starting_runner(void *arg)
+{
+	sigset_t all, old;
+
+	(void)arg;
+	sigfillset(&all);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
+	atomic_store(&held_tid, (int)syscall(SYS_gettid));
+	while (!__atomic_load_n(&starter_word, __ATOMIC_ACQUIRE))
+		kk_futex_wait(&starter_word, 0, 0);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+	__atomic_store_n(&starter_word, 2, __ATOMIC_RELEASE);
+	while (atomic_load(&passer_go) != 1)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	return NULL;
+}
+
+Test(text_sync, deaf_thread_woken_before_the_stop_is_stopped)
+{
+	char err[256] = "";
+	int moved = 0, tid;
+	pthread_t t;
+
+	force("stop-machine");
+	kk_sync_arm();
+	atomic_store(&passer_go, 0);
+	cr_assert_eq(pthread_create(&t, NULL, starting_runner, NULL), 0);
+	while (!(tid = atomic_load(&held_tid)) || task_state(tid) != 'S')
+		sched_yield();
+	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	__atomic_store_n(&starter_word, 1, __ATOMIC_RELEASE);
+	kk_futex_wake(&starter_word, 1);
+	while (__atomic_load_n(&starter_word, __ATOMIC_ACQUIRE) != 2)
+		sched_yield();
+	cr_assert_eq(kk_stop_machine(passer_frozen, &moved, err, sizeof(err)), 9, "%s", err);
+	cr_assert_eq(moved, 0, "a thread asleep with both signals blocked when the plan looked, "
+		     "woken and unblocked since, ran during the stop");
 	atomic_store(&passer_go, 1);
 	pthread_join(t, NULL);
 }
