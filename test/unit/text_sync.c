@@ -1085,13 +1085,33 @@ static void hold_on_leaving(void)
 		kk_futex_wait(&held_state, 1, 0);
 }
 
+/* What the runners below do once they run: count until told to stop. */
+static void count_until_go(void)
+{
+	while (atomic_load(&passer_go) != 1)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+}
+
 static void *held_runner(void *arg)
 {
 	(void)arg;
 	atomic_store(&held_tid, (int)syscall(SYS_gettid));
-	while (atomic_load(&passer_go) != 1)
-		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	count_until_go();
 	return NULL;
+}
+
+/* stop_machine forced, and runner @fn started: its tid once it wrote it. */
+static int start_runner(pthread_t *t, void *(*fn)(void *))
+{
+	int tid;
+
+	force("stop-machine");
+	kk_sync_arm();
+	atomic_store(&passer_go, 0);
+	cr_assert_eq(pthread_create(t, NULL, fn, NULL), 0);
+	while (!(tid = atomic_load(&held_tid)))
+		sched_yield();
+	return tid;
 }
 
 Test(text_sync, thread_asleep_leaving_the_park_handler_is_stopped)
@@ -1100,12 +1120,7 @@ Test(text_sync, thread_asleep_leaving_the_park_handler_is_stopped)
 	int moved = 0, tid;
 	pthread_t t;
 
-	force("stop-machine");
-	kk_sync_arm();
-	atomic_store(&passer_go, 0);
-	cr_assert_eq(pthread_create(&t, NULL, held_runner, NULL), 0);
-	while (!(tid = atomic_load(&held_tid)))
-		sched_yield();
+	tid = start_runner(&t, held_runner);
 	kk_sync_leave_hook = hold_on_leaving;
 	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
@@ -1147,8 +1162,7 @@ static void *starting_runner(void *arg)
 		kk_futex_wait(&starter_word, 0, 0);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
 	__atomic_store_n(&starter_word, 2, __ATOMIC_RELEASE);
-	while (atomic_load(&passer_go) != 1)
-		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	count_until_go();
 	return NULL;
 }
 
@@ -1158,11 +1172,8 @@ Test(text_sync, deaf_thread_woken_before_the_stop_is_stopped)
 	int moved = 0, tid;
 	pthread_t t;
 
-	force("stop-machine");
-	kk_sync_arm();
-	atomic_store(&passer_go, 0);
-	cr_assert_eq(pthread_create(&t, NULL, starting_runner, NULL), 0);
-	while (!(tid = atomic_load(&held_tid)) || task_state(tid) != 'S')
+	tid = start_runner(&t, starting_runner);
+	while (task_state(tid) != 'S')
 		sched_yield();
 	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
 	__atomic_store_n(&starter_word, 1, __ATOMIC_RELEASE);
