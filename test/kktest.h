@@ -130,6 +130,53 @@ static inline int kkt_others_asleep(void)
 	return -1;
 }
 
+/*
+ * For a fake endpoint (control_squat, control_refuse): is the peer on
+ * socket @fd of this test, that is of our process group?  Each test runs
+ * under its own timeout(1), which makes a process group of it, and a
+ * script without job control keeps its jobs, subshells and commands in
+ * it.  Root's kkctl ls, run by another test beside this one, connects to
+ * every endpoint name on the host: a fake endpoint that took it for its
+ * test's client exited before the test's kkctl came (tally run 35 of issue
+ * 27).  1 when it cannot be told (no pid in our namespace, no /proc).
+ */
+#include <sys/socket.h>
+static inline int kkt_peer_is_ours(int fd)
+{
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	char path[64], st[512], *p;
+	FILE *f;
+	size_t n;
+	int pgrp;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || cr.pid <= 0)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cr.pid);
+	if (!(f = fopen(path, "r")))
+		return 1;
+	n = fread(st, 1, sizeof(st) - 1, f);
+	fclose(f);
+	st[n] = 0;
+	/* "pid (comm) state ppid pgrp": comm may hold spaces and parens */
+	if (!(p = strrchr(st, ')')) || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1)
+		return 1;
+	return pgrp == getpgrp();
+}
+
+/* Accept on @l until a client of this test comes; the others are closed
+ * unread.  The socket, or -1. */
+static inline int kkt_accept_ours(int l)
+{
+	for (;;) {
+		int c = accept(l, NULL, NULL);
+
+		if (c < 0 || kkt_peer_is_ours(c))
+			return c;
+		close(c);
+	}
+}
+
 /* Pin the calling thread (and the threads it starts) to the CPU it runs on:
  * the creator of a thread then usually runs on as soon as the new thread
  * wakes it, which widens the window before the new thread's own first line.

@@ -6,15 +6,12 @@
  * kkctl must refuse to talk to it (the socket's owner is not PID) and send
  * nothing.  It answers a client that does talk "0\nsquatted\n".
  *
- * The client is its test's: one in its process group, seen by SO_PEERCRED
- * and /proc.  A client from elsewhere is closed unread: root's
- * kkctl ls, run by another test beside this one, reaches every endpoint name
- * on the host, this one too, and taking it for the test's client made the
- * squatter exit before the test's kkctl came ("kkctl: process N has no
- * control endpoint", tally run 35 of issue 27).
+ * The client is its test's, one of its process group: a client from another
+ * test (root's kkctl ls reaches every endpoint name) is closed unread
+ * (kkt_accept_ours(); tally run 35 of issue 27: "kkctl: process N has no
+ * control endpoint").
  *   control_squat PID
  */
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,32 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/*
- * Is @pid in our process group?  Yes when it cannot be told (no pid in our
- * namespace, no /proc).  Each test runs under its own timeout(1), which
- * makes a process group of it; a shell script without job control keeps its
- * background jobs, subshells and commands in that one group.
- */
-static bool from_our_test(pid_t pid)
-{
-	char path[64], st[512], *p;
-	FILE *f;
-	size_t n;
-	int pgrp;
-
-	if (pid <= 0)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return true;
-	n = fread(st, 1, sizeof(st) - 1, f);
-	fclose(f);
-	st[n] = 0;
-	/* "pid (comm) state ppid pgrp": comm may hold spaces and parens */
-	if (!(p = strrchr(st, ')')) || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1)
-		return true;
-	return pgrp == getpgrp();
-}
+#include "kktest.h"
 
 int main(int argc, char **argv)
 {
@@ -71,17 +43,9 @@ int main(int argc, char **argv)
 	}
 	printf("ready\n");
 	fflush(stdout);
-	for (;;) {
-		struct ucred cr;
-		socklen_t crl = sizeof(cr);
-
-		c = accept(l, NULL, NULL);
-		if (c < 0)
-			return 1;
-		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &crl) || from_our_test(cr.pid))
-			break;
-		close(c);
-	}
+	c = kkt_accept_ours(l);
+	if (c < 0)
+		return 1;
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while ((r = recv(c, buf, sizeof(buf), 0)) > 0)
 		total += (size_t)r;

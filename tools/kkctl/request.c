@@ -257,6 +257,13 @@ void kkctl_request(pid_t pid, const char *verb, const char *file, const char *bo
 			break;
 		free(resp);
 	}
+	/* Reset after part of a reply: the endpoint refused us in one line and
+	 * closed with our request unread (a stranger: refuse_stranger() in
+	 * src/control.c reads only a request already queued).  A Unix socket
+	 * hands over the queued reply before the reset, so what came is the
+	 * whole reply.  An answered request was read whole: it ends in EOF. */
+	if (err == -ECONNRESET && rlen)
+		err = 0;
 	if (res->via[0])	/* the squatter we passed by */
 		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
 			"using %s\n", kkctl_prog, (int)pid, res->via);
