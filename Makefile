@@ -251,6 +251,7 @@ test_cmd = $(if $(filter script/%,$(1)),sh test/scripts/$(notdir $(1)),$(B)/test
 # LeakSanitizer reports in the ASan pass (rc 1, every case passed).  A 4 s
 # sleep in the stalled-client case used to keep the workers apart.
 TEST_JOBS_unit/control_endpoint := 1
+TEST_JOBS_unit/text_sync_sigmask := 1
 # group/program -> what must be built before it runs: the program, and what
 # it loads (TEST_NEEDS_<group/program>); a script may use anything the tests
 # build.

@@ -116,6 +116,12 @@ __attribute__((__weak__)) unsigned long long kk_arch_text_traps_taken(void)
 	return 0;
 }
 
+/* No traps, so no window and nothing handed back. */
+__attribute__((__weak__)) int kk_arch_trap_handler_ready(void)
+{
+	return -ENOTSUP;
+}
+
 /* ---- writing text --------------------------------------------------------------- */
 
 /*

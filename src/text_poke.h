@@ -209,5 +209,8 @@ void kk_arch_text_site_problem(uintptr_t code, char *buf, size_t len);
 void kk_arch_text_forget(uintptr_t lo, uintptr_t hi);
 void kk_arch_text_atfork_child(void);
 unsigned long long kk_arch_text_traps_taken(void);
+/* Our trap handler is in place (installed now if it was not): 0, or -errno.
+ * Before a trap window hands SIGTRAP blocks back (text_sync_sigmask.c). */
+int kk_arch_trap_handler_ready(void);
 
 #endif

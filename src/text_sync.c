@@ -997,15 +997,16 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 	enum sync_force force = read_force();
 	int sig = kk_park_signal(), m;
 	struct survey s;
-	bool settled;
 
 	kk_sync_arm();
 	pthread_mutex_lock(&sync_lock);
 	/* No mask gains SIGTRAP unseen from here until the batch has no trap
 	 * byte left (text_sync_sigmask.c). */
-	settled = !traps || kk_sync_window_open(kk_now_ns() + KK_SYNC_SETTLE_NS);
+	if (traps)
+		kk_sync_window_open();
 	m = survey_threads(sig, &s, err, errlen);
-	s.unsettled |= !settled;
+	if (kk_sync_plan_hook)
+		kk_sync_plan_hook(KK_PLAN_SURVEYED);
 	if (m < 0 && m != -ENOMEM && __atomic_load_n(&membarrier_ok, __ATOMIC_RELAXED) &&
 	    (force == F_AUTO || force == F_MEMBARRIER)) {
 		/* No /proc (a chroot, a sandbox): membarrier needs no list.
@@ -1079,6 +1080,7 @@ void kk_sync_get_stats(struct kk_sync_stats *st)
 	st->signal_rounds = __atomic_load_n(&st_signal_rounds, __ATOMIC_RELAXED);
 	st->signals = __atomic_load_n(&st_signals, __ATOMIC_RELAXED);
 	st->stop_machines = __atomic_load_n(&st_stops, __ATOMIC_RELAXED);
+	st->window_waits = __atomic_load_n(&kk_sync_window_waits, __ATOMIC_RELAXED);
 }
 
 const char *kk_sync_method(void)

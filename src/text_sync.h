@@ -34,6 +34,7 @@
 #ifndef KK_TEXT_SYNC_H
 #define KK_TEXT_SYNC_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,22 +91,26 @@ KK_WHITEBOX int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t 
 
 /*
  * The trap window (src/text_sync_sigmask.c): while it is open, a
- * pthread_sigmask() or sigprocmask() call that blocks SIGTRAP waits for it
- * to close.  kk_sync_plan() opens it before it reads the threads' masks,
- * when the arch's live protocol has traps, and closes it again unless it
- * chose that protocol; kk_sync_done(), called once the batch has no trap
- * byte left, closes it (a no-op when it is closed).  Every kk_sync_plan()
- * is followed by one kk_sync_done().  kk_sync_window_open() returns false
- * if calls already changing a mask had not finished by @deadline_ns (one
- * held up in a handler): the plan must then not rely on the masks it reads.
+ * pthread_sigmask() or sigprocmask() call that would block SIGTRAP blocks
+ * the rest and defers SIGTRAP, without waiting; the window's close hands
+ * the block back.  kk_sync_plan() opens it before it reads the threads'
+ * masks, when the arch's live protocol has traps, and closes it again
+ * unless it chose that protocol; kk_sync_done(), called once the batch has
+ * no trap byte left, closes it (a no-op when it is closed).  Every
+ * kk_sync_plan() is followed by one kk_sync_done().  A window belongs to
+ * the process that opened it: a child made by _Fork() or clone() has none.
  */
-bool kk_sync_window_open(uint64_t deadline_ns);
+void kk_sync_window_open(void);
 KK_WHITEBOX void kk_sync_done(void);
 void kk_sync_window_atfork_child(void);
+/* In the SIGTRAP handler: @si is a deferred block handed back (used or
+ * spent), so it is not a trap. */
+bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
 
 /* Test-only: called by kk_sync_plan() with KK_PLAN_LISTED once it has
- * listed the threads the first time, before it reads their masks. */
-enum kk_plan_stage { KK_PLAN_LISTED };
+ * listed the threads the first time, before it reads their masks, and with
+ * KK_PLAN_SURVEYED once it has read every thread's, before it decides. */
+enum kk_plan_stage { KK_PLAN_LISTED, KK_PLAN_SURVEYED };
 KK_WHITEBOX extern void (*kk_sync_plan_hook)(int stage);
 /* Test-only: called by a round that has waited past its first limit, for
  * a pending thread @tid whose mask it has read and found blocking the park
@@ -128,7 +133,9 @@ struct kk_sync_stats {
 	unsigned long long signal_rounds;	/* rounds done by signalling threads */
 	unsigned long long signals;		/* park signals sent (rounds + stops) */
 	unsigned long long stop_machines;	/* batches written under stop_machine */
+	unsigned long long window_waits;	/* plans that waited for mask calls (text_sync_sigmask.c) */
 };
+extern unsigned long long kk_sync_window_waits;
 KK_WHITEBOX void kk_sync_get_stats(struct kk_sync_stats *st);
 /* The method the last plan chose: "membarrier", "signal", "stop-machine", "swap",
  * "single-thread" or "unused". */

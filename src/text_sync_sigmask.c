@@ -10,17 +10,41 @@
  * used to do it after the plan had looked, and die of the next int3
  * (issue 22 audit: within 26 kkctl writes).
  *
- * So pthread_sigmask() and sigprocmask() are interposed, and a call that
- * would block SIGTRAP waits while a window is open, from just before the
- * plan reads the masks until the batch's last trap byte is gone.  The plan
- * and the call meet as in Dekker's algorithm: the call counts itself in,
- * then looks at the window; the plan opens the window, then waits for the
- * count to drain, so a mask is either changed before the plan reads it, or
- * after the batch.  Every other call (SIGTRAP not blocked by it, or no
- * window open) costs one load and a branch.  Masks set any other way (a raw
- * rt_sigprocmask system call, sigsetmask(), sigblock(), siglongjmp() to a
- * saved mask, pthread_attr_setsigmask_np(), a handler's sa_mask) do not
- * wait: docs/text_patching.md lists them.
+ * So pthread_sigmask() and sigprocmask() are interposed.  A call that would
+ * block SIGTRAP while a window is open (from just before the plan reads the
+ * masks until the batch's last trap byte is gone) never waits: it sets the
+ * mask asked for less SIGTRAP, and notes a deferral.  When the window
+ * closes, the block is handed back to the thread: a SIGTRAP queued to it,
+ * marked as ours, whose handler adds SIGTRAP to the mask its sigreturn
+ * restores.  Until then pthread_sigmask() reports SIGTRAP blocked, as asked.
+ *
+ * Why never wait (issue 37): a mask call may come from a signal handler
+ * that interrupted any code, holding any lock (malloc's arena lock, in the
+ * report), and the patcher may need that lock before it can close the
+ * window; a child made by _Fork() or clone() inherits an open window and
+ * no thread to close it; a handler may siglongjmp() out of the wait.  Each
+ * hung or leaked.  The rule: no wait in these functions depends on anything
+ * the interrupted code may hold, and every child, however it was made,
+ * starts with no window (a window belongs to the process that opened it).
+ *
+ * How a call and a plan meet, without a count that a siglongjmp() could
+ * leak: a call that would block SIGTRAP first blocks every signal (one
+ * system call; when every signal was asked for, that is the whole change),
+ * then looks at the window.  Had the window been closed, the plan opens it
+ * after the look and reads the mask after that: it finds SIGTRAP blocked,
+ * and does not use traps.  Had it been open, the call leaves SIGTRAP out.
+ * While everything is blocked no handler runs, so nothing is left half done
+ * if one jumps away.  The handed-back block is re-checked the same way: it
+ * is applied in our SIGTRAP handler, which runs with every signal blocked,
+ * only if no window is open then and the thread's mask is still the one the
+ * deferring call left (a sigreturn or siglongjmp() since means the context
+ * that asked is gone).
+ *
+ * Every other call (SIGTRAP not blocked by it, and no deferral outstanding
+ * in the process) costs one load and a branch more than the system call.
+ * Masks set any other way (a raw rt_sigprocmask system call, sigsetmask(),
+ * sigblock(), siglongjmp() to a saved mask, pthread_attr_setsigmask_np(), a
+ * handler's sa_mask) are not seen: docs/text_patching.md lists them.
  *
  * The functions do what glibc's do: the two signals glibc keeps for itself
  * (32, 33: thread cancellation and setxid) are never blocked, and
@@ -28,119 +52,218 @@
  * call is made directly, so a static program gets the same (libc.a's are
  * weak aliases of its internal __sigprocmask and __pthread_sigmask, which
  * libc's own callers use).  Async-signal-safe, as POSIX requires: atomics
- * and futexes only.
+ * and system calls only.
  */
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "common/internal.h"
+#include "text_poke.h"
 #include "text_sync.h"
 
-/* window: 0 closed, 1 open, 2 open with a caller asleep on it (futex). */
-enum { W_CLOSED, W_OPEN, W_WAITED };
-static int window;
-static pid_t window_owner;	/* the planning thread: never waits for itself */
-static int changing;		/* futex: calls between counting in and their mask set */
-static int waiting;		/* futex: calls that waited for a window, not yet counted in */
+/* A deferred block of SIGTRAP: whose, and the mask the deferring call left. */
+struct deferral {
+	uint64_t who;		/* pid << 32 | tid; 0: free */
+	uint64_t live;
+};
 
-/* glibc's SIGCANCEL and SIGSETXID: bits 31 and 32 of the first word. */
-#define GLIBC_PRIVATE_SIGS	(3ull << 31)
+/*
+ * Threads that block SIGTRAP during one window at once.  Past that, a call
+ * leaves SIGTRAP unblocked until the thread's next mask call
+ * (docs/text_patching.md).  A table, not a list: a deferral is made and
+ * ended in signal handlers.
+ */
+#define KK_DEFERRALS	256
 
-static int set_mask(int how, const sigset_t *set, sigset_t *old)
+static int window;		/* 1 while a window is open */
+static pid_t window_pid;	/* the process that opened it */
+static struct deferral deferred[KK_DEFERRALS];
+static int n_deferred;		/* slots in use: every call looks first */
+unsigned long long kk_sync_window_waits;	/* never: the rule above */
+
+/* Our SIGTRAP, as queued by kk_sync_done(): si_code SI_QUEUE and this value. */
+#define KK_DEFER_MAGIC		0x6b6b7472	/* "kktr" */
+
+#define SIGBIT(sig)		(1ull << ((sig) - 1))
+#define TRAP			SIGBIT(SIGTRAP)
+/* glibc's SIGCANCEL and SIGSETXID, and what the kernel never blocks. */
+#define GLIBC_PRIVATE_SIGS	(SIGBIT(32) | SIGBIT(33))
+#define UNBLOCKABLE		(SIGBIT(SIGKILL) | SIGBIT(SIGSTOP))
+#define EVERY_SIGNAL		(~(GLIBC_PRIVATE_SIGS | UNBLOCKABLE))
+
+/* ---- the mask, as one word -------------------------------------------------------------- */
+
+/* errno stays the caller's (kk_raw_syscall4() is libc's syscall() off x86_64). */
+static int raw_mask(int how, const uint64_t *set, uint64_t *old)
 {
-	sigset_t own;
-	uint64_t w;
-	int e, ret;
+	int e = errno, ret;
 
-	if (set) {
-		memcpy(&w, set, sizeof(w));
-		if (w & GLIBC_PRIVATE_SIGS) {
-			own = *set;
-			w &= ~GLIBC_PRIVATE_SIGS;
-			memcpy(&own, &w, sizeof(w));
-			set = &own;
-		}
-	}
-	/* errno stays the caller's (kk_raw_syscall4() is libc's syscall()
-	 * off x86_64) */
-	e = errno;
-	ret = (int)-kk_raw_syscall4(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8);
+	ret = (int)-kk_raw_syscall4(SYS_rt_sigprocmask, how, (long)set, (long)old, sizeof(*set));
 	errno = e;
 	return ret;
+}
+
+static uint64_t word_of(const sigset_t *set)
+{
+	uint64_t w;
+
+	memcpy(&w, set, sizeof(w));
+	return w;
+}
+
+static uint64_t apply(int how, uint64_t set, uint64_t cur)
+{
+	switch (how) {
+	case SIG_BLOCK:
+		return cur | set;
+	case SIG_UNBLOCK:
+		return cur & ~set;
+	default:
+		return set;
+	}
+}
+
+static pid_t my_pid(void)
+{
+	return (pid_t)kk_raw_syscall4(SYS_getpid, 0, 0, 0, 0);
+}
+
+static uint64_t me(void)
+{
+	return (uint64_t)my_pid() << 32 | (uint32_t)kk_raw_syscall4(SYS_gettid, 0, 0, 0, 0);
+}
+
+/* The window is open, and it is this process's. */
+static bool window_open_here(uint64_t who)
+{
+	return __atomic_load_n(&window, __ATOMIC_SEQ_CST) &&
+	       __atomic_load_n(&window_pid, __ATOMIC_RELAXED) == (pid_t)(who >> 32);
+}
+
+/* ---- deferrals --------------------------------------------------------------------------- */
+
+static void drop(struct deferral *d)
+{
+	uint64_t who;
+
+	if (!d)
+		return;
+	who = __atomic_load_n(&d->who, __ATOMIC_RELAXED);
+	if (who && __atomic_compare_exchange_n(&d->who, &who, 0, false, __ATOMIC_SEQ_CST,
+					       __ATOMIC_RELAXED))
+		__atomic_sub_fetch(&n_deferred, 1, __ATOMIC_SEQ_CST);
+}
+
+static struct deferral *find(uint64_t who)
+{
+	for (int i = 0; i < KK_DEFERRALS; i++)
+		if (__atomic_load_n(&deferred[i].who, __ATOMIC_SEQ_CST) == who)
+			return &deferred[i];
+	return NULL;
+}
+
+/* The thread's deferral, if it still stands: its mask is the one it left. */
+static struct deferral *standing(uint64_t who, uint64_t live)
+{
+	struct deferral *d = find(who);
+
+	if (d && __atomic_load_n(&d->live, __ATOMIC_RELAXED) != live) {
+		drop(d);
+		d = NULL;
+	}
+	return d;
+}
+
+static struct deferral *claim(uint64_t who)
+{
+	__atomic_add_fetch(&n_deferred, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < KK_DEFERRALS; i++) {
+		uint64_t none = 0;
+
+		if (__atomic_compare_exchange_n(&deferred[i].who, &none, who, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return &deferred[i];
+	}
+	__atomic_sub_fetch(&n_deferred, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * The mask to set for @want, every signal blocked meanwhile: @want, or
+ * @want less SIGTRAP with a deferral noted.  The deferral is noted before
+ * the window is looked at, and kk_sync_done() closes before it looks at
+ * the deferrals: one of the two sees the other.
+ */
+static uint64_t settle(uint64_t want, uint64_t who, struct deferral *d)
+{
+	if (!(want & TRAP) || !window_open_here(who)) {
+		drop(d);
+		return want;
+	}
+	if (!d && !(d = claim(who)))
+		return want & ~TRAP;	/* the table is full: see KK_DEFERRALS */
+	__atomic_store_n(&d->live, want & ~TRAP, __ATOMIC_RELAXED);
+	if (!window_open_here(who)) {
+		drop(d);
+		return want;
+	}
+	return want & ~TRAP;
+}
+
+/* ---- the interposed functions ------------------------------------------------------------- */
+
+/*
+ * Block everything, look, set what was asked (less SIGTRAP while a window is
+ * open).  @old gets the mask the program believes it had: with SIGTRAP
+ * where a deferral stands.
+ */
+static int change_mask_looking(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t every = EVERY_SIGNAL, live, believed, want, final, who = 0;
+	struct deferral *d = NULL;
+	int ret;
+
+	if (set && how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
+		return EINVAL;
+	want = set ? word_of(set) : 0;
+	if ((ret = raw_mask(SIG_BLOCK, &every, &live)))
+		return ret;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&n_deferred, __ATOMIC_SEQ_CST) || __atomic_load_n(&window, __ATOMIC_SEQ_CST))
+		who = me();
+	if (__atomic_load_n(&n_deferred, __ATOMIC_SEQ_CST))
+		d = standing(who, live);
+	believed = live | (d ? TRAP : 0);
+	want = set ? apply(how, want, believed) : believed;
+	want &= ~(GLIBC_PRIVATE_SIGS | UNBLOCKABLE);
+	final = who ? settle(want, who, d) : want;
+	if (final != (live | EVERY_SIGNAL))
+		raw_mask(SIG_SETMASK, &final, NULL);
+	if (old)
+		memcpy(old, &believed, sizeof(believed));
+	return 0;
 }
 
 static bool blocks_trap(int how, const sigset_t *set)
 {
-	uint64_t w;
-
-	if (!set || (how != SIG_BLOCK && how != SIG_SETMASK))
-		return false;
-	memcpy(&w, set, sizeof(w));
-	return w >> (SIGTRAP - 1) & 1;
-}
-
-static void count_out(void)
-{
-	if (!__atomic_sub_fetch(&changing, 1, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&window, __ATOMIC_SEQ_CST))
-		kk_futex_wake(&changing, INT_MAX);
-}
-
-/*
- * Returns counted in, with no window open (or in the planner itself).  A
- * caller that had to wait stays counted in @waiting until it has seen the
- * window closed while counted in: the next window does not open before, so
- * a program that flips keys back to back cannot starve it (the plan that
- * opens it then waits for it to set its mask).
- */
-static void count_in(void)
-{
-	bool waited = false;
-
-	for (;;) {
-		int w;
-
-		__atomic_add_fetch(&changing, 1, __ATOMIC_SEQ_CST);
-		w = __atomic_load_n(&window, __ATOMIC_SEQ_CST);
-		/* The planner itself (a handler that interrupted it) cannot
-		 * wait for its own batch: it blocks as it always could. */
-		if (w == W_CLOSED ||
-		    __atomic_load_n(&window_owner, __ATOMIC_RELAXED) == (pid_t)syscall(SYS_gettid)) {
-			if (waited && !__atomic_sub_fetch(&waiting, 1, __ATOMIC_SEQ_CST))
-				kk_futex_wake(&waiting, INT_MAX);
-			return;
-		}
-		if (!waited)
-			__atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
-		waited = true;
-		count_out();
-		while (w != W_CLOSED) {
-			if (w == W_WAITED ||
-			    __atomic_compare_exchange_n(&window, &w, W_WAITED, false,
-							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-				kk_futex_wait(&window, W_WAITED, 0);
-			w = __atomic_load_n(&window, __ATOMIC_SEQ_CST);
-		}
-	}
+	return set && (how == SIG_BLOCK || how == SIG_SETMASK) && (word_of(set) & TRAP);
 }
 
 static int change_mask(int how, const sigset_t *set, sigset_t *old)
 {
-	int e, ret;
+	uint64_t w, own;
 
-	if (!blocks_trap(how, set))
-		return set_mask(how, set, old);
-	e = errno;
-	count_in();
-	ret = set_mask(how, set, old);
-	count_out();
-	errno = e;
-	return ret;
+	if (blocks_trap(how, set) || __atomic_load_n(&n_deferred, __ATOMIC_RELAXED))
+		return change_mask_looking(how, set, old);
+	if (!set || !((w = word_of(set)) & GLIBC_PRIVATE_SIGS))
+		return raw_mask(how, (const uint64_t *)set, (uint64_t *)old);
+	own = w & ~GLIBC_PRIVATE_SIGS;
+	return raw_mask(how, &own, (uint64_t *)old);
 }
 
 KK_INTERPOSE(pthread_sigmask)
@@ -160,38 +283,76 @@ int kk_interpose_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return -1;
 }
 
+/* ---- the block handed back ---------------------------------------------------------------- */
+
+/*
+ * In our SIGTRAP handler (every signal blocked: a plan that reads this
+ * thread's mask now sees SIGTRAP blocked).  True if @si was our hand-back,
+ * used or spent.
+ */
+bool kk_sync_deferred_trap(const siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	struct deferral *d;
+	uint64_t who, live;
+
+	if (si->si_code != SI_QUEUE || si->si_value.sival_int != KK_DEFER_MAGIC ||
+	    si->si_pid != my_pid())
+		return false;
+	who = me();
+	live = word_of(&uc->uc_sigmask);
+	if (!(d = standing(who, live)) || window_open_here(who))
+		return true;	/* spent, or still deferred: the next close sends again */
+	live |= TRAP;
+	memcpy(&uc->uc_sigmask, &live, sizeof(live));
+	drop(d);
+	return true;
+}
+
+/* Queue the hand-backs of this process's deferrals; a thread gone frees its slot. */
+static void hand_back(void)
+{
+	pid_t pid = my_pid();
+	siginfo_t si;
+
+	if (kk_arch_trap_handler_ready())
+		return;		/* kept: each thread applies its own at its next call */
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGTRAP;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = KK_DEFER_MAGIC;
+	for (int i = 0; i < KK_DEFERRALS; i++) {
+		uint64_t who = __atomic_load_n(&deferred[i].who, __ATOMIC_SEQ_CST);
+
+		if (!who || (pid_t)(who >> 32) != pid)
+			continue;
+		if (kk_raw_syscall4(SYS_rt_tgsigqueueinfo, pid, (pid_t)(uint32_t)who, SIGTRAP,
+				    (long)&si) == -ESRCH)
+			drop(&deferred[i]);
+	}
+}
+
 /* ---- the plan's side ---------------------------------------------------------------------- */
 
-bool kk_sync_window_open(uint64_t deadline_ns)
+void kk_sync_window_open(void)
 {
-	int c;
-
-	/* Those that waited for the last window go first (bounded too: one
-	 * may be stopped by a debugger). */
-	while ((c = __atomic_load_n(&waiting, __ATOMIC_SEQ_CST)) && kk_now_ns() < deadline_ns)
-		kk_futex_wait(&waiting, c, deadline_ns);
-	__atomic_store_n(&window_owner, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
-	__atomic_store_n(&window, W_OPEN, __ATOMIC_SEQ_CST);
-	while ((c = __atomic_load_n(&changing, __ATOMIC_SEQ_CST))) {
-		if (kk_now_ns() >= deadline_ns)
-			return false;
-		kk_futex_wait(&changing, c, deadline_ns);
-	}
-	return true;
+	__atomic_store_n(&window_pid, my_pid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&window, 1, __ATOMIC_SEQ_CST);
 }
 
 void kk_sync_done(void)
 {
-	if (__atomic_exchange_n(&window, W_CLOSED, __ATOMIC_SEQ_CST) == W_WAITED)
-		kk_futex_wake(&window, INT_MAX);
-	__atomic_store_n(&window_owner, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&window, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&n_deferred, __ATOMIC_SEQ_CST))
+		hand_back();
 }
 
 void kk_sync_window_atfork_child(void)
 {
-	/* One thread: no call is changing a mask, and no batch is open. */
-	__atomic_store_n(&window, W_CLOSED, __ATOMIC_RELAXED);
-	__atomic_store_n(&window_owner, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&changing, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&waiting, 0, __ATOMIC_RELAXED);
+	/* One thread, a new mm: no window, and the deferrals were the parent's. */
+	__atomic_store_n(&window, 0, __ATOMIC_RELAXED);
+	memset(deferred, 0, sizeof(deferred));
+	__atomic_store_n(&n_deferred, 0, __ATOMIC_RELAXED);
 }

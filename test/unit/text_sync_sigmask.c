@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * The trap window (src/text_sync_sigmask.c): a thread that starts blocking
- * SIGTRAP while a batch of the int3 protocol is in flight waits for the
- * batch instead of dying of its trap; a thread created by a creator that
+ * SIGTRAP while a batch of the int3 protocol is in flight neither dies of
+ * its trap nor waits: its block is deferred until the batch has no trap
+ * byte left, and handed back then; a thread created by a creator that
  * blocked SIGTRAP before the plan is seen even if it appears after the
- * threads were listed; the planner itself never waits for its own batch;
+ * threads were listed; nothing a mask call does can hang on what the code
+ * it interrupted holds (a lock, a batch, a window inherited by a child);
  * and pthread_sigmask() and sigprocmask() still do what libc's do.
  *
  * Each race is forced with the white-box hooks (kk_text_write_hook holds
  * the patching thread with the int3 bytes in place, kk_sync_plan_hook holds
  * the plan between listing the threads and reading their masks); every
- * wait is for an event.
+ * wait is for an event.  A test of a hang fails by its timeout.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <kernelkit/jump_label.h>
@@ -109,22 +113,6 @@ static pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-static char task_state(pid_t tid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] && p[2] ? p[2] : 0;
-}
-
 static bool mask_has(int sig)
 {
 	sigset_t cur;
@@ -139,8 +127,9 @@ DEFINE_STATIC_KEY_FALSE(kw);
 
 __attribute__((noinline)) static int w1(void) { return static_branch_unlikely(&kw); }
 
-enum { W_IDLE, W_GO, W_MASKING, W_DONE };
-static atomic_int wphase, wtid, wresult = -1, wblocked = -1, held;
+enum { W_IDLE, W_GO, W_MASKED, W_DONE, W_AFTER, W_CHECKED };
+static atomic_int wphase, wtid, wresult = -1, wblocked = -1, wraw_during = -1, wraw_after = -1,
+	held;
 
 static void *blocking_worker(void *arg)
 {
@@ -151,34 +140,39 @@ static void *blocking_worker(void *arg)
 	while (atomic_load(&wphase) != W_GO)
 		sched_yield();
 	sigfillset(&all);
-	atomic_store(&wphase, W_MASKING);
 	/* The daemon's worker: every signal blocked first, then work.  Under
-	 * the old library it ran w1()'s int3 with SIGTRAP blocked: killed. */
+	 * the first library it ran w1()'s int3 with SIGTRAP blocked: killed;
+	 * under the second it waited for the batch in pthread_sigmask(). */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&wraw_during, (int)(raw_mask() >> (SIGTRAP - 1) & 1));
+	atomic_store(&wphase, W_MASKED);
 	atomic_store(&wresult, w1());
 	atomic_store(&wblocked, mask_has(SIGTRAP));
 	atomic_store(&wphase, W_DONE);
+	while (atomic_load(&wphase) != W_AFTER)
+		sched_yield();
+	/* The batch is over and the block was handed back, queued to this
+	 * thread before W_AFTER was stored: a system call's return delivers it. */
+	syscall(SYS_getpid);
+	atomic_store(&wraw_after, (int)(raw_mask() >> (SIGTRAP - 1) & 1));
+	atomic_store(&wphase, W_CHECKED);
 	return NULL;
 }
 
-/* With the traps in place: let the worker go, and return once it has run
- * w1() or is asleep in its pthread_sigmask(). */
+/* With the traps in place: let the worker block every signal and run w1(). */
 static int hold_for_worker(int step, unsigned long addr, unsigned long len)
 {
-	int p;
-
 	(void)addr;
 	(void)len;
 	if (step != TRAPS_IN_PLACE || atomic_exchange(&held, 1))
 		return 0;
 	atomic_store(&wphase, W_GO);
-	while ((p = atomic_load(&wphase)) != W_DONE &&
-	       !(p == W_MASKING && task_state(atomic_load(&wtid)) == 'S'))
+	while (atomic_load(&wphase) != W_DONE)
 		sched_yield();
 	return 0;
 }
 
-Test(text_sync_sigmask, worker_blocking_sigtrap_mid_batch_waits_for_the_batch)
+Test(text_sync_sigmask, worker_blocking_sigtrap_mid_batch_gets_it_after_the_batch, .timeout = 60)
 {
 	pthread_t t;
 
@@ -188,13 +182,18 @@ Test(text_sync_sigmask, worker_blocking_sigtrap_mid_batch_waits_for_the_batch)
 	kk_text_write_hook = hold_for_worker;
 	cr_assert_eq(static_branch_enable(&kw), 0, "%s", kk_jump_label_strerror());
 	kk_text_write_hook = NULL;
+	atomic_store(&wphase, W_AFTER);
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_expect_eq(atomic_load(&held), 1, "the batch never had its traps in place");
-	cr_expect_eq(atomic_load(&wblocked), 1, "the worker's mask was not set");
+	/* It ran a site mid-batch and lived: the old or the new code. */
+	cr_expect(atomic_load(&wresult) == 0 || atomic_load(&wresult) == 1);
+	/* The program sees the mask it asked for... */
+	cr_expect_eq(atomic_load(&wblocked), 1, "pthread_sigmask() does not report SIGTRAP blocked");
 #if defined(__x86_64__)
-	/* It waited for the batch: it ran the new code. */
-	cr_expect_eq(atomic_load(&wresult), 1);
+	/* ...which the kernel gets once the batch has no trap left. */
+	cr_expect_eq(atomic_load(&wraw_during), 0, "SIGTRAP blocked while the traps were in place");
 #endif
+	cr_expect_eq(atomic_load(&wraw_after), 1, "SIGTRAP never blocked after the batch");
 	cr_expect_eq(w1(), 1);
 }
 
@@ -332,5 +331,254 @@ Test(text_sync_sigmask, planner_blocking_sigtrap_in_its_own_batch_goes_on, .time
 	cr_expect_eq(atomic_load(&own_blocked), 1);
 	cr_expect(!mask_has(SIGTRAP));
 	cr_expect_eq(o1(), 1);
+}
+/* ---- a handler masks while its thread holds what the patcher needs ---------------------- */
+
+/*
+ * Issue 37: a thread's SIGUSR1 handler blocks every signal and restores its
+ * mask, while the thread holds a lock (malloc's arena lock, in the report)
+ * that the patching thread needs before the batch can end.  Had the handler
+ * waited for the batch, neither would go on.
+ */
+DEFINE_STATIC_KEY_FALSE(kh);
+
+__attribute__((noinline)) static int h1(void) { return static_branch_unlikely(&kh); }
+
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int htid, hphase, hhandled;
+
+static void masking_handler(int sig)
+{
+	sigset_t all, old;
+
+	(void)sig;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	atomic_store(&hhandled, 1);
+}
+
+static void *lock_holder(void *arg)
+{
+	(void)arg;
+	atomic_store(&htid, gettid_());
+	pthread_mutex_lock(&held_lock);
+	atomic_store(&hphase, 1);
+	while (!atomic_load(&hhandled))		/* the handler interrupts this */
+		sched_yield();
+	pthread_mutex_unlock(&held_lock);
+	return NULL;
+}
+
+static int signal_then_take_the_lock(int step, unsigned long addr, unsigned long len)
+{
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || atomic_exchange(&hphase, 2) != 1)
+		return 0;
+	syscall(SYS_tgkill, getpid(), atomic_load(&htid), SIGUSR1);
+	pthread_mutex_lock(&held_lock);
+	pthread_mutex_unlock(&held_lock);
+	return 0;
+}
+
+Test(text_sync_sigmask, handler_masking_while_its_thread_holds_a_lock_does_not_hang, .timeout = 60)
+{
+	struct sigaction sa = { .sa_handler = masking_handler };
+	pthread_t t;
+
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_assert_eq(pthread_create(&t, NULL, lock_holder, NULL), 0);
+	while (atomic_load(&hphase) != 1)
+		sched_yield();
+	kk_text_write_hook = signal_then_take_the_lock;
+	cr_assert_eq(static_branch_enable(&kh), 0, "%s", kk_jump_label_strerror());
+	kk_text_write_hook = NULL;
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(atomic_load(&hphase), 2, "the batch never had its traps in place");
+	cr_expect_eq(atomic_load(&hhandled), 1);
+	cr_expect_eq(h1(), 1);
+}
+
+/* ---- a child made mid-batch, however it was made, has no window --------------------------- */
+
+/*
+ * fork() cannot run mid-batch: the library's prepare handler waits for the
+ * batch.  _Fork() and a raw clone() run no handler, so their child starts
+ * as a copy of a process with a window open, and no thread to close it.
+ * They are made by another thread while the patcher holds its traps in place.
+ */
+DEFINE_STATIC_KEY_FALSE(kf);
+
+__attribute__((noinline)) static int f1(void) { return static_branch_unlikely(&kf); }
+
+enum { FORK_UNDERSCORE, FORK_CLONE, FORK_WAYS };
+static const char *const fork_names[FORK_WAYS] = { "_Fork()", "clone(SIGCHLD)" };
+static atomic_int fork_status[FORK_WAYS], fphase;
+
+/* In the child: block SIGTRAP as a daemon would right after fork. */
+static void child_blocks_trap(void)
+{
+	sigset_t trap;
+	uint64_t m = 0;
+
+	alarm(20);	/* a hang becomes a death by SIGALRM */
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	if (sigprocmask(SIG_BLOCK, &trap, NULL))
+		_exit(2);
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &m, sizeof(m));
+	_exit(m >> (SIGTRAP - 1) & 1 ? 0 : 3);
+}
+
+static pid_t fork_way(int way)
+{
+	if (way == FORK_UNDERSCORE)
+		return _Fork();
+	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+}
+
+static void *forker(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&fphase) != 1)
+		sched_yield();
+	for (int way = 0; way < FORK_WAYS; way++) {
+		int st = -1;
+		pid_t pid = fork_way(way);
+
+		if (pid == 0)
+			child_blocks_trap();
+		if (pid > 0 && waitpid(pid, &st, 0) != pid)
+			st = -1;
+		atomic_store(&fork_status[way], st);
+	}
+	atomic_store(&fphase, 2);
+	return NULL;
+}
+
+static int fork_mid_batch(int step, unsigned long addr, unsigned long len)
+{
+	int idle = 0;
+
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || !atomic_compare_exchange_strong(&fphase, &idle, 1))
+		return 0;
+	while (atomic_load(&fphase) != 2)
+		sched_yield();
+	return 0;
+}
+
+Test(text_sync_sigmask, child_made_mid_batch_starts_with_no_window, .timeout = 120)
+{
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, forker, NULL), 0);
+	kk_text_write_hook = fork_mid_batch;
+	cr_assert_eq(static_branch_enable(&kf), 0, "%s", kk_jump_label_strerror());
+	kk_text_write_hook = NULL;
+	cr_assert_eq(atomic_load(&fphase), 2, "the batch never had its traps in place");
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(f1(), 1);
+	for (int way = 0; way < FORK_WAYS; way++) {
+		int st = atomic_load(&fork_status[way]);
+
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "a child made by %s mid-batch: %s %d", fork_names[way],
+			  WIFSIGNALED(st) ? "killed by signal" : "exit status",
+			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	}
+}
+
+/* ---- siglongjmp() out of a mask call made mid-batch ------------------------------------- */
+
+/*
+ * A SIGUSR1 that the call itself unblocks is delivered as it returns, and
+ * its handler jumps back to a sigsetjmp() whose mask does not block SIGTRAP.
+ * Nothing of the call may outlive it: no wait for later batches (issue 37:
+ * every later batch waited 50 ms), no block of SIGTRAP handed back to a
+ * context that never asked for it.
+ */
+DEFINE_STATIC_KEY_FALSE(kj);
+
+__attribute__((noinline)) static int lj1(void) { return static_branch_unlikely(&kj); }
+
+static sigjmp_buf jump_back;
+static atomic_int jtid, jphase, jraw_after = -1, jreported = -1, jran = -1;
+
+static void jumping_handler(int sig)
+{
+	(void)sig;
+	siglongjmp(jump_back, 1);
+}
+
+static void *jumping_worker(void *arg)
+{
+	sigset_t usr1, trap_only;
+
+	(void)arg;
+	atomic_store(&jtid, gettid_());
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	while (atomic_load(&jphase) != 1)
+		sched_yield();
+	/* Saved here: SIGUSR2 blocked, SIGTRAP not. */
+	if (!sigsetjmp(jump_back, 1)) {
+		syscall(SYS_tgkill, getpid(), gettid_(), SIGUSR2);	/* pending */
+		sigemptyset(&trap_only);
+		sigaddset(&trap_only, SIGTRAP);
+		/* Unblocks SIGUSR2, blocks SIGTRAP: the handler runs as it returns. */
+		pthread_sigmask(SIG_SETMASK, &trap_only, NULL);
+	}
+	atomic_store(&jran, lj1());
+	atomic_store(&jphase, 2);
+	while (atomic_load(&jphase) != 3)
+		sched_yield();
+	syscall(SYS_getpid);	/* delivers whatever the batch's end queued */
+	atomic_store(&jraw_after, (int)(raw_mask() >> (SIGTRAP - 1) & 1));
+	atomic_store(&jreported, mask_has(SIGTRAP));
+	return NULL;
+}
+
+static int jump_mid_batch(int step, unsigned long addr, unsigned long len)
+{
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || atomic_load(&jphase) != 0)
+		return 0;
+	atomic_store(&jphase, 1);
+	while (atomic_load(&jphase) != 2)
+		sched_yield();
+	return 0;
+}
+
+Test(text_sync_sigmask, siglongjmp_out_of_a_mask_call_mid_batch_leaves_nothing, .timeout = 60)
+{
+	struct sigaction sa = { .sa_handler = jumping_handler };
+	struct kk_sync_stats before, after;
+	pthread_t t;
+
+	cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	cr_assert_eq(pthread_create(&t, NULL, jumping_worker, NULL), 0);
+	while (!atomic_load(&jtid))
+		sched_yield();
+	kk_text_write_hook = jump_mid_batch;
+	cr_assert_eq(static_branch_enable(&kj), 0, "%s", kk_jump_label_strerror());
+	kk_text_write_hook = NULL;
+	cr_assert_eq(atomic_load(&jphase), 2, "the batch never had its traps in place");
+	atomic_store(&jphase, 3);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect(atomic_load(&jran) == 0 || atomic_load(&jran) == 1);
+	cr_expect_eq(atomic_load(&jraw_after), 0, "SIGTRAP blocked in a context that never asked");
+	cr_expect_eq(atomic_load(&jreported), 0);
+	/* The next batches meet no leftover of the call. */
+	kk_sync_get_stats(&before);
+	cr_assert_eq(static_branch_disable(&kj), 0, "%s", kk_jump_label_strerror());
+	cr_assert_eq(static_branch_enable(&kj), 0, "%s", kk_jump_label_strerror());
+	kk_sync_get_stats(&after);
+	cr_expect_eq(after.window_waits, before.window_waits,
+		     "a batch waited for mask calls that were long gone");
 }
 #endif

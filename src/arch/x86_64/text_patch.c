@@ -259,6 +259,10 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = 0;
 
+	/* A block of SIGTRAP that a trap window deferred, handed back. */
+	if (si->si_code == SI_QUEUE && kk_sync_deferred_trap(si, ucv))
+		return;
+
 	/* Sent by the kernel (SI_KERNEL for int3; valgrind says TRAP_BRKPT),
 	 * not by raise() or kill(); the address decides the rest. */
 	if (si->si_code > 0) {
@@ -307,6 +311,11 @@ static int trap_install(void)
 	if (sigaction(SIGTRAP, &sa, NULL))
 		return -errno;
 	return 0;
+}
+
+int kk_arch_trap_handler_ready(void)
+{
+	return trap_install();
 }
 
 static void wait_for_traps(void)
