@@ -1194,30 +1194,41 @@ Test(text_sync, deaf_thread_woken_before_the_stop_is_stopped)
  * The stop_machine fix as first merged signalled it and waited 30 s for it
  * (stop_machine::failed_write_is_undone failed 1 run in 5 in Criterion).
  *
- * Its bursts end after 0.3 ms of wall time, not after a count of work: a
- * count (100000 atomic adds, 0.3 ms natively) took tens of milliseconds
- * under qemu's TCG with another test's busy threads on both CPUs, the
- * thread was running through the whole 50 ms the plan gives it, and the
- * stop failed after 30 s (unit/text_sync in make check-aarch64, 2 runs of 5).
+ * It runs until the plan has read its state, then falls asleep for good,
+ * and the plan goes on once it is asleep: both ends are events.  It used to
+ * run 0.3 ms bursts between 0.5 ms naps, and the plan's 50 ms had to find
+ * it in a nap; with other jobs on the machine it did not (issue 37: "thread
+ * N blocks signal 60 (the park signal): cannot sync it", in the arm64 guest).
  */
+static int deaf_sleep_word;
+static atomic_int deaf_tid;
+
 static void *deaf_runner(void *arg)
 {
-	struct timespec nap = { 0, 500 * 1000 };
 	sigset_t all;
 
 	(void)arg;
+	atomic_store(&deaf_tid, (int)syscall(SYS_gettid));
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	atomic_store(&blocker_state, 1);
-	while (atomic_load(&blocker_state) == 1) {
-		uint64_t end = kk_now_ns() + 300 * 1000;
-
-		while (kk_now_ns() < end)
-			for (int k = 0; k < 1000; k++)
-				atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
-		nanosleep(&nap, NULL);	/* the thread's shape: mostly asleep */
-	}
+	while (atomic_load(&blocker_state) == 1)
+		atomic_fetch_add_explicit(&passer_count, 1, memory_order_relaxed);
+	/* The thread's shape from here: asleep until it has work. */
+	while (!__atomic_load_n(&deaf_sleep_word, __ATOMIC_ACQUIRE))
+		kk_futex_wait(&deaf_sleep_word, 0, 0);
 	return NULL;
+}
+
+/* Found running by the survey: it falls asleep now, before the plan settles. */
+static void deaf_falls_asleep(int stage)
+{
+	int running = 1;
+
+	if (stage != KK_PLAN_SURVEYED || !atomic_compare_exchange_strong(&blocker_state, &running, 3))
+		return;
+	while (task_state(atomic_load(&deaf_tid)) != 'S')
+		sched_yield();
 }
 
 Test(text_sync, running_deaf_thread_is_not_waited_for)
@@ -1228,12 +1239,17 @@ Test(text_sync, running_deaf_thread_is_not_waited_for)
 	force("stop-machine");
 	kk_sync_arm();
 	atomic_store(&blocker_state, 0);
+	__atomic_store_n(&deaf_sleep_word, 0, __ATOMIC_RELEASE);
 	cr_assert_eq(pthread_create(&t, NULL, deaf_runner, NULL), 0);
 	while (atomic_load(&blocker_state) != 1)
 		sched_yield();
+	kk_sync_plan_hook = deaf_falls_asleep;
 	cr_assert_eq(plan_done(true, err, sizeof(err)), KK_PATCH_STOP, "%s", err);
+	kk_sync_plan_hook = NULL;
+	cr_assert_eq(atomic_load(&blocker_state), 3, "the plan never found the thread running");
 	cr_assert_eq(kk_stop_machine(check_frozen_none, NULL, err, sizeof(err)), 7, "%s", err);
-	atomic_store(&blocker_state, 2);
+	__atomic_store_n(&deaf_sleep_word, 1, __ATOMIC_RELEASE);
+	kk_futex_wake(&deaf_sleep_word, 1);
 	pthread_join(t, NULL);
 }
 
