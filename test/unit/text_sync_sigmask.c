@@ -101,6 +101,61 @@ Test(text_sync_sigmask, mask_functions_behave_as_libc)
 	cr_expect_eq(raw_mask(), 0);
 }
 
+/*
+ * Every path of the functions against the system call itself, with glibc's
+ * two private signals taken out of the set as glibc does: each how (and a
+ * bad one), sets with and without SIGTRAP, every signal, the private ones,
+ * SIGKILL, and NULL, from start masks with and without SIGTRAP.
+ */
+static const uint64_t mask_sets[] = {
+	0, 1ull << (SIGTRAP - 1), 1ull << (SIGUSR1 - 1), ~0ull, ~0ull & ~(1ull << (SIGTRAP - 1)),
+	3ull << 31, 1ull << (SIGKILL - 1) | 1ull << (SIGTRAP - 1), 1ull << 63,
+};
+static const int mask_hows[] = { SIG_BLOCK, SIG_UNBLOCK, SIG_SETMASK, 7 };
+
+static void set_raw(uint64_t m)
+{
+	cr_assert_eq(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, sizeof(m)), 0);
+}
+
+Test(text_sync_sigmask, every_call_does_what_the_system_call_does)
+{
+	const size_t nsets = sizeof(mask_sets) / sizeof(mask_sets[0]);
+
+	for (size_t st = 0; st < nsets; st++)
+		for (size_t h = 0; h < 4; h++)
+			for (size_t k = 0; k <= nsets; k++) {
+				uint64_t start = mask_sets[st] & ~(3ull << 31), want_mask, got_mask,
+					 want_old = 0xdead, got_old = 0xdead, arg = 0;
+				sigset_t set, old;
+				int want_ret, got_ret;
+
+				memset(&set, 0, sizeof(set));
+				if (k < nsets)
+					memcpy(&set, &mask_sets[k], sizeof(uint64_t));
+				arg = k < nsets ? mask_sets[k] & ~(3ull << 31) : 0;
+				set_raw(start);
+				want_ret = syscall(SYS_rt_sigprocmask, mask_hows[h], k < nsets ? &arg : NULL,
+						   &want_old, sizeof(arg)) ? errno : 0;
+				want_mask = raw_mask();
+				set_raw(start);
+				memset(&old, 0, sizeof(old));
+				got_ret = pthread_sigmask(mask_hows[h], k < nsets ? &set : NULL, &old);
+				got_mask = raw_mask();
+				memcpy(&got_old, &old, sizeof(got_old));
+				set_raw(0);
+				cr_expect_eq(got_ret, want_ret, "start %#llx how %d set #%zu: returned %d, not %d",
+					     (unsigned long long)start, mask_hows[h], k, got_ret, want_ret);
+				cr_expect_eq(got_mask, want_mask, "start %#llx how %d set #%zu: mask %#llx, not %#llx",
+					     (unsigned long long)start, mask_hows[h], k,
+					     (unsigned long long)got_mask, (unsigned long long)want_mask);
+				if (!want_ret)
+					cr_expect_eq(got_old, want_old, "start %#llx how %d set #%zu: old %#llx, not %#llx",
+						     (unsigned long long)start, mask_hows[h], k,
+						     (unsigned long long)got_old, (unsigned long long)want_old);
+			}
+}
+
 #ifdef KK_NO_JUMP_LABEL
 Test(text_sync_sigmask, no_text_is_written_in_the_fallback_build)
 {
