@@ -100,7 +100,7 @@ KK_WHITEBOX int kk_stop_machine(int (*fn)(void *), void *arg, char *err, size_t 
  * kk_sync_plan() is followed by one kk_sync_done().  A window belongs to
  * the process that opened it: a child made by _Fork() or clone() has none.
  */
-void kk_sync_window_open(void);
+KK_WHITEBOX void kk_sync_window_open(void);
 KK_WHITEBOX void kk_sync_done(void);
 void kk_sync_window_atfork_child(void);
 /* In the SIGTRAP handler: @si is a deferred block handed back (used or

@@ -156,6 +156,73 @@ Test(text_sync_sigmask, every_call_does_what_the_system_call_does)
 			}
 }
 
+/*
+ * The same inside an open window, where a call that blocks SIGTRAP is
+ * deferred: the program sees (old, and the mask it reads back) what the
+ * system call would have given it, and the kernel has the same less
+ * SIGTRAP; once the window is closed, the kernel has it all.
+ */
+static uint64_t model(int how, uint64_t set, uint64_t cur)
+{
+	set &= ~(3ull << 31);
+	cur = how == SIG_BLOCK ? cur | set : how == SIG_UNBLOCK ? cur & ~set : set;
+	return cur & ~(1ull << (SIGKILL - 1) | 1ull << (SIGSTOP - 1));
+}
+
+static uint64_t believed_mask(void)
+{
+	sigset_t cur;
+	uint64_t m;
+
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+	memcpy(&m, &cur, sizeof(m));
+	return m;
+}
+
+Test(text_sync_sigmask, calls_in_an_open_window_defer_only_sigtrap)
+{
+	const size_t nsets = sizeof(mask_sets) / sizeof(mask_sets[0]);
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+
+	for (size_t st = 0; st < nsets; st++)
+		for (size_t h = 0; h < 3; h++)
+			for (size_t k = 0; k <= nsets; k++) {
+				uint64_t start = model(SIG_SETMASK, mask_sets[st], 0), want, got_old = 0;
+				sigset_t s, old;
+
+				kk_sync_window_open();
+				memset(&s, 0, sizeof(s));
+				memcpy(&s, &start, sizeof(start));
+				cr_assert_eq(pthread_sigmask(SIG_SETMASK, &s, NULL), 0);
+				cr_expect_eq(believed_mask(), start);
+				cr_expect_eq(raw_mask(), start & ~trap);
+				memset(&s, 0, sizeof(s));
+				if (k < nsets)
+					memcpy(&s, &mask_sets[k], sizeof(uint64_t));
+				want = k < nsets ? model(mask_hows[h], mask_sets[k], start) : start;
+				memset(&old, 0, sizeof(old));
+				cr_assert_eq(pthread_sigmask(mask_hows[h], k < nsets ? &s : NULL, &old), 0);
+				memcpy(&got_old, &old, sizeof(got_old));
+				cr_expect_eq(got_old, start, "start %#llx how %d set #%zu: old %#llx",
+					     (unsigned long long)start, mask_hows[h], k,
+					     (unsigned long long)got_old);
+				cr_expect_eq(believed_mask(), want, "start %#llx how %d set #%zu: reads %#llx, not %#llx",
+					     (unsigned long long)start, mask_hows[h], k,
+					     (unsigned long long)believed_mask(), (unsigned long long)want);
+				cr_expect_eq(raw_mask(), want & ~trap, "start %#llx how %d set #%zu: kernel has %#llx",
+					     (unsigned long long)start, mask_hows[h], k,
+					     (unsigned long long)raw_mask());
+				kk_sync_done();
+				syscall(SYS_getpid);	/* delivers the hand-back */
+				cr_expect_eq(believed_mask(), want);
+				cr_expect_eq(raw_mask(), want, "start %#llx how %d set #%zu: after the window, "
+					     "the kernel has %#llx, not %#llx", (unsigned long long)start,
+					     mask_hows[h], k, (unsigned long long)raw_mask(),
+					     (unsigned long long)want);
+				set_raw(0);
+			}
+}
+
 #ifdef KK_NO_JUMP_LABEL
 Test(text_sync_sigmask, no_text_is_written_in_the_fallback_build)
 {
