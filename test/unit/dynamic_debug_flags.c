@@ -13,7 +13,10 @@
  * test/stress/dynamic_debug_flag_window.c runs the real window.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,3 +229,66 @@ Test(dynamic_debug_flags, the_rate_limit_follows_the_flags)
 	kk_dyndbg_set_sink(NULL, NULL);
 	set_all("=_");
 }
+
+/*
+ * A refused batch changes no site's flags: neither the sites it would have
+ * switched on or off nor the ones whose decorations alone it changes (the
+ * latter kept theirs, "=p" became "=pmf").  The batch is refused by forcing
+ * the signal method while a thread blocks SIGTRAP, as in
+ * dynamic_debug_control's refused_batch_says_why.
+ */
+__attribute__((noinline)) void flags_real_site(int v)
+{
+	pr_debug("flags real %d\n", v);
+}
+
+#if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
+static int ready_pipe[2], release_pipe[2];
+
+static void *trap_blocker(void *arg)
+{
+	sigset_t s;
+	char c;
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	pthread_setname_np(pthread_self(), "trapblocker");
+	(void)!write(ready_pipe[1], "r", 1);
+	(void)!read(release_pipe[0], &c, 1);
+	return NULL;
+}
+
+Test(dynamic_debug_flags, a_refused_batch_keeps_every_sites_flags)
+{
+	pthread_t t;
+	char *r, c;
+	int ret;
+
+	set_all("=_");
+	cr_assert_eq(dynamic_debug_write("func msg_site =p; func flags_real_site =_", NULL), 0);
+	cr_assert_eq(pipe(ready_pipe), 0);
+	cr_assert_eq(pipe(release_pipe), 0);
+	cr_assert_eq(pthread_create(&t, NULL, trap_blocker, NULL), 0);
+	cr_assert_eq(read(ready_pipe[0], &c, 1), 1);
+	cr_assert_eq(setenv("KK_TEXT_SYNC", "signal", 1), 0);
+	ret = dynamic_debug_write("func msg_site +mf; func flags_real_site +p", &r);
+	unsetenv("KK_TEXT_SYNC");
+	cr_assert_eq(ret, -EOPNOTSUPP, "%d: %s", ret, r);
+	free(r);
+	cr_assert_str_eq(dynamic_debug_flags_of("]flags_real_site "), "_");
+	cr_assert_str_eq(dynamic_debug_flags_of("]msg_site "), "p",
+			 "the decorations of a refused batch stayed");
+	(void)!write(release_pipe[1], "x", 1);
+	pthread_join(t, NULL);
+	set_all("=_");
+	flags_real_site(0);
+}
+#else
+Test(dynamic_debug_flags, a_refused_batch_keeps_every_sites_flags)
+{
+	flags_real_site(0);
+	cr_skip_test("a batch is refused here only by the signal method of x86_64's patching");
+}
+#endif
