@@ -14,9 +14,11 @@
  *   D. p set all along, T on and off: every call printed.
  *   E. the site always on, flipping between =pmf and =T: every printed line
  *      carries the decoration of m and f (the flags are read once per call).
+ *   F. p and T on and off together (=pT, -pT, =_): each call prints and
+ *      records, or does neither: as many lines printed as records written.
  *
  * The passing direction is "zero lines" (A), "zero records" (B) and exact
- * counts (C, D, after the workers have stopped), which hold at any speed.
+ * counts (C, D, F, after the workers have stopped), which hold at any speed.
  * Before the fix, A printed hundreds of lines.  Exit 0 = pass.
  */
 #include <errno.h>
@@ -290,38 +292,32 @@ static int phase_b(void)
 	return bad;
 }
 
-/* ---- C and D: the other flag on all along: every call goes there ------------------ */
+/* ---- C, D, F: counts ------------------------------------------------------------ */
 
-static int steady(const char *base, const char *const *q, size_t nq, int by_ring)
+struct counts {
+	unsigned long calls, printed, recorded;
+};
+
+/* Apply @base, then toggle @q under the workers running @m; what came out. */
+static int measure(const char *base, const char *const *q, size_t nq, int m, struct counts *c)
 {
-	unsigned long c0, c1, shown, w0, w1, s0;
+	unsigned long c0, s0, w0, w1, shown;
 	int bad = 0;
 
-	atomic_store(&mode, RUN_TP);	/* tracepoints() only: TP_SITES events per call */
+	atomic_store(&mode, m);
 	kk_dyndbg_set_sink(count_sink, NULL);
 	pause_workers();
 	bad |= query(base);
-	kk_dyndbg_trace_clear();
 	bad |= ring_counts(&shown, &w0);
 	c0 = total_calls();
 	s0 = atomic_load(&sunk);
 	resume_workers();
 	bad |= toggle(q, nq, NULL);
 	pause_workers();
-	c1 = total_calls();
+	c->calls = total_calls() - c0;
+	c->printed = atomic_load(&sunk) - s0;
 	bad |= ring_counts(&shown, &w1);
-	if (bad)
-		return 1;
-	if (by_ring && w1 - w0 != (c1 - c0) * TP_SITES) {
-		say("C: T set all along: %lu calls of %d sites, %lu records\n", c1 - c0, TP_SITES,
-		    w1 - w0);
-		bad = 1;
-	}
-	if (!by_ring && atomic_load(&sunk) - s0 != (c1 - c0) * TP_SITES) {
-		say("D: p set all along: %lu calls of %d sites, %lu printed\n", c1 - c0, TP_SITES,
-		    atomic_load(&sunk) - s0);
-		bad = 1;
-	}
+	c->recorded = w1 - w0;
 	bad |= query("=_");
 	kk_dyndbg_set_sink(NULL, NULL);
 	atomic_store(&mode, RUN_ALL);
@@ -329,8 +325,52 @@ static int steady(const char *base, const char *const *q, size_t nq, int by_ring
 	return bad;
 }
 
+/* C: T set all along, p on and off: every call recorded. */
 static const char *const p_under_t[] = { "+p", "-p", "+pmf", "-pmf", "=Tp", "=T" };
+
+static int phase_c(void)
+{
+	struct counts c;
+
+	if (measure("=T", p_under_t, sizeof(p_under_t) / sizeof(p_under_t[0]), RUN_TP, &c))
+		return 1;
+	if (c.recorded == c.calls * TP_SITES)
+		return 0;
+	say("C: T set all along: %lu calls of %d sites, %lu records\n", c.calls, TP_SITES,
+	    c.recorded);
+	return 1;
+}
+
+/* D: p set all along, T on and off: every call printed. */
 static const char *const t_under_p[] = { "+T", "-T", "+Tmf", "-Tmf", "=pT", "=p" };
+
+static int phase_d(void)
+{
+	struct counts c;
+
+	if (measure("=p", t_under_p, sizeof(t_under_p) / sizeof(t_under_p[0]), RUN_TP, &c))
+		return 1;
+	if (c.printed == c.calls * TP_SITES)
+		return 0;
+	say("D: p set all along: %lu calls of %d sites, %lu printed\n", c.calls, TP_SITES,
+	    c.printed);
+	return 1;
+}
+
+/* F: p and T on and off together: each call does both or neither. */
+static const char *const p_and_t[] = { "=pT", "=_", "+pT", "-pT", "=pTmf", "=mf", "+pT", "=_" };
+
+static int phase_f(void)
+{
+	struct counts c;
+
+	if (measure("=_", p_and_t, sizeof(p_and_t) / sizeof(p_and_t[0]), RUN_ALL, &c))
+		return 1;
+	if (c.printed == c.recorded && c.printed)
+		return 0;
+	say("F: p and T switched together: %lu printed, %lu recorded\n", c.printed, c.recorded);
+	return 1;
+}
 
 /* ---- E: one load per call ------------------------------------------------------- */
 
@@ -397,17 +437,19 @@ int main(void)
 
 	bad |= phase_a(out_fd) << 0;
 	bad |= phase_b() << 1;
-	bad |= steady("=T", p_under_t, sizeof(p_under_t) / sizeof(p_under_t[0]), 1) << 2;
-	bad |= steady("=p", t_under_p, sizeof(t_under_p) / sizeof(t_under_p[0]), 0) << 3;
+	bad |= phase_c() << 2;
+	bad |= phase_d() << 3;
 	bad |= phase_e(out_fd) << 4;
+	bad |= phase_f() << 5;
 
 	atomic_store(&stop, 1);
 	for (int w = 0; w < WORKERS; w++)
 		pthread_join(th[w], NULL);
 	dup2(err_fd, 2);
 	if (bad) {
-		say("FAIL (phases: %s%s%s%s%s)\n", bad & 1 ? "A " : "", bad & 2 ? "B " : "",
-		    bad & 4 ? "C " : "", bad & 8 ? "D " : "", bad & 16 ? "E" : "");
+		say("FAIL (phases: %s%s%s%s%s%s)\n", bad & 1 ? "A " : "", bad & 2 ? "B " : "",
+		    bad & 4 ? "C " : "", bad & 8 ? "D " : "", bad & 16 ? "E " : "",
+		    bad & 32 ? "F" : "");
 		return 1;
 	}
 	say("ok: %lu calls; nothing printed without p, nothing recorded without T\n",
