@@ -144,10 +144,14 @@ static const char *class_name(const struct ddebug_table *t, const struct _ddebug
 
 /* ---- applying a parsed block ----------------------------------------------------------- */
 
+/* A site whose flags a block changes. */
 struct flip {
 	struct _ddebug *dp;
-	unsigned int old;
+	unsigned int old, new;
 };
+/* Its key switches: it starts or stops printing or recording. */
+#define FLIPS(c)	(DDEBUG_ON((c)->old) != DDEBUG_ON((c)->new))
+#define TURNS_OFF(c)	(DDEBUG_ON((c)->old) && !DDEBUG_ON((c)->new))
 
 /*
  * The tables a block is applied to: every table, or only @only (a table on
@@ -310,40 +314,56 @@ static int eval_block(const struct ddebug_block *b, const struct ddebug_table *o
 	return 0;
 }
 
-/*
- * Store the pending flags: flags first, so decorations are ready when a site
- * turns on.  @flips gets the sites whose print state changed; returns their number.
- */
-static size_t store_flags(const struct ddebug_table *only, const unsigned int *nf, struct flip *flips)
+/* The sites whose flags @nf changes, into @ch; returns their number. */
+static size_t collect_changes(const struct ddebug_table *only, const unsigned int *nf,
+			      struct flip *ch)
 {
-	size_t k = 0, nflip = 0;
+	size_t k = 0, n = 0;
 
 	for_each_target(t, only) {
 		for (size_t j = 0; j < t->nsites; j++, k++) {
-			struct _ddebug *dp = t->sites[j];
-			unsigned int old = site_flags(dp);
+			unsigned int old = site_flags(t->sites[j]);
 
-			if (old == nf[k])
-				continue;
-			if (DDEBUG_ON(old) != DDEBUG_ON(nf[k]))
-				flips[nflip++] = (struct flip){ dp, old };
-			__atomic_store_n(&dp->flags, nf[k], __ATOMIC_RELAXED);
+			if (old != nf[k])
+				ch[n++] = (struct flip){ t->sites[j], old, nf[k] };
 		}
 	}
-	return nflip;
+	return n;
+}
+
+/*
+ * Store the new flags of the changes that turn a site off (@off), or of the
+ * others.  A site that turns on gets its flags before its key, so its
+ * decorations are there at its first call; a site that turns off keeps its
+ * flags until its key is off, so no call made after the patch finds it on
+ * with its flags clear.  (A call that took the branch before the patch may
+ * still read the cleared flags: __dynamic_pr_debug() then does nothing.)
+ * @ch is not const: gcc 12 would take that for a read of malloc'ed memory.
+ */
+static void store_flags(struct flip *ch, size_t n, bool off)
+{
+	for (size_t i = 0; i < n; i++)
+		if (TURNS_OFF(&ch[i]) == off)
+			__atomic_store_n(&ch[i].dp->flags, ch[i].new, __ATOMIC_RELAXED);
+}
+
+static int switch_key(const struct flip *c, bool on, bool queued)
+{
+	struct static_key *key = &c->dp->key.dd_key_false.key;
+
+	if (queued)
+		return on ? static_key_enable_queued(key) : static_key_disable_queued(key);
+	return on ? static_key_enable(key) : static_key_disable(key);
 }
 
 /* All the keys in one queued batch (one stop of the threads); on failure, none. */
-static int switch_keys_batched(const struct flip *flips, size_t nflip)
+static int switch_keys_batched(const struct flip *ch, size_t n)
 {
 	int ret = 0;
 
-	for (size_t i = 0; i < nflip && !ret; i++) {
-		struct static_key *key = &flips[i].dp->key.dd_key_false.key;
-
-		ret = DDEBUG_ON(flips[i].dp->flags) ?
-			static_key_enable_queued(key) : static_key_disable_queued(key);
-	}
+	for (size_t i = 0; i < n && !ret; i++)
+		if (FLIPS(&ch[i]))
+			ret = switch_key(&ch[i], DDEBUG_ON(ch[i].new), true);
 	if (!ret)
 		ret = static_key_apply_queued();
 	if (ret)
@@ -352,50 +372,50 @@ static int switch_keys_batched(const struct flip *flips, size_t nflip)
 }
 
 /* One key at a time; on failure, the ones that went through are switched back. */
-static int switch_keys_unbatched(const struct flip *flips, size_t nflip)
+static int switch_keys_unbatched(const struct flip *ch, size_t n)
 {
 	size_t done;
 	int ret = 0;
 
-	for (done = 0; done < nflip; done++) {
-		struct _ddebug *dp = flips[done].dp;
-
-		ret = DDEBUG_ON(dp->flags) ? static_key_enable(&dp->key.dd_key_false.key) :
-					 static_key_disable(&dp->key.dd_key_false.key);
-		if (ret)
-			break;
-	}
-	while (ret && done--) {
-		struct _ddebug *dp = flips[done].dp;
-
-		if (DDEBUG_ON(flips[done].old))
-			static_key_enable(&dp->key.dd_key_false.key);
-		else
-			static_key_disable(&dp->key.dd_key_false.key);
-	}
+	for (done = 0; done < n && !ret; done++)
+		if (FLIPS(&ch[done]))
+			ret = switch_key(&ch[done], DDEBUG_ON(ch[done].new), false);
+	if (ret)
+		done--;		/* the one that failed did not switch */
+	while (ret && done--)
+		if (FLIPS(&ch[done]))
+			switch_key(&ch[done], DDEBUG_ON(ch[done].old), false);
 	return ret;
 }
 
-/* Publish @nf: the flags, then the keys; on failure the flags are put back. */
-static int publish(const struct ddebug_table *only, const unsigned int *nf, struct flip *flips,
+/*
+ * Publish @nf: the flags of the sites that stay on or off or turn on, the
+ * keys, then the flags of the sites that turn off.  On failure every site
+ * keeps the flags it had.
+ */
+static int publish(const struct ddebug_table *only, const unsigned int *nf, struct flip *ch,
 		   struct kk_dyndbg_result *res)
 {
 	struct kk_jump_label_stats s0, s1;
 	unsigned long long t0;
-	size_t nflip;
+	size_t n, nflip = 0;
 	int ret;
 
 	kk_jump_label_get_stats(&s0);
 	t0 = kk_now_ns();
-	nflip = store_flags(only, nf, flips);
-	ret = atomic_load(&ddebug_batched) ? switch_keys_batched(flips, nflip) :
-					 switch_keys_unbatched(flips, nflip);
+	n = collect_changes(only, nf, ch);
+	store_flags(ch, n, false);
+	ret = atomic_load(&ddebug_batched) ? switch_keys_batched(ch, n) :
+					 switch_keys_unbatched(ch, n);
 	if (ret) {
 		/* nothing changed: put the flags back */
-		for (size_t i = 0; i < nflip; i++)
-			__atomic_store_n(&flips[i].dp->flags, flips[i].old, __ATOMIC_RELAXED);
+		for (size_t i = 0; i < n; i++)
+			__atomic_store_n(&ch[i].dp->flags, ch[i].old, __ATOMIC_RELAXED);
 		return ret;
 	}
+	store_flags(ch, n, true);
+	for (size_t i = 0; i < n; i++)
+		nflip += FLIPS(&ch[i]);
 	res->apply_ns = kk_now_ns() - t0;
 	kk_jump_label_get_stats(&s1);
 	res->syncs = s1.syncs - s0.syncs;

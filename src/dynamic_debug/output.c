@@ -155,10 +155,12 @@ __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 	char line[512];
 	Dl_info di;
 
-	/* start at the caller of __dynamic_pr_debug() (sanitizers may add frames) */
+	/* start at the caller of __dynamic_pr_debug() or __dynamic_hex_dump()
+	 * (sanitizers may add frames) */
 	for (int i = 0; i < n && i < 10; i++)
 		if (dladdr(frames[i], &di) && di.dli_sname &&
-		    !strcmp(di.dli_sname, "__dynamic_pr_debug"))
+		    (!strcmp(di.dli_sname, "__dynamic_pr_debug") ||
+		     !strcmp(di.dli_sname, "__dynamic_hex_dump")))
 			first = i + 1;
 	for (int i = first; i < n; i++) {
 		int m = snprintf(line, sizeof(line), " #%d %s\n", i - first,
@@ -172,9 +174,10 @@ __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 
 #define LINE_BUF 512
 
-__attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt, va_list ap)
+/* Print one message, decorated as @flags (the call's one load of them) say. */
+__attribute__((noinline)) static void vprint(struct _ddebug *d, unsigned int flags, const char *fmt,
+					     va_list ap)
 {
-	unsigned int flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
 	char stack[LINE_BUF], *buf = stack;
 	size_t pre, len;
 	va_list ap2;
@@ -213,26 +216,50 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, const char *fmt,
 	}
 }
 
-KK_EXPORT void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
+/*
+ * What a call does, decided on ONE load of the site's flags (@flags), so
+ * that it sees the flags before a change or after it, never a mix: p prints,
+ * T records, both do both, and neither does nothing.  A call reaches here
+ * with neither when it took the site's branch just before a query cleared
+ * the flags: the site is on its way back to its NOP, and nothing asked for
+ * this call's message (issue 37: "not T" is not "print").  The kernel's
+ * __dynamic_pr_debug() prints unconditionally: it has no T, and a call
+ * there comes through the branch too.
+ */
+static void vout(struct _ddebug *d, unsigned int flags, const char *fmt, va_list ap)
 {
-	unsigned int flags = __atomic_load_n(&descriptor->flags, __ATOMIC_RELAXED);
-	va_list ap;
-
-	va_start(ap, fmt);
 	if (flags & _DPRINTK_FLAGS_TRACE) {
-		/* T records into the ring; with p as well the line is printed too */
-		if (!(flags & _DPRINTK_FLAGS_PRINT)) {
-			kk_dd_trace_record(descriptor, fmt, ap);
-			va_end(ap);
-			return;
-		}
 		va_list aq;
 
 		va_copy(aq, ap);
-		kk_dd_trace_record(descriptor, fmt, aq);
+		kk_dd_trace_record(d, fmt, aq);
 		va_end(aq);
 	}
-	vprint(descriptor, fmt, ap);
+	if (flags & _DPRINTK_FLAGS_PRINT)
+		vprint(d, flags, fmt, ap);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void out(struct _ddebug *d, unsigned int flags, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vout(d, flags, fmt, ap);
+	va_end(ap);
+}
+
+static unsigned int load_flags(const struct _ddebug *d)
+{
+	return __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+}
+
+KK_EXPORT void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vout(descriptor, load_flags(descriptor), fmt, ap);
 	va_end(ap);
 }
 
@@ -251,8 +278,12 @@ static unsigned long long get_group(const unsigned char *p, int groupsize)
 KK_EXPORT void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int prefix_type,
 			int rowsize, int groupsize, const void *buf, size_t len, int ascii)
 {
+	/* one load for every row: a dump is one call, printed or recorded whole */
+	unsigned int flags = load_flags(d);
 	const unsigned char *p = buf;
 
+	if (!(flags & _DPRINTK_FLAGS_ENABLED))
+		return;
 	if (rowsize != 16 && rowsize != 32)
 		rowsize = 16;
 	if (groupsize != 1 && groupsize != 2 && groupsize != 4 && groupsize != 8)
@@ -284,16 +315,16 @@ KK_EXPORT void __dynamic_hex_dump(struct _ddebug *d, const char *prefix_str, int
 
 		switch (prefix_type) {
 		case DUMP_PREFIX_ADDRESS:
-			__dynamic_pr_debug(d, "%s%p: %-*s%s%s", prefix_str, (const void *)(p + off),
-					   ascii ? width : 0, hex, ascii ? "  " : "", asc);
+			out(d, flags, "%s%p: %-*s%s%s", prefix_str, (const void *)(p + off),
+			    ascii ? width : 0, hex, ascii ? "  " : "", asc);
 			break;
 		case DUMP_PREFIX_OFFSET:
-			__dynamic_pr_debug(d, "%s%.8zx: %-*s%s%s", prefix_str, off,
-					   ascii ? width : 0, hex, ascii ? "  " : "", asc);
+			out(d, flags, "%s%.8zx: %-*s%s%s", prefix_str, off,
+			    ascii ? width : 0, hex, ascii ? "  " : "", asc);
 			break;
 		default:
-			__dynamic_pr_debug(d, "%s%-*s%s%s", prefix_str, ascii ? width : 0, hex,
-					   ascii ? "  " : "", asc);
+			out(d, flags, "%s%-*s%s%s", prefix_str, ascii ? width : 0, hex,
+			    ascii ? "  " : "", asc);
 			break;
 		}
 	}
@@ -369,14 +400,36 @@ KK_EXPORT void ratelimit_state_exit(struct ratelimit_state *rs)
 	}
 }
 
+/*
+ * The rate limit of pr_debug_ratelimited(), consulted only for a site that
+ * prints or records (one load of its flags; a site whose flags were just
+ * cleared is not counted).  "N callbacks suppressed" goes where the site's
+ * messages go: printed undecorated with p (the kernel's line), recorded with T.
+ */
+static void rl_record(struct _ddebug *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	kk_dd_trace_record(d, fmt, ap);
+	va_end(ap);
+}
+
+#define RL_REPORT "%s: %d callbacks suppressed\n"
+
 KK_EXPORT int __kk_dynamic_ratelimit(struct ratelimit_state *rs, struct _ddebug *d)
 {
-	int report, ok = kk_ratelimit_check(rs, &report);
+	unsigned int flags = load_flags(d);
+	int report, ok;
 
-	if (report) {
+	if (!(flags & _DPRINTK_FLAGS_ENABLED))
+		return 0;
+	ok = kk_ratelimit_check(rs, &report);
+	if (report && (flags & _DPRINTK_FLAGS_TRACE))
+		rl_record(d, RL_REPORT, d->function, report);
+	if (report && (flags & _DPRINTK_FLAGS_PRINT)) {
 		char line[256];
-		int n = snprintf(line, sizeof(line), "%s: %d callbacks suppressed\n", d->function,
-				 report);
+		int n = snprintf(line, sizeof(line), RL_REPORT, d->function, report);
 
 		if (n > 0)
 			emit(d, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
