@@ -34,12 +34,15 @@ rc=$?
 secs=$(( $(date +%s) - t0 ))
 pass=0 fail=0 skip=0
 syn=$(grep -a 'Synthesis: Tested' "$out" | tail -n 1)
+noneran=
 if [ -n "$syn" ]; then
 	pass=$(echo "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
-	f=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*Crashing: \([0-9]*\).*/\1 \2/p')
-	fail=$(( $(echo "$f" | cut -d' ' -f1) + $(echo "$f" | cut -d' ' -f2) ))
+	# "Failing" counts the crashed cases too ("Crashing" is a part of it).
+	fail=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*/\1/p')
 	skip=$(grep -ac '^\[SKIP\]' "$out")
 	[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+	# A program that ran no case (a filter that matches none) tested nothing.
+	if [ $((pass + fail + skip)) -eq 0 ]; then fail=1 noneran=1; fi
 elif [ "$rc" -eq 0 ]; then pass=1
 elif [ "$rc" -eq 77 ]; then skip=1
 else fail=1
@@ -48,6 +51,7 @@ fi
 {
 	printf '%-12s %-40s rc=%s %4ss %s\n' "[$label]" "$name" "$rc" "$secs" "$syn"
 	[ "$rc" -ne 77 ] || echo "    skipped: $(tail -n 1 "$out")"
+	[ -z "$noneran" ] || echo "    failed: the program ran no test case"
 	[ -z "$syn" ] || grep -a '^\[SKIP\]' "$out" | sed 's/^\[SKIP\] /    skipped: /'
 	# A stress program's closing lines are its figures (syncs, checks).
 	case "$name" in stress/*) [ "$rc" -ne 0 ] || tail -n 2 "$out" | sed 's/^/    /' ;; esac

@@ -36,7 +36,11 @@ run() {
 	shift
 	out=$(timeout 300 "$@" 2>&1)
 	rc=$?
-	if [ $rc -eq 0 ]; then
+	# A Criterion filter that matches no case runs nothing, and exits 0.
+	if [ $rc -eq 0 ] && echo "$out" | grep -q 'Synthesis: Tested: 0 '; then
+		echo "FAIL: $what: no test case ran (does the filter name one?)"
+		fail=1
+	elif [ $rc -eq 0 ]; then
 		echo "ok: $what"
 	else
 		echo "FAIL: $what (rc $rc)"
