@@ -483,9 +483,11 @@ static int cmd_ls(struct args *a, const struct command_def *c, char **argv)
 		if (t->contained && !t->host[0])
 			kkctl_proc_hostname(t->pid, t->host, sizeof(t->host));
 		deadline = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9);
-		fd = kkctl_reach_pid(t->pid, deadline, &tries, &r);
+		fd = kkctl_reach_pid(t, deadline, &tries, &r);
 		if (fd >= 0)
 			close(fd);
+		else
+			kkctl_settle_gone(t, &r);
 		kkctl_report_ls(t, fd >= 0, &r);
 	}
 	free(all.v);
@@ -524,6 +526,17 @@ static bool follow_round(struct args *a, const struct command_def *c, const char
 	return kkctl_serve_all(&a->sel.targets, c->verb, file, NULL, 0);
 }
 
+/* Drop the targets found gone (each said so once).  How many are left. */
+static size_t drop_gone(struct tlist *l)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->v[i].gone)
+			l->v[n++] = l->v[i];
+	return l->n = n;
+}
+
 /* files, read, write: the request to every target (or, with -H, to every
  * host's kkctl). */
 static int cmd_request(struct args *a, const struct command_def *c, char **argv)
@@ -558,7 +571,9 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	if (kkctl_select(&a->sel))
 		return 1;
 	failed = kkctl_serve_all(&a->sel.targets, c->verb, file, text, tlen);
-	while (a->follow && !failed && !fflush(stdout))
+	/* -f follows processes, not pids: one that exits ends it, with its
+	 * line ("exited"), and is never taken for another with its pid. */
+	while (a->follow && !failed && !fflush(stdout) && drop_gone(&a->sel.targets))
 		failed = follow_round(a, c, file);
 	free(stdin_text);
 	args_free(a);
