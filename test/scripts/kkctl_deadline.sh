@@ -12,7 +12,9 @@
 #  2. a host process serving its random name because all 16 predictable
 #     ones are squatted: reached (a squatter's full queue hides nothing);
 #  3. the same two in a network and UTS namespace of their own (kkctl
-#     connects from a child that entered it), by -p and by -M NAME ls.
+#     connects from a child that entered it), by -p and by -M NAME ls;
+#  4. the same in a rootless container of a throwaway uid S, squatted by
+#     its own root (S): host root's kkctl enters its user namespace too.
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (a squatter of another uid, namespaces)"; exit 77; }
 for c in setpriv unshare nsenter timeout; do
@@ -113,4 +115,35 @@ grep -q "^$np .*unreachable" "$tmp/out" && fail "-M $host ls: $(cat "$tmp/out")"
 # (the sleep has names, the squatted ones: listed, and marked in time)
 grep -q "^$nq  *0  *sleep  \[.*(unreachable: no connection within 2 s: " "$tmp/out" ||
 	fail "-M $host ls: $(cat "$tmp/out")"
+
+# ---- 4. a rootless container's root squats its names
+if ! unshare -U -r true 2>/dev/null; then
+	echo "kkctl_deadline: ok (part 4 skipped: no user namespaces)"
+	exit 0
+fi
+S=$((3997000 + $$ % 1000))
+host=kkdr$$
+mkfifo "$tmp/go4" "$tmp/ns4"
+chmod 666 "$tmp/go4" "$tmp/ns4"
+as "$S" unshare -U -r -n -u sh -c 'hostname "$1"; sleep 300 & echo "$!"; echo $$
+	read x < "$2"; exec env $4 "$3"' sh "$host" "$tmp/go4" "$B/test/progs/jump_label_prog" \
+	"$control_env" > "$tmp/ns4" 2> /dev/null &
+pids="$pids $!"
+exec 5< "$tmp/ns4"
+read -r rq <&5 && read -r rp <&5 || fail "the rootless container did not start"
+pids="$pids $rq"
+squat "$tmp/sq4" nsenter -t "$rp" -U -n --preserve-credentials "$SQ" \
+	$(names "$rp" 16) $(names "$rq" 6)
+echo go > "$tmp/go4"
+read -r printed <&5 || fail "the program in the rootless container did not start"
+exec 5<&-
+bounded "-p $rq in a rootless container, 6 full names" 1 "$K" -t 2 -p "$rq" read static_keys
+one_line "-p $rq in a rootless container, 6 full names" "$rq"
+bounded "-p $rp in a rootless container, behind 16 full names" 0 \
+	"$K" -t 2 -p "$rp" read static_keys
+grep -q "$key_line" "$tmp/out" || fail "-p $rp: $(cat "$tmp/out")"
+bounded "-M $host ls" 0 "$K" -t 2 -M "$host" ls
+grep -q "^$rp  *$S  *jump_label_prog  \[container $host, " "$tmp/out" ||
+	fail "-M $host ls: $(cat "$tmp/out")"
+grep -q "^$rp .*unreachable" "$tmp/out" && fail "-M $host ls: $(cat "$tmp/out")"
 echo "kkctl_deadline: ok"
