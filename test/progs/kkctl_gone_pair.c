@@ -5,6 +5,7 @@
  * ("ended PID"): a process that kkctl selected exits while kkctl is at work,
  * with no sleep and no race (kernelkit issue 37, item 10).  With --jobs 1,
  * whichever kkctl reaches first ends the other before kkctl gets to it.
+ * A read of "self/end" ends the process itself before it replies.
  * Each prints its pid once its endpoint listens; both exit after 120 s.
  *   kkctl_gone_pair
  */
@@ -42,11 +43,21 @@ static int end_peer(struct kk_buf *out, void *priv)
 
 static const struct kk_control_file_ops end_ops = { .show = end_peer };
 
+static int end_self(struct kk_buf *out, void *priv)
+{
+	(void)out;
+	(void)priv;
+	_exit(0);
+}
+
+static const struct kk_control_file_ops self_ops = { .show = end_self };
+
 int main(void)
 {
 	pid_t parent = getpid(), child;
 
-	if (kk_control_create_file("peer/end", &end_ops, NULL) || kk_control_start())
+	if (kk_control_create_file("peer/end", &end_ops, NULL) ||
+	    kk_control_create_file("self/end", &self_ops, NULL) || kk_control_start())
 		return 2;
 	child = fork();
 	if (child < 0)

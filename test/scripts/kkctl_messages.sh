@@ -12,7 +12,9 @@
 #     object with "gone":true); one named by -p is: "no such process",
 #     exit 1.  test/progs/kkctl_gone_pair: two processes whose file
 #     peer/end kills the other one, so with --jobs 1 the second target is
-#     gone when kkctl reaches it (no sleep, no race).
+#     gone when kkctl reaches it (no sleep, no race); and whose file
+#     self/end ends the process before it replies ("exited before it
+#     replied": a failure for -p, gone for -n).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (other uids, namespaces)"; exit 77; }
 for c in setpriv unshare; do
@@ -111,4 +113,18 @@ rc=$?
 grep -qx "ended $p2" "$tmp/out" || fail "-p $p1 -p $p2: $(cat "$tmp/out")"
 grep -qx "kkctl: process $p2 ($name): no such process" "$tmp/err" ||
 	fail "-p $p1 -p $p2: $(cat "$tmp/err")"
+
+pair kkg$$d
+one "-p $p1 read self/end" 1 "kkctl: process $p1 ($name): exited before it replied" \
+	"$K" -p "$p1" read self/end
+# (a new pair: the one just ended may still be listed a moment, and be gone)
+pair kkg$$e
+"$K" --jobs 1 -n "$name" read self/end > "$tmp/out" 2> "$tmp/err" ||
+	fail "-n $name read self/end: exit $?: $(cat "$tmp/err")"
+[ -s "$tmp/out" ] && fail "-n $name read self/end: printed $(cat "$tmp/out")"
+for p in $p1 $p2; do
+	grep -qx "kkctl: process $p ($name): gone: it exited before it replied" "$tmp/err" ||
+		fail "-n $name read self/end: $(cat "$tmp/err")"
+done
+[ "$(wc -l < "$tmp/err")" -eq 2 ] || fail "-n $name read self/end: $(cat "$tmp/err")"
 echo "kkctl_messages: ok"

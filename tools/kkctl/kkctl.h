@@ -130,6 +130,7 @@ struct result {
 	int ok;
 	bool named;		/* err is about the target: "process PID (NAME): err" */
 	bool gone;		/* the process exited (or never was): see kkctl_settle_gone() */
+	bool sent;		/* ... after it was sent the request, before its reply */
 	char *body;		/* the reply body (ok) or the process's message */
 	size_t len;
 	char err[512];		/* our own one-line error */

@@ -231,11 +231,12 @@ static void take_reply(const char *verb, const char *file, char *resp, size_t rl
 
 /*
  * A process that is gone (res->gone: no process has its pid, or another one
- * has it now, or it is a zombie) was not reached because it exited, and the
- * line says so: "exited" for one answered before (-f follows it), "no such
- * process" for one named by -p, and for one a selector matched (it exited
- * during the command: a pre-fork server's worker) "gone: ...", which is no
- * failure.  Whether @res, so settled, is a failure.
+ * has it now, or it is a zombie) was not reached, or not answered, because
+ * it exited, and the line says so: "exited" for one answered before (-f
+ * follows it); for one a selector matched (it exited during the command: a
+ * pre-fork server's worker) "gone: ...", which is no failure; for one named
+ * by -p, "no such process", or "exited before it replied" once it was sent
+ * the request.  Whether @res, so settled, is a failure.
  */
 bool kkctl_settle_gone(const struct target *t, struct result *res)
 {
@@ -245,8 +246,13 @@ bool kkctl_settle_gone(const struct target *t, struct result *res)
 		return false;
 	if (!res->gone)
 		return true;
-	why = t->reached ? "exited" : t->selected ? "gone: it exited before kkctl reached it" :
-	      "no such process";
+	if (t->reached)
+		why = "exited";
+	else if (t->selected)
+		why = res->sent ? "gone: it exited before it replied" :
+		      "gone: it exited before kkctl reached it";
+	else
+		why = res->sent ? "exited before it replied" : "no such process";
 	snprintf(res->err, sizeof(res->err), "%s", why);
 	res->note[0] = '\0';
 	res->named = true;
@@ -263,6 +269,7 @@ void kkctl_request(const struct target *t, const char *verb, const char *file,
 	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
 	size_t rlen;
 	int fd, n, err, tries = 1;
+	bool sent = false;	/* a request went out: a process gone since may have run it */
 
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
 	for (;;) {
@@ -270,9 +277,15 @@ void kkctl_request(const struct target *t, const char *verb, const char *file,
 		resp = NULL;
 		rlen = 0;
 		fd = kkctl_reach_pid(t, deadline, &tries, res);
-		if (fd < 0)
+		if (fd < 0) {
+			/* (a process still dying when its socket closed is gone now) */
+			res->sent = res->gone && sent;
 			return;
+		}
 		err = exchange(fd, head, (size_t)n, body, blen, deadline, &resp, &rlen);
+		sent = true;
+		if ((err || !rlen) && !kkctl_proc_alive(pid, t->start))
+			break;	/* it exited while we were at it: not again */
 		/* Closed or reset before the first byte of a reply: the endpoint
 		 * answers every request it runs, so it ran none and sending it
 		 * again is safe.  Never once part of a reply came. */
@@ -293,7 +306,7 @@ void kkctl_request(const struct target *t, const char *verb, const char *file,
 			"using %s\n", kkctl_prog, (int)pid, res->via);
 	if ((err || !rlen) && !kkctl_proc_alive(pid, t->start)) {
 		/* It exited while we were at it. */
-		res->gone = true;
+		res->gone = res->sent = true;
 		free(resp);
 		return;
 	}
