@@ -16,9 +16,15 @@
  * A process a selector matched but kkctl cannot reach is reported, never
  * skipped: kkctl says what it did not do.
  *
- * Every target gets one deadline for its whole exchange and a cap on the size
- * of its reply: a process that passes our checks is still not trusted to
- * finish, and one that never does must not hang --all or exhaust our memory.
+ * Every target gets one deadline for its whole exchange (finding its names,
+ * every connect attempt, entering its namespaces, request and reply) and a
+ * cap on the size of its reply: a process that passes our checks is still
+ * not trusted to finish, one that never does must not hang --all or exhaust
+ * our memory, and a squatter on its names must not hold us either.
+ *
+ * A target is a process, not a pid (its pid and start time): one that exits
+ * is never taken for another given its pid.  One a selector matched that
+ * exits during the command is reported as gone, and is no failure.
  *
  * Exit status: 0 success, 1 the operation failed (for any target), 2 usage.
  *
@@ -113,11 +119,13 @@ static const struct option_def {
 	  "one JSON object per line (per process for files/read/write)" },
 	{ "follow", 'f', NULL, NULL, opt_follow, false,
 	  "with read: read again and again until interrupted or a\n"
-	  "target is gone (dynamic_debug/trace_pipe waits for its\n"
-	  "next records, so this streams them; not with -H)" },
+	  "followed process exits (the process, not its pid;\n"
+	  "dynamic_debug/trace_pipe waits for its next records, so\n"
+	  "this streams them; not with -H)" },
 	{ "timeout", 't', "SECONDS", "--timeout", opt_bound, false,
-	  "give up on a target whose whole reply takes longer\n"
-	  "(default 10, or $KKCTL_TIMEOUT)" },
+	  "one deadline for each target's whole exchange (its\n"
+	  "names, connecting, entering its namespaces, request\n"
+	  "and reply; default 10, or $KKCTL_TIMEOUT)" },
 	{ "max-reply", KKCTL_OPT_MAX_REPLY, "SIZE", "--max-reply", opt_bound, false,
 	  "give up on a target whose reply is larger (bytes,\n"
 	  "suffix K, M or G; default 64M, or $KKCTL_MAX_REPLY)" },
