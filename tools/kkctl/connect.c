@@ -316,8 +316,9 @@ int kkctl_connect_pid(const struct target *t, uint64_t deadline, struct result *
 		close(r.ns.user);
 	if (r.ns.net >= 0)
 		close(r.ns.net);
-	/* The process it was, still: a pid given to another one is not it. */
-	if (!gone && !kkctl_proc_alive(t->pid, t->start)) {
+	/* The process it was, still: a pid given to another one is not it.
+	 * (A refusal is told as it is: the socket was not its.) */
+	if (!gone && (r.fd >= 0 || !r.refused) && !kkctl_proc_alive(t->pid, t->start)) {
 		gone = true;
 		if (r.fd >= 0)
 			close(r.fd);
