@@ -206,11 +206,13 @@ static void try_alt(pid_t pid, const char *name, void *arg)
  * from 5 ms to 100 ms until one will do or the deadline comes: the real
  * endpoint's backlog may be full for a moment (16 clients of its uid at
  * once), a squatter's for ever, and waiting in connect() on one name would
- * let a squatter hold us.  Only a name that stays full is left.
+ * let a squatter hold us.  Only a name that stays full is left.  In another
+ * namespace each try is a fork: the pauses grow to 500 ms there.
  */
 static void retry_full(struct reach *r)
 {
-	uint64_t pause = 5000000;
+	bool forks = r->ns.net >= 0 || r->ns.user >= 0;
+	uint64_t pause = 5000000, most = forks ? 500000000 : 100000000;
 
 	while (r->fd < 0 && r->nfull && !r->timedout) {
 		struct full_name *v = r->full;
@@ -225,7 +227,7 @@ static void retry_full(struct reach *r)
 		ts = kk_ns_to_ts(pause < r->deadline - now ? pause : r->deadline - now);
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
-		pause = pause < 50000000 ? 2 * pause : 100000000;
+		pause = 2 * pause < most ? 2 * pause : most;
 		r->full = NULL;
 		r->nfull = r->capfull = 0;
 		for (size_t i = 0; i < n && r->fd < 0; i++)
