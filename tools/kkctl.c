@@ -16,9 +16,15 @@
  * A process a selector matched but kkctl cannot reach is reported, never
  * skipped: kkctl says what it did not do.
  *
- * Every target gets one deadline for its whole exchange and a cap on the size
- * of its reply: a process that passes our checks is still not trusted to
- * finish, and one that never does must not hang --all or exhaust our memory.
+ * Every target gets one deadline for its whole exchange (finding its names,
+ * every connect attempt, entering its namespaces, request and reply) and a
+ * cap on the size of its reply: a process that passes our checks is still
+ * not trusted to finish, one that never does must not hang --all or exhaust
+ * our memory, and a squatter on its names must not hold us either.
+ *
+ * A target is a process, not a pid (its pid and start time): one that exits
+ * is never taken for another given its pid.  One a selector matched that
+ * exits during the command is reported as gone, and is no failure.
  *
  * Exit status: 0 success, 1 the operation failed (for any target), 2 usage.
  *
@@ -113,11 +119,13 @@ static const struct option_def {
 	  "one JSON object per line (per process for files/read/write)" },
 	{ "follow", 'f', NULL, NULL, opt_follow, false,
 	  "with read: read again and again until interrupted or a\n"
-	  "target is gone (dynamic_debug/trace_pipe waits for its\n"
-	  "next records, so this streams them; not with -H)" },
+	  "followed process exits (the process, not its pid;\n"
+	  "dynamic_debug/trace_pipe waits for its next records, so\n"
+	  "this streams them; not with -H)" },
 	{ "timeout", 't', "SECONDS", "--timeout", opt_bound, false,
-	  "give up on a target whose whole reply takes longer\n"
-	  "(default 10, or $KKCTL_TIMEOUT)" },
+	  "one deadline for each target's whole exchange (its\n"
+	  "names, connecting, entering its namespaces, request\n"
+	  "and reply; default 10, or $KKCTL_TIMEOUT)" },
 	{ "max-reply", KKCTL_OPT_MAX_REPLY, "SIZE", "--max-reply", opt_bound, false,
 	  "give up on a target whose reply is larger (bytes,\n"
 	  "suffix K, M or G; default 64M, or $KKCTL_MAX_REPLY)" },
@@ -483,9 +491,11 @@ static int cmd_ls(struct args *a, const struct command_def *c, char **argv)
 		if (t->contained && !t->host[0])
 			kkctl_proc_hostname(t->pid, t->host, sizeof(t->host));
 		deadline = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9);
-		fd = kkctl_reach_pid(t->pid, deadline, &tries, &r);
+		fd = kkctl_reach_pid(t, deadline, &tries, &r);
 		if (fd >= 0)
 			close(fd);
+		else
+			kkctl_settle_gone(t, &r);
 		kkctl_report_ls(t, fd >= 0, &r);
 	}
 	free(all.v);
@@ -524,6 +534,17 @@ static bool follow_round(struct args *a, const struct command_def *c, const char
 	return kkctl_serve_all(&a->sel.targets, c->verb, file, NULL, 0);
 }
 
+/* Drop the targets found gone (each said so once).  How many are left. */
+static size_t drop_gone(struct tlist *l)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->v[i].gone)
+			l->v[n++] = l->v[i];
+	return l->n = n;
+}
+
 /* files, read, write: the request to every target (or, with -H, to every
  * host's kkctl). */
 static int cmd_request(struct args *a, const struct command_def *c, char **argv)
@@ -558,7 +579,9 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	if (kkctl_select(&a->sel))
 		return 1;
 	failed = kkctl_serve_all(&a->sel.targets, c->verb, file, text, tlen);
-	while (a->follow && !failed && !fflush(stdout))
+	/* -f follows processes, not pids: one that exits ends it, with its
+	 * line ("exited"), and is never taken for another with its pid. */
+	while (a->follow && !failed && !fflush(stdout) && drop_gone(&a->sel.targets))
 		failed = follow_round(a, c, file);
 	free(stdin_text);
 	args_free(a);

@@ -50,7 +50,10 @@ grep -q "Permission denied" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 "$KKCTL" -p notapid read x 2>/dev/null; [ $? -eq 2 ] || fail "bad pid exit"
 "$KKCTL" --help | grep -q "usage:" || fail "--help"
 "$KKCTL" -p 999999 read static_keys 2>"$tmp/err"; [ $? -eq 1 ] || fail "no endpoint exit"
-grep -q "process 999999 has no control endpoint" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+grep -qx "kkctl: process 999999: no such process" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+# (a live process without one: that is what "no control endpoint" means)
+"$KKCTL" -p $$ read static_keys 2>"$tmp/err"; [ $? -eq 1 ] || fail "no endpoint exit"
+grep -qx "kkctl: process $$ has no control endpoint" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 
 # A foreign uid: anyone may connect to an abstract name, so kkctl itself
 # refuses a process of another user before it sends anything (and the

@@ -48,7 +48,7 @@ grep -q "^==> $p2 jump_label_prog <==\$" "$tmp/out" || fail "no header for $p2"
 "$KKCTL" -p "$p1" -p 999999 read static_keys > "$tmp/out" 2> "$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "one target failed: exit $rc"
 grep -q "^==> $p1 jump_label_prog <==\$" "$tmp/out" || fail "the good target's report is missing"
-grep -q "^kkctl: process 999999: process 999999 has no control endpoint\$" "$tmp/err" ||
+grep -q "^kkctl: process 999999: no such process\$" "$tmp/err" ||
 	fail "the bad target's report: $(cat "$tmp/err")"
 
 # ---- -n NAME: both jump_label_targets, and nothing else (within this script's tree:
@@ -75,7 +75,7 @@ grep -q "^{\"pid\":$p1,\"name\":\"jump_label_prog\",\"uid\":$(id -u),\"ok\":true
 [ "$(wc -l < "$tmp/out")" -eq 2 ] || fail "--json: one line per process: $(cat "$tmp/out")"
 grep -q "^{\"pid\":$p1,\"name\":\"jump_label_prog\",\"uid\":$(id -u),\"ok\":true,\"reply\":\"# name enabled" \
 	"$tmp/out" || fail "--json ok: $(cat "$tmp/out")"
-grep -q '^{"pid":999999,"name":"?","uid":-1,"ok":false,"error":"process 999999 has no control endpoint"}$' \
+grep -q '^{"pid":999999,"name":"?","uid":-1,"ok":false,"error":"no such process"}$' \
 	"$tmp/out" || fail "--json error: $(cat "$tmp/out")"
 if command -v python3 > /dev/null; then
 	python3 -c 'import json,sys

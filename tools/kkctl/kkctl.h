@@ -52,6 +52,9 @@ struct target {
 	char name[64];		/* comm */
 	char argv0[64];		/* base name of argv[0] */
 	bool selected;		/* by -n, --tree or --all (not only -p) */
+	unsigned long long start;	/* its start time (/proc/PID/stat field 22; 0: gone) */
+	bool reached;		/* answered once (-f: it is followed) */
+	bool gone;		/* found gone: -f drops it */
 	/* In a container (another network or pid namespace than ours): */
 	bool contained;
 	pid_t inpid;		/* its pid there */
@@ -73,11 +76,14 @@ struct where {
 	unsigned long netns;	/* /proc/PID/ns/net's inode; 0: we may not look */
 	bool other_net;		/* its network namespace is not ours */
 	bool other_pid;		/* its pid namespace is not ours (inpid != pid) */
+	int net_err;		/* why /proc/PID/ns/net could not be looked at, or 0 */
 };
 
 long kkctl_proc_uids(pid_t pid, long all[4]);
 long kkctl_proc_uid(pid_t pid);
 bool kkctl_proc_exists(pid_t pid);
+unsigned long long kkctl_proc_start(pid_t pid);
+bool kkctl_proc_alive(pid_t pid, unsigned long long start);
 unsigned long kkctl_our_netns(void);
 int kkctl_proc_where(pid_t pid, struct where *w);
 void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl);
@@ -108,13 +114,14 @@ struct nsfds {
 void kkctl_userns_load(void);
 int kkctl_ns_of(pid_t pid, const char *ns);
 int kkctl_connect_in(struct nsfds *ns, pid_t pid, const struct sockaddr_un *sa, socklen_t sl,
-		     char *note, size_t nl);
+		     uint64_t deadline, char *note, size_t nl);
 void kkctl_proc_hostname(pid_t pid, char *buf, size_t bl);
 
 /* ---- connect.c: a pid's endpoint, verified before anything is sent ---------- */
 
+struct result;
 int kkctl_connect_addr(const struct sockaddr_un *sa, socklen_t sl);
-int kkctl_connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, char *via,
+int kkctl_connect_pid(const struct target *t, uint64_t deadline, struct result *res,
 		      bool *again);
 
 /* ---- request.c: one request to one process, within its bounds --------------- */
@@ -122,6 +129,8 @@ int kkctl_connect_pid(pid_t pid, char *why, size_t wl, char *note, size_t nl, ch
 struct result {
 	int ok;
 	bool named;		/* err is about the target: "process PID (NAME): err" */
+	bool gone;		/* the process exited (or never was): see kkctl_settle_gone() */
+	bool sent;		/* ... after it was sent the request, before its reply */
 	char *body;		/* the reply body (ok) or the process's message */
 	size_t len;
 	char err[512];		/* our own one-line error */
@@ -129,9 +138,10 @@ struct result {
 	char via[128];		/* the name we used after passing a foreign socket */
 };
 
-int kkctl_reach_pid(pid_t pid, uint64_t deadline, int *tries, struct result *res);
-void kkctl_request(pid_t pid, const char *verb, const char *file, const char *body,
-		   size_t blen, struct result *res);
+int kkctl_reach_pid(const struct target *t, uint64_t deadline, int *tries, struct result *res);
+void kkctl_request(const struct target *t, const char *verb, const char *file,
+		   const char *body, size_t blen, struct result *res);
+bool kkctl_settle_gone(const struct target *t, struct result *res);
 
 /* ---- select.c: the targets ------------------------------------------------- */
 

@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/internal.h"
 #include "kkctl.h"
 
 struct kkctl_userns kkctl_userns = { 65534, false };
@@ -67,8 +71,9 @@ static const char *const enter_steps[] = {
 	[ENTER_NETNS] = "setns", [ENTER_UTSNS] = "setns",
 };
 
-/* /proc/@pid/ns/@ns, opened, if it is not ours; else -1.  (One we cannot
- * open, without ptrace access to @pid, we cannot enter either.) */
+/* /proc/@pid/ns/@ns, opened, if it is not ours; else -1, with errno 0 if it
+ * is ours.  (One we cannot open, without ptrace access to @pid, we cannot
+ * enter either.) */
 int kkctl_ns_of(pid_t pid, const char *ns)
 {
 	struct stat ours, theirs;
@@ -83,6 +88,7 @@ int kkctl_ns_of(pid_t pid, const char *ns)
 	if (stat(path, &ours) || fstat(fd, &theirs) ||
 	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino)) {
 		close(fd);
+		errno = 0;
 		return -1;
 	}
 	return fd;
@@ -182,14 +188,33 @@ static int recv_result(int sp, struct child_msg *m)
 	return fd;
 }
 
+/* Wait for the child's word on @sp until @deadline: 1, or 0 if it came
+ * first. */
+static int wait_word(int sp, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { sp, POLLIN, 0 };
+		uint64_t now = kk_now_ns(), ms;
+		int r;
+
+		if (now >= deadline)
+			return 0;
+		ms = (deadline - now + 999999) / 1000000;
+		r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+		if (r != 0 && !(r < 0 && errno == EINTR))
+			return 1;	/* (an error: recvmsg() will say) */
+	}
+}
+
 /*
  * Run a child that enters @ns and then connects to @sa (if given) or reads
  * its host name (into @m->host).  The socket or 0, or -1 with errno
- * (connect()'s).  If the child could not enter, -2, the failed step in
- * @m->step (-1: it died) and its errno in @m->err.
+ * (connect()'s; ETIMEDOUT if the child had no word by @deadline: it is
+ * killed).  If the child could not enter, -2, the failed step in @m->step
+ * (-1: it died) and its errno in @m->err.
  */
 static int in_ns(const struct nsfds *ns, const struct sockaddr_un *sa, socklen_t sl,
-		 struct child_msg *m)
+		 uint64_t deadline, struct child_msg *m)
 {
 	int sp[2], fd = -1, st;
 	pid_t child;
@@ -216,7 +241,14 @@ static int in_ns(const struct nsfds *ns, const struct sockaddr_un *sa, socklen_t
 		_exit(0);
 	}
 	close(sp[1]);
-	fd = recv_result(sp[0], m);
+	if (!wait_word(sp[0], deadline)) {
+		kill(child, SIGKILL);
+		m->step = 0;
+		m->err = ETIMEDOUT;
+		fd = -1;
+	} else {
+		fd = recv_result(sp[0], m);
+	}
 	close(sp[0]);
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
@@ -235,11 +267,14 @@ static void enter_note(const struct child_msg *m, pid_t pid, char *note, size_t 
 	if (m->step > 0 && m->step < ENTER_NETNS)
 		snprintf(note, nl, "could not enter process %d's user namespace as its root: "
 			 "%s: %s", (int)pid, enter_steps[m->step], strerror(m->err));
+	else if (m->step == ENTER_NETNS)
+		snprintf(note, nl, "cannot enter its network namespace, where its endpoint is: "
+			 "%s: %s", enter_steps[m->step], strerror(m->err));
 	else if (m->step > 0)
-		snprintf(note, nl, "could not enter process %d's %s namespace: %s: %s", (int)pid,
-			 which, enter_steps[m->step], strerror(m->err));
+		snprintf(note, nl, "cannot enter its %s namespace: %s: %s", which,
+			 enter_steps[m->step], strerror(m->err));
 	else
-		snprintf(note, nl, "could not enter process %d's namespaces: %s", (int)pid,
+		snprintf(note, nl, "cannot enter its namespaces: %s",
 			 m->err ? strerror(m->err) : "the helper process died");
 }
 
@@ -251,10 +286,10 @@ static void enter_note(const struct child_msg *m, pid_t pid, char *note, size_t 
  * saying why; @ns->user is closed once given up.
  */
 int kkctl_connect_in(struct nsfds *ns, pid_t pid, const struct sockaddr_un *sa, socklen_t sl,
-		     char *note, size_t nl)
+		     uint64_t deadline, char *note, size_t nl)
 {
 	struct child_msg m;
-	int fd = in_ns(ns, sa, sl, &m);
+	int fd = in_ns(ns, sa, sl, deadline, &m);
 
 	if (fd != -2)
 		return fd;
@@ -263,7 +298,7 @@ int kkctl_connect_in(struct nsfds *ns, pid_t pid, const struct sockaddr_un *sa, 
 		return fd;
 	close(ns->user);
 	ns->user = -1;
-	fd = ns->net >= 0 ? in_ns(ns, sa, sl, &m) : kkctl_connect_addr(sa, sl);
+	fd = ns->net >= 0 ? in_ns(ns, sa, sl, deadline, &m) : kkctl_connect_addr(sa, sl);
 	if (fd == -2)
 		enter_note(&m, pid, note, nl);
 	return fd;
@@ -277,15 +312,16 @@ int kkctl_connect_in(struct nsfds *ns, pid_t pid, const struct sockaddr_un *sa, 
 void kkctl_proc_hostname(pid_t pid, char *buf, size_t bl)
 {
 	struct nsfds ns = { -1, userns_of(pid), kkctl_ns_of(pid, "uts") };
+	uint64_t deadline = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9);
 	struct child_msg m;
 
 	buf[0] = '\0';
-	if (ns.uts >= 0 && in_ns(&ns, NULL, 0, &m) == 0)
+	if (ns.uts >= 0 && in_ns(&ns, NULL, 0, deadline, &m) == 0)
 		snprintf(buf, bl, "%s", m.host);
 	if (ns.uts >= 0 && buf[0] == '\0' && ns.user >= 0) {	/* not as its root: as we are */
 		close(ns.user);
 		ns.user = -1;
-		if (in_ns(&ns, NULL, 0, &m) == 0)
+		if (in_ns(&ns, NULL, 0, deadline, &m) == 0)
 			snprintf(buf, bl, "%s", m.host);
 	}
 	if (ns.user >= 0)

@@ -107,6 +107,8 @@ static void report_json(const struct target *t, const struct result *r)
 	if (r->ok) {
 		put_json_field("reply", r->body, r->len);
 	} else {
+		if (r->gone && t->selected && !t->reached)	/* no failure */
+			fputs(",\"gone\":true", stdout);
 		put_json_field("error", r->err, strlen(r->err));
 		if (r->body && r->len)
 			put_json_field("message", r->body, r->len);
@@ -122,11 +124,11 @@ static void report_failure(const struct target *t, const struct result *r, bool 
 	fflush(stdout);
 	/* A process a selector found is named in its line, even alone: it
 	 * may not be the one the caller thought of. */
-	if (r->named || ((many || t->selected) && strcmp(t->name, "?"))) {
+	if ((r->named || many || t->selected) && strcmp(t->name, "?")) {
 		fprintf(stderr, "%s: process %d (", kkctl_prog, (int)t->pid);
 		kkctl_put_escaped(stderr, t->name, strlen(t->name), "");
 		fputs("): ", stderr);
-	} else if (many || t->selected)
+	} else if (r->named || many || t->selected)
 		fprintf(stderr, "%s: process %d: ", kkctl_prog, (int)t->pid);
 	else
 		fprintf(stderr, "%s: ", kkctl_prog);

@@ -61,13 +61,63 @@ static unsigned long ino_of(const char *path)
 	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
 }
 
+/*
+ * @pid's state and start time (fields 3 and 22 of /proc/PID/stat: clock
+ * ticks after boot).  A pid names a process only as long as it lives: the
+ * pair names it for good.  -1 if there is no such process.
+ */
+static int stat_start(pid_t pid, char *state, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", state, start) != 2)
+		return -1;
+	return 0;
+}
+
+/* @pid's start time, or 0 if it is gone (or a zombie: it serves nothing). */
+unsigned long long kkctl_proc_start(pid_t pid)
+{
+	unsigned long long start;
+	char state;
+
+	if (stat_start(pid, &state, &start) || state == 'Z' || state == 'X')
+		return 0;
+	return start ? start : 1;	/* (a process started in the boot's first tick) */
+}
+
+/* Is the process that had pid @pid and started at @start still alive, not
+ * a zombie?  A pid given again to another process is not it, and start 0
+ * (it was gone when we looked) is no process. */
+bool kkctl_proc_alive(pid_t pid, unsigned long long start)
+{
+	return start && kkctl_proc_start(pid) == start;
+}
+
+/* Our network namespace: its inode, and its /proc/net/unix's (see
+ * kkctl_proc_where()).  Filled by the first call, before any thread. */
+static struct {
+	unsigned long ns, unix_list;
+} ours;
+
 unsigned long kkctl_our_netns(void)
 {
-	static unsigned long ino;
-
-	if (!ino)
-		ino = ino_of("/proc/self/ns/net");
-	return ino;
+	if (!ours.ns) {
+		ours.ns = ino_of("/proc/self/ns/net");
+		ours.unix_list = ino_of("/proc/self/net/unix");
+	}
+	return ours.ns;
 }
 
 /* Fill @w for @pid.  -1 if it is gone.  A network namespace we may not look
@@ -98,7 +148,20 @@ int kkctl_proc_where(pid_t pid, struct where *w)
 	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	w->netns = ino_of(path);
+	w->net_err = w->netns ? 0 : errno;
 	w->other_net = w->netns && w->netns != kkctl_our_netns();
+	/* Without ptrace access to @pid (another user's process) its
+	 * namespace cannot be looked at, but its socket list can: each
+	 * network namespace has its own /proc/net/unix entry, whose inode
+	 * tells them apart. */
+	if (!w->netns && w->net_err != ENOENT) {
+		unsigned long theirs;
+
+		kkctl_our_netns();
+		snprintf(path, sizeof(path), "/proc/%d/net/unix", (int)pid);
+		theirs = ino_of(path);
+		w->other_net = ours.unix_list && theirs && theirs != ours.unix_list;
+	}
 	w->other_pid = w->inpid != pid;
 	return 0;
 }

@@ -98,7 +98,9 @@ static int shell_quote(char **cmd, size_t *len, size_t *cap, const char *s)
 }
 
 /* Split "[user@]host[:port]" ("[v6addr]:port" too) into @dest and @port.
- * -1 if it is no host (empty, or would be read as an ssh option). */
+ * -1 if it is no host: empty, or a user or host that begins with '-' (an
+ * ssh option, "[-oProxyCommand=...]" too: checked after the brackets are
+ * stripped; ssh also gets "--" before it). */
 int kkctl_parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl)
 {
 	const char *at = strrchr(h, '@'), *hp = at ? at + 1 : h, *colon;
@@ -126,7 +128,7 @@ int kkctl_parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl
 			return -1;
 		snprintf(port, pl, "%s", colon + 1);
 	}
-	return 0;
+	return dest[0] == '-' || dest[ul] == '-' || !dest[ul] ? -1 : 0;
 }
 
 /* Close *@fd if open, and mark it closed. */
@@ -157,6 +159,7 @@ static int ssh_start(struct sshjob *j, const char *cmd)
 		argv[n++] = "-p";
 		argv[n++] = port;
 	}
+	argv[n++] = "--";	/* the host is never an option */
 	argv[n++] = dest;
 	argv[n++] = cmd;
 	argv[n] = NULL;

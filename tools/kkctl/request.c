@@ -178,12 +178,11 @@ static bool pause_before(int n, uint64_t deadline)
 
 /* kkctl_connect_pid(), tried again (counted in *@tries) while the failure
  * may pass. */
-int kkctl_reach_pid(pid_t pid, uint64_t deadline, int *tries, struct result *res)
+int kkctl_reach_pid(const struct target *t, uint64_t deadline, int *tries, struct result *res)
 {
 	for (;;) {
 		bool again;
-		int fd = kkctl_connect_pid(pid, res->err, sizeof(res->err), res->note,
-					   sizeof(res->note), res->via, &again);
+		int fd = kkctl_connect_pid(t, deadline, res, &again);
 
 		if (fd >= 0 || !again || *tries >= TRIES || !pause_before(++*tries, deadline))
 			return fd;
@@ -230,25 +229,63 @@ static void take_reply(const char *verb, const char *file, char *resp, size_t rl
 	res->ok = 1;
 }
 
-/* Send "VERB [FILE]\n" and @body to @pid and take its reply into @res
- * (res->ok, or res->err says why not), all within the target's bounds. */
-void kkctl_request(pid_t pid, const char *verb, const char *file, const char *body,
-		   size_t blen, struct result *res)
+/*
+ * A process that is gone (res->gone: no process has its pid, or another one
+ * has it now, or it is a zombie) was not reached, or not answered, because
+ * it exited, and the line says so: "exited" for one answered before (-f
+ * follows it); for one a selector matched (it exited during the command: a
+ * pre-fork server's worker) "gone: ...", which is no failure; for one named
+ * by -p, "no such process", or "exited before it replied" once it was sent
+ * the request.  Whether @res, so settled, is a failure.
+ */
+bool kkctl_settle_gone(const struct target *t, struct result *res)
 {
+	const char *why;
+
+	if (res->ok)
+		return false;
+	if (!res->gone)
+		return true;
+	if (t->reached)
+		why = "exited";
+	else if (t->selected)
+		why = res->sent ? "gone: it exited before it replied" :
+		      "gone: it exited before kkctl reached it";
+	else
+		why = res->sent ? "exited before it replied" : "no such process";
+	snprintf(res->err, sizeof(res->err), "%s", why);
+	res->note[0] = '\0';
+	res->named = true;
+	return t->reached || !t->selected;
+}
+
+/* Send "VERB [FILE]\n" and @body to @t and take its reply into @res
+ * (res->ok, or res->err says why not), all within the target's bounds. */
+void kkctl_request(const struct target *t, const char *verb, const char *file,
+		   const char *body, size_t blen, struct result *res)
+{
+	pid_t pid = t->pid;
 	uint64_t deadline = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9);
 	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
 	size_t rlen;
 	int fd, n, err, tries = 1;
+	bool sent = false;	/* a request went out: a process gone since may have run it */
 
 	n = snprintf(head, sizeof(head), "%s%s%s\n", verb, file ? " " : "", file ? file : "");
 	for (;;) {
 		memset(res, 0, sizeof(*res));
 		resp = NULL;
 		rlen = 0;
-		fd = kkctl_reach_pid(pid, deadline, &tries, res);
-		if (fd < 0)
+		fd = kkctl_reach_pid(t, deadline, &tries, res);
+		if (fd < 0) {
+			/* (a process still dying when its socket closed is gone now) */
+			res->sent = res->gone && sent;
 			return;
+		}
 		err = exchange(fd, head, (size_t)n, body, blen, deadline, &resp, &rlen);
+		sent = true;
+		if ((err || !rlen) && !kkctl_proc_alive(pid, t->start))
+			break;	/* it exited while we were at it: not again */
 		/* Closed or reset before the first byte of a reply: the endpoint
 		 * answers every request it runs, so it ran none and sending it
 		 * again is safe.  Never once part of a reply came. */
@@ -267,6 +304,12 @@ void kkctl_request(pid_t pid, const char *verb, const char *file, const char *bo
 	if (res->via[0])	/* the squatter we passed by */
 		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
 			"using %s\n", kkctl_prog, (int)pid, res->via);
+	if ((err || !rlen) && !kkctl_proc_alive(pid, t->start)) {
+		/* It exited while we were at it. */
+		res->gone = res->sent = true;
+		free(resp);
+		return;
+	}
 	if (out_of_bounds(err, res) || err || !(nl = memchr(resp, '\n', rlen))) {
 		if (!res->named)
 			snprintf(res->err, sizeof(res->err), "process %d: no reply%s%s",

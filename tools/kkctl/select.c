@@ -56,6 +56,7 @@ static void target_where(struct target *t, bool host)
  * too if @host: that takes a fork). */
 static void target_load(struct target *t, bool host)
 {
+	t->start = kkctl_proc_start(t->pid);	/* first: what follows is this process's */
 	t->uid = (uid_t)kkctl_proc_uid(t->pid);
 	kkctl_proc_names(t);
 	target_where(t, host);
@@ -174,8 +175,8 @@ static struct netns_eps *endpoints_of(struct netns_set *s, const struct proc *p)
 {
 	struct netns_eps *t, *v;
 
-	for (size_t j = 0; j < s->n; j++)
-		if (s->v[j].netns == p->w.netns)
+	for (size_t j = 0; j < s->n; j++)	/* (0: one we may not look at) */
+		if (s->v[j].netns == p->w.netns && p->w.netns)
 			return &s->v[j];
 	v = realloc(s->v, (s->n + 1) * sizeof(*v));
 	if (!v)

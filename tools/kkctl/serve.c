@@ -43,7 +43,7 @@ static void *serve_worker(void *arg)
 			break;
 		i = pool.next++;
 		pthread_mutex_unlock(&pool.lock);
-		kkctl_request(pool.l->v[i].pid, pool.verb, pool.file, pool.body, pool.blen,
+		kkctl_request(&pool.l->v[i], pool.verb, pool.file, pool.body, pool.blen,
 			      &pool.res[i]);
 		pthread_mutex_lock(&pool.lock);
 		pool.done[i] = true;
@@ -53,12 +53,16 @@ static void *serve_worker(void *arg)
 	return NULL;
 }
 
-/* Report target @i and free its reply.  True if it failed. */
+/* Report target @i and free its reply.  True if it failed (a process a
+ * selector matched that exited meanwhile did not: kkctl_settle_gone()). */
 static bool report_one(size_t i)
 {
-	bool failed = !pool.res[i].ok;
+	struct target *t = &pool.l->v[i];
+	bool failed = kkctl_settle_gone(t, &pool.res[i]);
 
-	kkctl_report(&pool.l->v[i], &pool.res[i], pool.l->n > 1);
+	kkctl_report(t, &pool.res[i], pool.l->n > 1);
+	t->reached |= pool.res[i].ok;
+	t->gone = pool.res[i].gone;
 	free(pool.res[i].body);
 	return failed;
 }
@@ -70,7 +74,7 @@ static bool serve_in_turn(void)
 	bool failed = false;
 
 	for (size_t i = 0; i < pool.l->n; i++) {
-		kkctl_request(pool.l->v[i].pid, pool.verb, pool.file, pool.body, pool.blen,
+		kkctl_request(&pool.l->v[i], pool.verb, pool.file, pool.body, pool.blen,
 			      &pool.res[i]);
 		failed |= report_one(i);
 	}
