@@ -318,6 +318,7 @@ static int dispatch(const char *verb, const char *name, const char *body, size_t
 		}
 	} else if (!strcmp(verb, "write")) {
 		size_t lim = f->ops->max_write ? f->ops->max_write : KK_CONTROL_MAX_REQUEST;
+		const char *nul = memchr(body, '\0', len);
 
 		if (!f->ops->write) {
 			kk_buf_printf(out, "%s is read-only\n", name);
@@ -326,6 +327,12 @@ static int dispatch(const char *verb, const char *name, const char *body, size_t
 			kk_buf_printf(out, "write of %zu bytes is too large (limit %zu)\n",
 				      len, lim - 1);
 			ret = -E2BIG;
+		} else if (nul) {
+			/* Files are text: a handler that reads C strings would
+			 * silently stop at it (issue 37: one query of two ran). */
+			kk_buf_printf(out, "NUL byte at offset %zu: control files take text; "
+				      "nothing written\n", (size_t)(nul - body));
+			ret = -EINVAL;
 		} else {
 			ret = f->ops->write(body, len, out, f->priv);
 		}
