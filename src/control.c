@@ -7,9 +7,11 @@
  * deadline for its whole request (2 s from accept() to the reply sent) and a
  * size limit, so a slow, dripping, huge or malformed client costs one slot for
  * at most 2 s, never delays another client, and never touches the rest of the
- * process.  Only the process's own uid and root get a slot: anyone else is
- * refused right after accept() (see peer_allowed()).  Handlers run under a read lock of the file registry; the
- * socket I/O does not, so fork() and file removal wait only for a handler.
+ * process.  Whom it serves is decided as ptrace would, against the process's
+ * ids of that moment, at accept() and again when the request is complete
+ * (see peer_check()): anyone else is refused in one line, without a slot.
+ * Handlers run under a read lock of the file registry; the socket I/O does
+ * not, so fork() and file removal wait only for a handler.
  *
  * A guest in the process: the endpoint starts only when there is something to
  * control (see kk_control_autostart()), keeps one listening descriptor that it
@@ -26,6 +28,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -315,6 +318,7 @@ static int dispatch(const char *verb, const char *name, const char *body, size_t
 		}
 	} else if (!strcmp(verb, "write")) {
 		size_t lim = f->ops->max_write ? f->ops->max_write : KK_CONTROL_MAX_REQUEST;
+		const char *nul = memchr(body, '\0', len);
 
 		if (!f->ops->write) {
 			kk_buf_printf(out, "%s is read-only\n", name);
@@ -323,6 +327,12 @@ static int dispatch(const char *verb, const char *name, const char *body, size_t
 			kk_buf_printf(out, "write of %zu bytes is too large (limit %zu)\n",
 				      len, lim - 1);
 			ret = -E2BIG;
+		} else if (nul) {
+			/* Files are text: a handler that reads C strings would
+			 * silently stop at it (issue 37: one query of two ran). */
+			kk_buf_printf(out, "NUL byte at offset %zu: control files take text; "
+				      "nothing written\n", (size_t)(nul - body));
+			ret = -EINVAL;
 		} else {
 			ret = f->ops->write(body, len, out, f->priv);
 		}
@@ -453,6 +463,7 @@ struct control_client {
 	bool answered;			/* out holds "<status>\n" BODY */
 	bool shut;			/* all of out sent, SHUT_WR done: draining */
 	struct kk_fd fd;
+	struct ucred peer;		/* SO_PEERCRED: the client's ids at connect() */
 	uint64_t deadline;		/* now_ms() value */
 	struct kk_buf req;		/* the request received so far */
 	struct kk_buf out;
@@ -462,17 +473,31 @@ struct control_client {
 static struct control_client clients[CTL_CLIENTS];	/* lfd_lock */
 
 /*
- * Who may use the endpoint.  The peer's uid as the kernel reports it in the
- * endpoint's own user namespace (SO_PEERCRED maps it there): our effective uid,
- * or 0, the root of our namespace (host root where the namespace maps host
- * root, e.g. `unshare -U -r` run by root; a namespace's root controls only the
- * processes of that namespace, where its uid 0 is mapped).  A uid our namespace
- * does not map shows as the overflow uid: that is anyone at all, so it is never
- * trusted, not even by a process that itself runs as that uid (a container's
- * nobody).  Except in a namespace that maps every uid (the initial one):
- * nobody can show as the overflow uid there by being unmapped, so it is the
- * real nobody, and a daemon's workers that dropped to it stay reachable by
- * their own user.  Groups grant nothing.
+ * Whom the endpoint serves: who may ptrace the process (the kernel's
+ * __ptrace_may_access()), decided against the process's ids of the moment,
+ * at accept() and again when the request is complete, just before it runs
+ * (kernelkit issue 37: a connection accepted while a root daemon had
+ * seteuid() to a user for a moment must not run once it is root again, and
+ * what a process recorded while privileged must not be read by the user it
+ * dropped to).  The peer's ids are SO_PEERCRED's, taken at its connect() and
+ * mapped by the kernel into our user namespace.  Served:
+ *  - uid 0, the root of our namespace (host root where the namespace maps
+ *    host root, e.g. `unshare -U -r` run by root; a namespace's root controls
+ *    only the processes of that namespace, where its uid 0 is mapped);
+ *  - a peer whose uid is the process's real, effective and saved uid and
+ *    whose gid is its real, effective and saved gid, while the process is
+ *    dumpable (PR_GET_DUMPABLE is 1).  The kernel clears that flag when the
+ *    process changes its effective or filesystem ids or runs a set-id or
+ *    file-capability program (fs.suid_dumpable 0, the default), and a program
+ *    may clear it or set it again itself with prctl(PR_SET_DUMPABLE).
+ * A uid our namespace does not map shows as the overflow uid: that is anyone
+ * at all, so it is never trusted, not even by a process that itself runs as
+ * that uid (a container's nobody).  Except in a namespace that maps every uid
+ * (the initial one): nobody can show as the overflow uid there by being
+ * unmapped, so it is the real nobody.  Supplementary groups grant nothing.
+ * The ids are the endpoint thread's: glibc and musl change every thread's
+ * (a raw setuid system call changes one thread, but the dumpable flag, which
+ * it clears, is the whole process's).
  */
 struct peer_rules {
 	uid_t overflow;			/* /proc/sys/kernel/overflowuid */
@@ -510,16 +535,68 @@ static void rules_load(void)
 		rules.overflow = (uid_t)v;
 }
 
-static bool peer_allowed(int fd)
-{
-	struct ucred cr;
-	socklen_t sl = sizeof(cr);
+/* The process's ids and dumpable flag, as peer_check() compares them. */
+struct proc_ids {
+	uid_t uid[3];			/* real, effective, saved */
+	gid_t gid[3];
+	int dumpable;			/* PR_GET_DUMPABLE: 1 is SUID_DUMP_USER */
+};
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &sl))
-		return false;
-	if (cr.uid == rules.overflow && !rules.all_mapped)
-		return false;		/* unmapped in our namespace: a stranger */
-	return cr.uid == 0 || cr.uid == geteuid();
+enum peer_verdict { PEER_OK, PEER_STRANGER, PEER_IDS_MIXED, PEER_NOT_DUMPABLE };
+
+static enum peer_verdict peer_verdict(const struct ucred *cr, struct proc_ids *p)
+{
+	uid_t *u = p->uid;
+	gid_t *g = p->gid;
+
+	if (getresuid(&u[0], &u[1], &u[2]) || getresgid(&g[0], &g[1], &g[2]))
+		return PEER_STRANGER;	/* (only EFAULT: cannot happen) */
+	p->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	if (cr->uid == rules.overflow && !rules.all_mapped)
+		return PEER_STRANGER;	/* unmapped in our namespace: anyone */
+	if (cr->uid == 0)
+		return PEER_OK;
+	if (cr->uid != u[0] && cr->uid != u[1] && cr->uid != u[2])
+		return PEER_STRANGER;
+	for (int i = 0; i < 3; i++)
+		if (u[i] != cr->uid || g[i] != cr->gid)
+			return PEER_IDS_MIXED;
+	return p->dumpable == 1 ? PEER_OK : PEER_NOT_DUMPABLE;
+}
+
+/* Whether @cr may use the endpoint now: 0, or -EACCES with the one line that
+ * says why in @why. */
+static int peer_check(const struct ucred *cr, struct kk_buf *why)
+{
+	struct proc_ids p = { { 0 }, { 0 }, 0 };
+
+	switch (peer_verdict(cr, &p)) {
+	case PEER_OK:
+		return 0;
+	case PEER_STRANGER:
+		kk_buf_printf(why, "peer is neither uid %u nor root\n", (unsigned)p.uid[1]);
+		break;
+	case PEER_IDS_MIXED:
+		kk_buf_printf(why, "peer is not root, and this process's ids (uids %u %u %u, "
+			      "gids %u %u %u) are not all the peer's (uid %u, gid %u)\n",
+			      (unsigned)p.uid[0], (unsigned)p.uid[1], (unsigned)p.uid[2],
+			      (unsigned)p.gid[0], (unsigned)p.gid[1], (unsigned)p.gid[2],
+			      (unsigned)cr->uid, (unsigned)cr->gid);
+		break;
+	case PEER_NOT_DUMPABLE:
+		kk_buf_printf(why, "peer is not root, and this process is not dumpable (it changed "
+			      "its ids, or says so with prctl(PR_SET_DUMPABLE))\n");
+		break;
+	}
+	return -EACCES;
+}
+
+/* The client's credentials, taken at its connect(): false if unreadable. */
+static bool peer_creds(int fd, struct ucred *cr)
+{
+	socklen_t sl = sizeof(*cr);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &sl) && sl == sizeof(*cr);
 }
 
 /*
@@ -530,16 +607,19 @@ static bool peer_allowed(int fd)
  * deadline.  The one recv() takes a request already queued: closing a Unix
  * socket with unread data resets it, and the client could lose the line.
  */
-static void refuse_stranger(int fd)
+static void refuse_stranger(int fd, struct kk_buf *why)
 {
 	char msg[4096];
-	int n = snprintf(msg, sizeof(msg), "%d\npeer is neither uid %u nor root\n", -EACCES,
-			 (unsigned)geteuid());
+	int n = snprintf(msg, sizeof(msg), "%d\n%s", -EACCES,
+			 why->data ? why->data : "peer credentials unreadable\n");
 
+	if (n >= (int)sizeof(msg))
+		n = (int)sizeof(msg) - 1;
 	send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
 	(void)!recv(fd, msg, sizeof(msg), MSG_DONTWAIT);
 	close(fd);		/* accept4 just made it: ours */
+	kk_buf_free(why);
 }
 
 /* Forget a client: close its socket if still ours (lfd_lock held). */
@@ -575,6 +655,12 @@ static void client_request(struct control_client *c)
 	size_t len = c->req.len;
 	int status;
 
+	/* Trusted at accept(), but the process's ids may have changed since. */
+	status = peer_check(&c->peer, &body);
+	if (status) {
+		client_answer(c, status, &body);
+		return;
+	}
 	nl = req ? memchr(req, '\n', len) : NULL;
 	if (!nl) {
 		kk_buf_printf(&body, "malformed request\n");
@@ -698,7 +784,7 @@ static void client_io(struct control_client *c)
 }
 
 /* A new, trusted connection (lfd_lock held): a free slot gets it, with its deadline. */
-static void client_new(int fd)
+static void client_new(int fd, const struct ucred *peer)
 {
 	struct control_client *c = NULL;
 
@@ -712,6 +798,7 @@ static void client_new(int fd)
 	if (kk_fd_adopt(&c->fd, fd) < 0)
 		return;
 	c->used = true;
+	c->peer = *peer;
 	c->deadline = now_ms() + KK_CONTROL_TIMEOUT_MS;
 }
 
@@ -952,6 +1039,8 @@ static bool accept_failed(int err, uint64_t *pause_until)
 static bool accept_one(int lfd_num, uint64_t *pause_until)
 {
 	int fd = accept4(lfd_num, NULL, NULL, SOCK_CLOEXEC);
+	struct kk_buf why = { 0 };
+	struct ucred cr;
 
 	if (fd < 0)
 		return accept_failed(errno, pause_until);
@@ -959,11 +1048,11 @@ static bool accept_one(int lfd_num, uint64_t *pause_until)
 		close(fd);	/* accept4 just made it: ours */
 		return true;
 	}
-	if (!peer_allowed(fd)) {
-		refuse_stranger(fd);
+	if (!peer_creds(fd, &cr) || peer_check(&cr, &why)) {
+		refuse_stranger(fd, &why);
 		return true;
 	}
-	client_new(fd);
+	client_new(fd, &cr);
 	return true;
 }
 

@@ -8,7 +8,9 @@
  * An abstract name is no file: no directory, no permissions to set, nothing to
  * unlink at exit, nothing left behind by a killed process.  Since anyone may
  * bind or connect to such a name, both sides check the other with
- * SO_PEERCRED: the endpoint serves only its own effective uid and root; kkctl
+ * SO_PEERCRED: the endpoint serves root, and a client whose uid and gid are
+ * all of the process's (real, effective, saved) while it is dumpable (who
+ * may ptrace it), checked again at each request; kkctl
  * talks only to a socket whose owner is the pid it was given, running as its
  * own uid (or kkctl runs as root).  If another socket holds our name, the
  * process says so once on stderr and serves nothing.

@@ -25,6 +25,8 @@
  *                        on fd 2; answers "ok N", or the errno of dup2
  *   ids UID              setgroups(0), setgid(UID), setuid(UID): a worker's
  *                        privilege drop (every thread, through glibc)
+ *   dumpable N           prctl(PR_SET_DUMPABLE, N) (after a drop, lets the
+ *                        new uid ptrace the process, and use its endpoint)
  *   chroot DIR           chroot(DIR) and chdir("/"): a worker's jail, with
  *                        no /proc in it
  *   quit                 exit(0)
@@ -310,6 +312,11 @@ int main(void)
 
 			if (setgroups(0, NULL) || setgid(u) || setuid(u))
 				printf("fail set ids: %s\n", strerror(errno));
+			else
+				puts("ok");
+		} else if (!strncmp(line, "dumpable ", 9)) {
+			if (prctl(PR_SET_DUMPABLE, atol(line + 9), 0, 0, 0))
+				printf("fail prctl: %s\n", strerror(errno));
 			else
 				puts("ok");
 		} else if (!strncmp(line, "chroot ", 7)) {

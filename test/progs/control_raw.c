@@ -4,7 +4,10 @@
  * @kernelkit/PID, sends "REQUEST\n", shuts its side and prints the reply
  * (status line, then body) as the endpoint sent it.  For the trust tests,
  * where the client's identity is what is tested, not kkctl's.
- *   control_raw PID REQUEST
+ *   control_raw [-w] PID REQUEST
+ * -w: once connected, print "connected" and wait for a line (or EOF) on
+ * stdin before sending, so that a script can change the server's state
+ * between the connection and the request (control_trust_request.sh).
  * Exit 0 when a reply (or an empty EOF) was read, 1 when it cannot connect.
  */
 #include <errno.h>
@@ -21,8 +24,10 @@ int main(int argc, char **argv)
 	struct timeval tv = { 10, 0 };
 	char buf[4096];
 	ssize_t r;
-	int n, fd;
+	int n, fd, hold = argc > 1 && !strcmp(argv[1], "-w");
 
+	argv += hold;
+	argc -= hold;
 	if (argc != 3)
 		return 2;
 	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "kernelkit/%s", argv[1]);
@@ -33,6 +38,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (hold) {
+		printf("connected\n");
+		fflush(stdout);
+		(void)!fgets(buf, sizeof(buf), stdin);
+	}
 	/* A refused client may find the socket closed under its request (EPIPE):
 	 * the refusal is still there to read. */
 	send(fd, argv[2], strlen(argv[2]), MSG_NOSIGNAL);

@@ -8,8 +8,9 @@
  *
  * The master listens on 127.0.0.1:PORT (0: an ephemeral port), opens LOG and
  * dup2()s it onto fd 2, as nginx does with its error log, and forks N workers
- * (default 2) that drop to UID/GID (setgroups, setgid, setuid, as nginx's
- * ngx_worker_process_init) when given, then accept connections and answer one
+ * (default 2) that drop to UID/GID (setgroups, setgid, setuid, then
+ * prctl(PR_SET_DUMPABLE, 1), as nginx's ngx_worker_process_init) when given,
+ * then accept connections and answer one
  * line per request: "GET x" -> "OK x".  handle_request() has a pr_debug site,
  * whose output goes to fd 2, the log.
  *
@@ -53,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -229,6 +231,14 @@ static void worker(int gen, int lfd, int ready_fd, long uid, long gid, const sig
 	if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)gid) || setuid((uid_t)uid))) {
 		logmsg("%s %d: worker cannot drop to uid %ld gid %ld: %s\n", me, (int)getpid(),
 		       uid, gid, strerror(errno));
+		_exit(2);
+	}
+	/* As nginx's workers do after setuid(): the kernel made us non-dumpable,
+	 * so that neither a core dump, ptrace nor the control endpoint (which
+	 * follows ptrace's rule) was open to our new uid; we hold nothing of
+	 * root's, so let that uid in. */
+	if (uid >= 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)) {
+		logmsg("%s %d: prctl(PR_SET_DUMPABLE): %s\n", me, (int)getpid(), strerror(errno));
 		_exit(2);
 	}
 	logmsg("%s %d: worker of generation %d ready (uid %d gid %d)\n", me, (int)getpid(), gen,

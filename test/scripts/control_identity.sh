@@ -8,8 +8,11 @@
 #     kernel, and dup2 onto it fails with EBUSY), and the log then gets the
 #     site's line switched on through kkctl;
 #  2. the program drops privileges (setgroups, setgid, setuid: a worker's
-#     shape): the endpoint follows by itself, so root and the new uid reach it
-#     and a third uid is refused;
+#     shape): the endpoint follows by itself, so root reaches it; the new uid
+#     is refused while the kernel keeps the process non-dumpable (it may hold
+#     root's secrets: ptrace is refused too), and reaches it once the program
+#     calls prctl(PR_SET_DUMPABLE, 1) as nginx's workers do; a third uid is
+#     refused;
 #  3. the program chroots into an empty directory (no /proc there): kkctl
 #     still reaches it, and +p still switches its site on.
 # The program answers each command on a pipe ("quiet" waits until every
@@ -78,7 +81,11 @@ start $control_env
 reached || fail "$t: before: $(cat "$tmp/ctlerr")"
 cmd "ids $U"
 reached || fail "$t: root after the drop: $(cat "$tmp/ctlerr")"
-reached "$U" || fail "$t: uid $U after the drop: $(cat "$tmp/ctlerr")"
+as "$U" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
+	fail "$t: uid $U reached the process while it was not dumpable"
+grep -q 'not dumpable' "$tmp/ctlerr" || fail "$t: uid $U, not dumpable: $(cat "$tmp/ctlerr")"
+cmd "dumpable 1"
+reached "$U" || fail "$t: uid $U after the drop and PR_SET_DUMPABLE: $(cat "$tmp/ctlerr")"
 as "$U2" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
 	fail "$t: uid $U2 reached a process of uid $U"
 "$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
@@ -88,7 +95,7 @@ cmd "lowfd $tmp/log"
 cmd debug
 grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line after the drop"
 finish
-echo "setuid: root and uid $U reach the process after its drop, uid $U2 does not"
+echo "setuid: root and uid $U (once dumpable) reach the process after its drop, uid $U2 does not"
 
 # ---- 3. the program chroots where there is no /proc
 : > "$tmp/log"

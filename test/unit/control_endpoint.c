@@ -168,6 +168,28 @@ Test(control_endpoint, socket_bad_input_is_rejected, .init = setup)
 	cr_expect_eq(raw("read test/echo\n", 15, NULL, 0), 0);
 }
 
+/* A NUL byte in a write is refused before any handler runs, in one line, in
+ * process and over the socket (issue 37: a handler that reads C strings
+ * stopped at it, and one query of two ran). */
+Test(control_endpoint, write_with_a_nul_is_refused, .init = setup)
+{
+	static const char req[] = "write test/echo\nab\0cd";
+	char *reply = NULL, body[256];
+
+	last_write[0] = '\0';
+	cr_expect_eq(kk_control_write("test/echo", "ab\0cd", 5, &reply), -EINVAL);
+	cr_expect(reply && strstr(reply, "NUL byte at offset 2") &&
+		  strchr(reply, '\n') == reply + strlen(reply) - 1,
+		  "not one line: '%s'", reply ? reply : "(null)");
+	free(reply);
+	cr_expect_eq(kk_control_write("test/echo", "ab\0", 3, NULL), -EINVAL, "a NUL at the end");
+	cr_expect_eq(raw(req, sizeof(req) - 1, body, sizeof(body)), -EINVAL);
+	cr_expect(strstr(body, "NUL byte at offset 2"), "body '%s'", body);
+	cr_expect_str_eq(last_write, "", "the handler ran");
+	cr_expect_eq(kk_control_write("test/echo", "ab", 2, NULL), 0, "without the NUL");
+	cr_expect_str_eq(last_write, "ab");
+}
+
 Test(control_endpoint, socket_oversize_requests, .init = setup)
 {
 	size_t n = KK_CONTROL_MAX_REQUEST + 4096;
