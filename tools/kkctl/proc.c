@@ -240,7 +240,10 @@ int kkctl_scan_endpoints(pid_t in, void (*each)(pid_t pid, const char *name, voi
 		snprintf(path, sizeof(path), "/proc/net/unix");
 	f = fopen(path, "re");
 	if (!f) {
-		fprintf(stderr, "%s: %s: %s\n", kkctl_prog, path, strerror(errno));
+		/* A process gone since it was listed has no names: not an error
+		 * (the gone-process rule, docs/control.md). */
+		if (in <= 0 || errno != ENOENT)
+			fprintf(stderr, "%s: %s: %s\n", kkctl_prog, path, strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
