@@ -3,7 +3,10 @@
  * A squatter that never lets anyone in: binds each abstract name given
  * (kernelkit/NAME, e.g. "4242" or "4242/3"), listens with a backlog of one,
  * fills it with a connection of its own that it never accepts, prints
- * "ready" and waits until it is killed.  A connect() to any of its names
+ * "ready" and waits until it is killed, or its parent dies (a squatter left
+ * behind would hold the names of a pid that comes round again: other tests'
+ * processes then served from a random name only, and tests that waited for
+ * their usual name hung).  A connect() to any of its names
  * then waits for as long as the caller lets it: kkctl's one deadline must
  * bound the whole exchange however many such names a pid has (kernelkit
  * issue 37, item 4).
@@ -12,7 +15,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -51,8 +56,12 @@ static int squat(const char *name)
 
 int main(int argc, char **argv)
 {
+	pid_t parent = getppid();
+
 	if (argc < 2)
 		return 2;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		return 1;	/* (the parent is gone already) */
 	for (int i = 1; i < argc; i++)
 		if (squat(argv[i]))
 			return 1;
