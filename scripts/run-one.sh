@@ -14,7 +14,8 @@
 # Criterion programs count one result per test case (run with --verbose: a
 # cr_skip_test() shows only as a "[SKIP]" line, never in the synthesis);
 # stress programs and shell tests count one each (exit 0 pass, 77 skip,
-# anything else fail).  KK_TEST_TIMEOUT: the seconds one program may take (600).
+# anything else fail), and a passing one counts each "SKIP: reason" line it
+# printed as a skipped part (what it could not run here, named).  KK_TEST_TIMEOUT: the seconds one program may take (600).
 set -u
 B=$1 label=$2 name=$3
 shift 3
@@ -43,7 +44,10 @@ if [ -n "$syn" ]; then
 	[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
 	# A program that ran no case (a filter that matches none) tested nothing.
 	if [ $((pass + fail + skip)) -eq 0 ]; then fail=1 noneran=1; fi
-elif [ "$rc" -eq 0 ]; then pass=1
+elif [ "$rc" -eq 0 ]; then
+	pass=1
+	# A part that did not run is a skip, counted: a "SKIP: reason" line.
+	skip=$(grep -ac '^SKIP: ' "$out")
 elif [ "$rc" -eq 77 ]; then skip=1
 else fail=1
 fi
@@ -53,6 +57,7 @@ fi
 	[ "$rc" -ne 77 ] || echo "    skipped: $(tail -n 1 "$out")"
 	[ -z "$noneran" ] || echo "    failed: the program ran no test case"
 	[ -z "$syn" ] || grep -a '^\[SKIP\]' "$out" | sed 's/^\[SKIP\] /    skipped: /'
+	[ -n "$syn" ] || [ "$rc" -ne 0 ] || grep -a '^SKIP: ' "$out" | sed 's/^SKIP: /    skipped (a part): /'
 	# A stress program's closing lines are its figures (syncs, checks).
 	case "$name" in stress/*) [ "$rc" -ne 0 ] || tail -n 2 "$out" | sed 's/^/    /' ;; esac
 	if [ "$fail" -ne 0 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then

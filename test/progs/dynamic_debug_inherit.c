@@ -10,6 +10,9 @@
  *                              vfork posix_spawn posix_spawnp; relays the
  *                              child's exit status
  *   dynamic_debug_inherit api-off HOW ... the same after kk_dyndbg_set_inherit(0)
+ *   dynamic_debug_inherit api-envoff HOW  as "api", with KK_DYNDBG_INHERIT=0 in the
+ *                              envp of that one call (HOW takes an envp), then
+ *                              again with the process's own environment
  *   dynamic_debug_inherit wait HOW ...    the same, but the state comes from outside:
  *                              prints "ready <pid>", reads a line from stdin,
  *                              then forks and execs
@@ -54,10 +57,29 @@
 extern char **environ;
 
 static int null_env;		/* pass a NULL envp */
+static char **given_env;	/* pass this envp instead */
 
 static char **child_env(void)
 {
-	return null_env ? NULL : environ;
+	return null_env ? NULL : given_env ? given_env : environ;
+}
+
+/* environ less its KK_DYNDBG_INHERIT entries, plus KK_DYNDBG_INHERIT=0. */
+static char **env_opting_out(void)
+{
+	static char off[] = "KK_DYNDBG_INHERIT=0";
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (environ[n])
+		n++;
+	if (!(v = calloc(n + 2, sizeof(*v))))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "KK_DYNDBG_INHERIT=", 18))
+			v[k++] = environ[i];
+	v[k] = off;
+	return v;
 }
 
 static const char *state(void (*f)(void))
@@ -277,6 +299,18 @@ int main(int argc, char **argv)
 		    dynamic_debug_exec_queries("func report_site +p", NULL) < 0)
 			return 3;
 		return fork_exec(argv[3], argc > 4 ? argv + 4 : dflt);
+	}
+	if (!strcmp(argv[1], "api-envoff")) {
+		int ret;
+
+		if (dynamic_debug_exec_queries("func report_site +p", NULL) < 0 ||
+		    !(given_env = env_opting_out()))
+			return 3;
+		ret = fork_exec(argv[2], target);
+		fflush(stdout);
+		free(given_env);
+		given_env = NULL;
+		return ret ? ret : fork_exec(argv[2], target);
 	}
 	if (!strcmp(argv[1], "api") || !strcmp(argv[1], "api-off")) {
 		if (argv[1][3])
