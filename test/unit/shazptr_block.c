@@ -60,6 +60,7 @@ Test(shazptr_block, nested_wildcard_blocks_until_outermost_clear)
 {
 	for (int skip = 0; skip < 2; skip++) {
 		struct shzt_syncer s;
+		unsigned long long before = shzt_handoffs();
 
 		kk_shazptr_set_skip_synchronize_self_scan(skip);
 		struct shazptr_guard g1 = shazptr_acquire(&other);
@@ -67,6 +68,8 @@ Test(shazptr_block, nested_wildcard_blocks_until_outermost_clear)
 
 		cr_assert(g2.use_wildcard);
 		cr_assert_eq(shzt_syncer_start(&s, &obj), 0);
+		/* It is waiting (its wait went to the scan thread), not yet started. */
+		cr_assert(shzt_wait_handoffs(before + 1), "the wait went to the scan thread");
 		shzt_sleep_ms(SHZT_HOLD_MS / 2);
 		cr_assert_not(__atomic_load_n(&s.done, __ATOMIC_ACQUIRE));
 		shazptr_clear(g2);
@@ -100,12 +103,14 @@ static void batched(bool skip)
 {
 	struct holder h = { .ptr = &obj };
 	struct shzt_syncer s_obj, s_other;
+	unsigned long long before = shzt_handoffs();
 
 	kk_shazptr_set_skip_synchronize_self_scan(skip);
 	cr_assert_eq(pthread_create(&h.thread, NULL, holder_fn, &h), 0);
 	cr_assert(shzt_wait_flag(&h.held, SHZT_BOUND_MS));
 	cr_assert_eq(shzt_syncer_start(&s_obj, &obj), 0);
-	shzt_sleep_ms(10);
+	/* The waiter for the held pointer waits before the other one comes. */
+	cr_assert(shzt_wait_handoffs(before + 1), "the wait went to the scan thread");
 	cr_assert_eq(shzt_syncer_start(&s_other, &other), 0);
 	cr_assert(shzt_syncer_finish(&s_other),
 		  "a waiter for an unheld pointer finishes while another waits");
@@ -132,12 +137,16 @@ Test(shazptr_block, many_waiters_one_holder)
 {
 	enum { N = 8 };
 	struct shzt_syncer s[N];
+	unsigned long long before = shzt_handoffs();
 	struct shazptr_guard g = shazptr_acquire(&obj);
 
 	for (int i = 0; i < N; i++) {
 		kk_shazptr_set_skip_synchronize_self_scan(i & 1);
 		cr_assert_eq(shzt_syncer_start(&s[i], &obj), 0);
 	}
+	/* Every one of them is waiting, not yet started. */
+	cr_assert(shzt_wait_handoffs(before + N), "%llu of %d waits went to the scan thread",
+		  shzt_handoffs() - before, N);
 	shzt_sleep_ms(SHZT_HOLD_MS);
 	for (int i = 0; i < N; i++)
 		cr_assert_not(__atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE));
