@@ -497,6 +497,8 @@ Test(text_sync, round_reads_a_pending_mask_once)
  * a new pid namespace, and ns_last_pid set to the id before the old one.
  * Old code: the round hangs (SIGALRM after 10 s).
  */
+/* The child's exit statuses that are not the round's. */
+enum { RU_NO_PROC = 75, RU_NOT_REUSED = 76 };
 static atomic_int ru_phase, ru_done;
 static atomic_int ru_old_tid, ru_new_tid;
 static pthread_t ru_leaver_th, ru_newcomer_th;
@@ -540,8 +542,9 @@ static void *ru_maker(void *arg)
 	old = atomic_load(&ru_old_tid);
 	while (syscall(SYS_tgkill, getpid(), old, 0) == 0)
 		sched_yield();
-	/* The id may not be free yet for a moment after the thread is gone. */
-	for (int tries = 0; tries < 1000; tries++) {
+	/* The id may not be free yet for a moment after the thread is gone:
+	 * try again for up to 5 s (the child's alarm comes at 10). */
+	for (uint64_t end = kk_now_ns() + 5000000000ull; kk_now_ns() < end;) {
 		f = fopen("/proc/sys/kernel/ns_last_pid", "w");
 		if (f) {
 			fprintf(f, "%d", (int)old - 1);
@@ -590,7 +593,7 @@ static int ru_child(void)
 	if (atomic_load(&ru_new_tid))
 		pthread_join(ru_newcomer_th, NULL);
 	if (atomic_load(&ru_new_tid) != atomic_load(&ru_old_tid))
-		return 77;	/* the id was not reused: nothing shown */
+		return RU_NOT_REUSED;
 	return ret ? 4 : 0;
 }
 
@@ -613,7 +616,7 @@ Test(text_sync, round_survives_a_reused_thread_id)
 
 		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		    mount("proc", "/proc", "proc", 0, NULL))
-			_exit(77);
+			_exit(RU_NO_PROC);
 		c = fork();
 
 		if (c == 0)
@@ -623,8 +626,10 @@ Test(text_sync, round_survives_a_reused_thread_id)
 	}
 	waitpid(init, &st, 0);
 	cr_assert(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77)
-		cr_skip_test("the newcomer did not get the old thread id");
+	if (WEXITSTATUS(st) == RU_NO_PROC)
+		cr_skip_test("cannot mount a /proc for the new pid namespace");
+	cr_assert_neq(WEXITSTATUS(st), RU_NOT_REUSED,
+		      "no newcomer got the old thread id within 5 s: the reuse was not forced");
 	cr_assert_neq(WEXITSTATUS(st), 100 + SIGALRM,
 		      "the round hung on a thread id that a newcomer reused");
 	cr_assert_eq(WEXITSTATUS(st), 0, "child status %d (4: the round failed)",
