@@ -13,7 +13,8 @@ rc=$?
 echo "$out" | tail -4
 if [ "${KK_TEST_LABEL:-default}" = fallback ]; then
 	[ "$rc" -eq 0 ] || { echo "FAIL: rc $rc"; exit 1; }
-	exit 0
+	echo "skip: KK_NO_JUMP_LABEL patches no text: how a full-mask handler's batches are written is not tested (the flips under the flood checked out)"
+	exit 77
 fi
 [ "$rc" -gt 128 ] && { echo "FAIL: killed by signal $((rc - 128)) ($(kill -l $((rc - 128))))"; exit 1; }
 [ "$rc" -eq 0 ] || { echo "FAIL: rc $rc"; exit 1; }
