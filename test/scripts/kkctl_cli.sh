@@ -80,7 +80,7 @@ if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev
 	asnobody "$tmp/kkctl" ls > "$tmp/out" || fail "ls as nobody"
 	grep -q "^$pid " "$tmp/out" && fail "ls as nobody lists a root process"
 else
-	echo "skipping the foreign-uid part (needs root, nobody and setpriv)"
+	echo "SKIP: the foreign-uid part (kkctl as nobody) not run: needs root, user nobody and setpriv"
 fi
 
 # A squatter on the name of a process that serves none: kkctl checks the
