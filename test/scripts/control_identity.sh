@@ -12,7 +12,8 @@
 #     is refused while the kernel keeps the process non-dumpable (it may hold
 #     root's secrets: ptrace is refused too), and reaches it once the program
 #     calls prctl(PR_SET_DUMPABLE, 1) as nginx's workers do; a third uid is
-#     refused;
+#     refused by the endpoint itself (control_raw, which checks nothing:
+#     -13 and the reason), and its refused +p switches nothing on;
 #  3. the program chroots into an empty directory (no /proc there): kkctl
 #     still reaches it, and +p still switches its site on.
 # The program answers each command on a pipe ("quiet" waits until every
@@ -43,6 +44,18 @@ reached() {
 		[ $i -lt 100 ] || return 1
 		sleep 0.05
 	done
+}
+
+# refused WHAT REQUEST...: control_raw as uid $U2 sends REQUEST (its words
+# joined by spaces); the endpoint's reply is -13 and the reason, nothing more.
+refused() {
+	what=$1; shift
+	as "$U2" "$B/test/progs/control_raw" "$pid" "$*" > "$tmp/raw" 2> "$tmp/ctlerr" ||
+		fail "$what: control_raw: $(cat "$tmp/ctlerr")"
+	[ "$(head -n 1 "$tmp/raw")" = -13 ] || fail "$what: the endpoint did not refuse: $(cat "$tmp/raw")"
+	grep -q "peer is neither uid $U nor root" "$tmp/raw" ||
+		fail "$what: not the endpoint's refusal of a stranger: $(cat "$tmp/raw")"
+	[ "$(wc -l < "$tmp/raw")" -eq 2 ] || fail "$what: more than the refusal: $(cat "$tmp/raw")"
 }
 
 # ---- 1. fd 2 closed at launch
@@ -86,12 +99,17 @@ as "$U" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
 grep -q 'not dumpable' "$tmp/ctlerr" || fail "$t: uid $U, not dumpable: $(cat "$tmp/ctlerr")"
 cmd "dumpable 1"
 reached "$U" || fail "$t: uid $U after the drop and PR_SET_DUMPABLE: $(cat "$tmp/ctlerr")"
-as "$U2" "$KKCTL" -p "$pid" read static_keys > /dev/null 2> "$tmp/ctlerr" &&
-	fail "$t: uid $U2 reached a process of uid $U"
-"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
-	fail "$t: +p: $(cat "$tmp/ctlerr")"
 cmd "lowfd $tmp/log"
 [ "$ans" = "ok 2" ] || fail "$t: the log is not on fd 2: $ans"
+# The third uid, through control_raw (no client-side check: kkctl's own
+# refusal would hide whether the endpoint refuses): the endpoint answers -13
+# and why, gives no file, and a write it refuses switches nothing on.
+refused "$t: uid $U2 reads" read static_keys
+refused "$t: uid $U2 writes +p" write dynamic_debug/control 'func guest_hello +p'
+cmd debug
+grep -q '^guest hello' "$tmp/log" && fail "$t: uid $U2's refused +p switched the site on"
+"$KKCTL" -p "$pid" write dynamic_debug/control 'func guest_hello +p' > /dev/null 2> "$tmp/ctlerr" ||
+	fail "$t: +p: $(cat "$tmp/ctlerr")"
 cmd debug
 grep -q '^guest hello 42$' "$tmp/log" || fail "$t: no pr_debug line after the drop"
 finish

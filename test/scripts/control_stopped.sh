@@ -39,6 +39,10 @@ kill -CONT "$dpid"
 "$KKCTL" -p "$dpid" write dynamic_debug/control 'func no_such_function +p' > "$tmp/w2" 2>&1 ||
 	fail "write after SIGCONT: $(cat "$tmp/w2")"
 "$KKCTL" -p "$dpid" read dynamic_debug/control > "$tmp/control" || fail "read control"
+# The listing has hot's three sites, each off ("=_"): a listing of another
+# shape (no such lines, other flags' spelling) fails here, not passes below.
+[ "$(grep -c ' \[sigwait_daemon\]hot =_ ' "$tmp/control")" -eq 3 ] ||
+	fail "the listing lacks hot's three sites, off: $(grep -F ']hot ' "$tmp/control")"
 on=$(grep -c '\[sigwait_daemon\]hot =p' "$tmp/control")
 [ "$on" -eq 0 ] || fail "the abandoned write was made after SIGCONT: $(grep hot "$tmp/control")"
 stop_sigwait_daemon

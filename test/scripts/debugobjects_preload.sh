@@ -83,5 +83,7 @@ if command -v sort >/dev/null 2>&1; then
 	else
 		echo "ok: sort under the preload"
 	fi
+else
+	echo "SKIP: a program that knows nothing of kernelkit (sort) under the preload not run: no sort"
 fi
 exit $fail

@@ -86,7 +86,7 @@ PY
 }
 
 for cxx in g++ clang++; do
-	command -v $cxx >/dev/null 2>&1 || { echo "note: no $cxx"; continue; }
+	command -v $cxx >/dev/null 2>&1 || { echo "SKIP: $cxx not checked: not installed"; continue; }
 	flags="-std=c++17 -O2 -Wall -Wextra -Werror -I$src/include"
 	if $cxx $flags -fPIE -pie -o "$tmp/prog-$cxx" "$tmp/shapes.cc" -L"$B" -lkernelkit; then
 		check "$cxx PIE program" "$tmp/prog-$cxx" 8 || fail=1
@@ -107,7 +107,7 @@ int use(int x);
 int use(int x) { dbg("x %d\n", x); return x; }
 CXX
 for cxx in g++ clang++; do
-	command -v $cxx >/dev/null 2>&1 || continue
+	command -v $cxx >/dev/null 2>&1 || { echo "SKIP: $cxx, non-constant formats, not checked: not installed"; continue; }
 	for d in "" -DKK_NO_JUMP_LABEL; do
 		if $cxx -std=c++11 -Wall -Wextra -I"$src/include" $d -c -o "$tmp/nonconst.o" \
 			"$tmp/nonconst.cc" 2>"$tmp/nonconst.err"; then

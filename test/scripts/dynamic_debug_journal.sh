@@ -8,7 +8,8 @@
 # 70000 bytes, and 1 MiB (past any datagram: the sealed memfd).  Then, with
 # journald gone, the messages go to stderr with one warning.
 # Where no journald can run (not installed, not root, or it will not start),
-# the test says so and checks the same entries with test/progs/journal_fake,
+# the test prints a "SKIP:" line naming the real-journald part (a skipped part,
+# counted) and checks the same entries with test/progs/journal_fake,
 # which parses the wire format strictly as the protocol specifies (memfd
 # seals included).  KK_JOURNAL_FAKE=1 forces that mode.
 set -u
@@ -82,8 +83,11 @@ if [ "$fake" != 1 ]; then
 	fi
 fi
 if [ "$fake" = 1 ]; then
-	echo "no journald can run here (${KK_JOURNAL_WHY:-KK_JOURNAL_FAKE=1}):" \
-		"testing the wire format against the native protocol with test/progs/journal_fake"
+	# What the fake cannot show is a skipped part, said so (issue 38): the
+	# wire format it parses strictly still runs below.
+	echo "SKIP: a real systemd-journald not tested (${KK_JOURNAL_WHY:-KK_JOURNAL_FAKE=1}):" \
+		"its acceptance of the entries and journalctl's reading of them;" \
+		"the wire format is checked against test/progs/journal_fake instead"
 	"$FAKE" /run/systemd/journal/socket > "$tmp/fake.json" 2> "$tmp/journald.log" &
 	jpid=$!
 	wait_socket || fail "journal_fake exited: $(cat "$tmp/journald.log")"

@@ -60,7 +60,7 @@ sed 's/static_branch_unlikely(&clash_key)/static_branch_unlikely(\&clash_key.key
 flags="-Wall -Wextra -Werror -pedantic -I$SRC/include -c"
 ran=0
 for cc in gcc clang g++ clang++; do
-	command -v $cc >/dev/null || continue
+	command -v $cc >/dev/null || { echo "SKIP: $cc not checked: not installed"; continue; }
 	case $cc in
 	*++) lang="-x c++ -std=c++11" ;;
 	*) lang="-x c -std=c11" ;;

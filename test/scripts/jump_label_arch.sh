@@ -81,7 +81,7 @@ if have $a64_gcc && have $a64_od; then
 		done
 	done
 else
-	echo "note: no aarch64 cross compiler ($a64_gcc): aarch64 not checked here"
+	echo "SKIP: aarch64 not checked: no aarch64 cross compiler ($a64_gcc)"
 fi
 
 # 2. the aarch64 header in every dialect
@@ -131,7 +131,7 @@ CC
 	echo "aarch64 header: $n compilations, $bad failed"
 	[ "$bad" -eq 0 ] || fail=1
 else
-	echo "note: no $a64_gcc/$a64_gxx: the aarch64 header matrix is not checked here"
+	echo "SKIP: the aarch64 header matrix not checked: no $a64_gcc/$a64_gxx"
 fi
 
 [ "$checked" -gt 0 ] || { echo "skip: no compiler to check"; exit 77; }

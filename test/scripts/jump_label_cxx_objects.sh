@@ -78,7 +78,7 @@ int main()
 M
 fail=0
 for cxx in g++ clang++; do
-	command -v $cxx >/dev/null 2>&1 || continue
+	command -v $cxx >/dev/null 2>&1 || { echo "SKIP: $cxx not checked: not installed"; continue; }
 	common="-std=c++17 -O2 -Wall -Wextra -Werror -pedantic $flags -I$src/include"
 	link="-L$B -lkernelkit -Wl,-rpath,$B"
 	rm -f libobj.so m

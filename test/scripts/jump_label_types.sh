@@ -38,7 +38,7 @@ case_() {
 			printf 'int f(void);\nint f(void)\n{\n\tint n = 0;\n\t%s\n\treturn n;\n}\n' "$body"
 		} > "$f"
 		for cc in ${KK_SKT_CC:-gcc g++ clang clang++}; do
-			command -v $cc >/dev/null 2>&1 || continue
+			command -v $cc >/dev/null 2>&1 || { echo "SKIP: $cc not checked: not installed"; continue; }
 			case $cc in *++) lang=c++ std=c++17 ;; *) lang=c std=c11 ;; esac
 			for extra in "" "-DKK_NO_JUMP_LABEL"; do
 				ran=$((ran + 1))

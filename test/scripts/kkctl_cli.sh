@@ -48,7 +48,18 @@ grep -q "Permission denied" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 "$KKCTL" -p "$pid" 2>/dev/null; [ $? -eq 2 ] || fail "usage exit"
 "$KKCTL" bogus 2>/dev/null; [ $? -eq 2 ] || fail "usage exit"
 "$KKCTL" -p notapid read x 2>/dev/null; [ $? -eq 2 ] || fail "bad pid exit"
-"$KKCTL" --help | grep -q "usage:" || fail "--help"
+# --help and --version: exit 0, their text on stdout (a pipe to a pager or
+# grep sees it), nothing on stderr.
+for o in --help --version; do
+	"$KKCTL" $o > "$tmp/out" 2> "$tmp/err"; rc=$?
+	[ $rc -eq 0 ] || fail "$o: exit $rc"
+	[ -s "$tmp/err" ] && fail "$o wrote to stderr: $(cat "$tmp/err")"
+	case $o in
+	--help) grep -q "usage:" "$tmp/out" || fail "--help: no usage on stdout: $(cat "$tmp/out")" ;;
+	--version) grep -Eqx 'kkctl \(kernelkit\) [0-9]+\.[0-9]+.*' "$tmp/out" ||
+		fail "--version on stdout: '$(cat "$tmp/out")'" ;;
+	esac
+done
 "$KKCTL" -p 999999 read static_keys 2>"$tmp/err"; [ $? -eq 1 ] || fail "no endpoint exit"
 grep -qx "kkctl: process 999999: no such process" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 # (a live process without one: that is what "no control endpoint" means)
@@ -69,7 +80,7 @@ if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev
 	asnobody "$tmp/kkctl" ls > "$tmp/out" || fail "ls as nobody"
 	grep -q "^$pid " "$tmp/out" && fail "ls as nobody lists a root process"
 else
-	echo "skipping the foreign-uid part (needs root, nobody and setpriv)"
+	echo "SKIP: the foreign-uid part (kkctl as nobody) not run: needs root, user nobody and setpriv"
 fi
 
 # A squatter on the name of a process that serves none: kkctl checks the

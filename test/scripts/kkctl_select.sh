@@ -80,6 +80,8 @@ grep -q '^{"pid":999999,"name":"?","uid":-1,"ok":false,"error":"no such process"
 if command -v python3 > /dev/null; then
 	python3 -c 'import json,sys
 for l in open(sys.argv[1]): json.loads(l)' "$tmp/out" || fail "--json is not JSON: $(cat "$tmp/out")"
+else
+	echo "SKIP: --json lines not parsed as JSON: no python3"
 fi
 
 # ---- a hostile reply: escaped as text and as JSON

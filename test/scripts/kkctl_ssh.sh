@@ -14,7 +14,7 @@
 #  4. arguments reach the remote kkctl as they are, never as shell code;
 #  5. the Ansible recipe of docs/control.md (an ad-hoc command over an
 #     inventory, kkctl --json) through the same sshd, when ansible is there
-#     (ansible-core; that part alone is skipped without it).
+#     (ansible-core; without it that part alone is skipped: a SKIP: line).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 if ! [ -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || ! command -v ssh >/dev/null; then
@@ -147,6 +147,6 @@ if command -v ansible >/dev/null && [ -x /usr/bin/python3 ]; then
 	grep -q "^h1 | CHANGED | rc=0 | (stdout) {\"pid\":$p,\"name\":\"jump_label_prog\",\"uid\":0,\"ok\":true,\"reply\":\"1\\\\n\"}\$" \
 		"$tmp/out" || fail "ansible: $(cat "$tmp/out")"
 else
-	echo "kkctl_ssh: (no ansible: its recipe not run)"
+	echo "SKIP: 5, the Ansible recipe of docs/control.md, not run: no ansible (ansible-core) or no /usr/bin/python3"
 fi
 echo "kkctl_ssh: ok"

@@ -4,7 +4,8 @@
 # workers that setuid() to a throwaway uid U, reload by SIGHUP, binary upgrade
 # by SIGUSR2) stays under kkctl's control through its whole life.
 #  b. root's kkctl reaches the master and every worker after the workers'
-#     setuid (`kkctl --tree MASTER` when kkctl has it, else -p each pid);
+#     setuid (`kkctl --tree MASTER` when kkctl has it, else -p each pid and a SKIP:
+#     line);
 #     'func handle_request +p' makes a request log its pr_debug line; U's
 #     kkctl reaches (and switches) the workers, and is refused the master;
 #  c. after a reload the new workers have the site on (fork), and '-p'
@@ -26,6 +27,8 @@ cp "$B/kkctl" "$tmp/"
 chmod 755 "$tmp/kkctl"
 tree=0
 "$B/kkctl" --help 2>&1 | grep -q -- '--tree' && tree=1
+[ $tree -eq 1 ] ||
+	echo "SKIP: kkctl --tree not tested (b, c, d use -p each pid; d's old master's tree not checked): this kkctl's --help lists no --tree"
 
 # ---- start: the master's stdout is a FIFO read line by line on fd 5
 mkfifo "$tmp/out"

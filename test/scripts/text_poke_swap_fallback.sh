@@ -189,7 +189,7 @@ for mode in KK_TEXT_SYNC=swap "KK_TEXT_POKE=remap KK_TEXT_SYNC=membarrier"; do
 	if [ -n "$can_bind" ]; then
 		run bind unshare -m --propagation private
 	else
-		echo "skip: bind ($mode): unshare -m refused"
+		echo "SKIP: bind ($mode): unshare -m refused"
 	fi
 	run lib
 done

@@ -27,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 ran=0 bad='' skipped='' also=''
 
 skip() { skipped="$skipped
-  $1: $2"; echo "$1: skipped ($2)"; }
+  $1: $2"; echo "SKIP: $1: $2"; }
 
 # check NAME LOG RC SYNC POKE: exit 0, the ok line, and the methods that ran.
 check() {
