@@ -19,20 +19,25 @@ ctl write dynamic_debug/control 'func guest_hello =T' > /dev/null || fail "+T re
 "$KKCTL" -f -p "$pid" read dynamic_debug/trace_pipe >> "$tmp/follow" 2> "$tmp/follow.err" &
 fpid=$!
 pids=$fpid	# killed at exit
-# n lines of "guest hello 42" in kkctl's output, within 10 s
+# n lines of "guest hello N" in kkctl's output, within 10 s
 wait_lines() {
 	i=0
-	while [ "$(grep -c 'guest hello 42$' "$tmp/follow")" -lt "$1" ]; do
+	while [ "$(grep -c 'guest hello [0-9]*$' "$tmp/follow")" -lt "$1" ]; do
 		i=$((i + 1))
-		[ $i -le 1000 ] || fail "kkctl -f printed $(grep -c 'guest hello 42$' "$tmp/follow") records, want $1"
+		[ $i -le 1000 ] || fail "kkctl -f printed $(grep -c 'guest hello' "$tmp/follow") records, want $1"
 		kill -0 "$fpid" 2>/dev/null || fail "kkctl -f exited early: $(cat "$tmp/follow.err")"
 		sleep 0.01
 	done
 }
-for n in 1 2 3; do
-	cmd debug
-	wait_lines $n
-done
+# Distinct records: 1 alone (streamed after kkctl started), then 2 and 3
+# back to back, which may come in one read; they must come out 1, 2, 3.
+cmd "debug 1"
+wait_lines 1
+cmd "debug 2"
+cmd "debug 3"
+wait_lines 3
+got=$(sed -n 's/.*\] guest hello \([0-9]*\)$/\1/p' "$tmp/follow" | tr '\n' ' ')
+[ "$got" = "1 2 3 " ] || fail "records in the order '$got', want '1 2 3 '"
 [ "$(grep -c . "$tmp/follow")" -eq 3 ] || fail "other lines than the 3 records"
 
 # The process goes: kkctl -f stops, with status 1 and the reason.
@@ -52,4 +57,4 @@ pids=
 [ -s "$tmp/follow.err" ] || fail "kkctl -f did not say why it stopped"
 "$KKCTL" -f -p "$$" write dynamic_debug/control x > /dev/null 2>&1
 [ $? -eq 2 ] || fail "-f with write was not a usage error"
-echo "ok: kkctl -f streamed 3 records written after it started, and stopped with its target"
+echo "ok: kkctl -f streamed 3 numbered records written after it started, in order, and stopped with its target"

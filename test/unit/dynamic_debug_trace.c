@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -438,6 +439,60 @@ Test(dynamic_debug_trace, concurrent_writers_and_a_consuming_reader)
 	cr_assert_gt(reads, 1);
 }
 
+/*
+ * Nothing is overwritten (16 MiB rings, checked in the header), so every
+ * record written must come out of trace_pipe exactly once: each thread's
+ * numbers are 0, 1, 2, ... with none missing, read while they are written.
+ */
+static void check_exact(const char *t, long *last)
+{
+	char *copy = strdup(t), *save = NULL;
+
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		int tag;
+		long v;
+		const char *m = msg_of(l);
+
+		cr_assert(m && sscanf(m, "seq %d %ld", &tag, &v) == 2, "bad line <%s>", l);
+		cr_assert(tag >= 10 && tag < 10 + NW, "<%s>", l);
+		cr_assert_eq(v, last[tag - 10] + 1, "tag %d: %ld after %ld", tag, v, last[tag - 10]);
+		last[tag - 10] = v;
+	}
+	free(copy);
+}
+
+Test(dynamic_debug_trace, trace_pipe_loses_nothing_that_was_not_overwritten)
+{
+	pthread_t th[NW];
+	long last[NW];
+	char *t;
+
+	for (int i = 0; i < NW; i++)
+		last[i] = -1;
+	cr_assert_eq(kk_dyndbg_trace_set_size(16384u << 10), 0);
+	enable("func tr_seq +T");
+	pthread_barrier_init(&writers_start, NULL, NW);
+	for (int i = 0; i < NW; i++)
+		pthread_create(&th[i], NULL, writer, (void *)(intptr_t)(10 + i));
+	while (atomic_load(&writers_done) < NW) {
+		t = pipe_text();
+		check_exact(t, last);
+		free(t);
+		atomic_fetch_add(&reads_done, 1);
+	}
+	t = pipe_text();
+	check_exact(t, last);
+	free(t);
+	t = trace_text();
+	cr_assert(strstr(t, "# lost: overwritten 0, nested 0, no buffer 0\n"), "%.300s", t);
+	free(t);
+	atomic_store(&writers_go, 1);
+	for (int i = 0; i < NW; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < NW; i++)
+		cr_assert_eq(last[i], PER_WRITER - 1, "writer %d ended at %ld", i, last[i]);
+}
+
 static void *seq_one(void *arg)
 {
 	tr_seq(20, (unsigned long)(uintptr_t)arg);
@@ -641,6 +696,60 @@ Test(dynamic_debug_trace, panic_dumps_the_last_records)
 	cr_assert(strstr(d, "seq 50 299\n") < strstr(d, "str <last words>\n"), "%s", d);
 	cr_assert(strstr(d, "str <last words>\n") < e);
 	cr_assert_eq(kid_count(&k, "seq 50 "), 199);
+}
+
+/*
+ * Two threads take turns (each waits for the other's semaphore, no sleep),
+ * so seq 52 0..PINGPONG-1 were written in that order, alternating between
+ * the threads' rings.  The dump merges the rings by time: it lists them in
+ * that order, not one ring after the other.
+ */
+#define PINGPONG 20
+static sem_t pp_sem[2];
+
+static void *pingpong(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+
+	for (unsigned long i = (unsigned long)me; i < PINGPONG; i += 2) {
+		sem_wait(&pp_sem[me]);
+		tr_seq(52, i);
+		sem_post(&pp_sem[!me]);
+	}
+	return NULL;
+}
+
+static void panic_threads_child(void *arg)
+{
+	pthread_t th;
+
+	(void)arg;
+	kk_panic_set_timeout(-1);
+	if (dynamic_debug_write("func tr_seq +T", NULL) || sem_init(&pp_sem[0], 0, 1) ||
+	    sem_init(&pp_sem[1], 0, 0))
+		_exit(3);
+	if (pthread_create(&th, NULL, pingpong, (void *)(intptr_t)1))
+		_exit(3);
+	pingpong((void *)(intptr_t)0);
+	pthread_join(th, NULL);
+	panic("with two threads' trace");
+}
+
+Test(dynamic_debug_trace, panic_dump_merges_threads_by_time)
+{
+	struct kid k;
+	const char *d, *e;
+	char *dump;
+
+	kid_start(&k, panic_threads_child, NULL);
+	cr_assert_eq(kid_finish(&k, 10000), 0, "child hung:\n%s", k.out);
+	d = strstr(k.out, "kernelkit: dynamic debug trace, last 20 of 20 records:\n");
+	cr_assert(d, "%s", k.out);
+	e = strstr(d, "kernelkit: end of trace\n");
+	cr_assert(e, "%s", k.out);
+	dump = strndup(d, (size_t)(e - d));
+	cr_assert_eq(check_seq(dump, 52, 0), PINGPONG, "%s", dump);
+	free(dump);
 }
 
 static volatile int *volatile bad_ptr = (volatile int *)(uintptr_t)8;
