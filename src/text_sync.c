@@ -1080,7 +1080,7 @@ void kk_sync_get_stats(struct kk_sync_stats *st)
 	st->signal_rounds = __atomic_load_n(&st_signal_rounds, __ATOMIC_RELAXED);
 	st->signals = __atomic_load_n(&st_signals, __ATOMIC_RELAXED);
 	st->stop_machines = __atomic_load_n(&st_stops, __ATOMIC_RELAXED);
-	st->window_waits = __atomic_load_n(&kk_sync_window_waits, __ATOMIC_RELAXED);
+	kk_sync_deferral_stats(&st->deferrals, &st->deferrals_standing);
 }
 
 const char *kk_sync_method(void)

@@ -133,9 +133,10 @@ struct kk_sync_stats {
 	unsigned long long signal_rounds;	/* rounds done by signalling threads */
 	unsigned long long signals;		/* park signals sent (rounds + stops) */
 	unsigned long long stop_machines;	/* batches written under stop_machine */
-	unsigned long long window_waits;	/* plans that waited for mask calls (text_sync_sigmask.c) */
+	unsigned long long deferrals;		/* SIGTRAP blocks deferred (text_sync_sigmask.c) */
+	unsigned long long deferrals_standing;	/* ... not yet handed back or dropped */
 };
-extern unsigned long long kk_sync_window_waits;
+void kk_sync_deferral_stats(unsigned long long *made, unsigned long long *standing);
 KK_WHITEBOX void kk_sync_get_stats(struct kk_sync_stats *st);
 /* The method the last plan chose: "membarrier", "signal", "stop-machine", "swap",
  * "single-thread" or "unused". */

@@ -84,7 +84,7 @@ static int window;		/* 1 while a window is open */
 static pid_t window_pid;	/* the process that opened it */
 static struct deferral deferred[KK_DEFERRALS];
 static int n_deferred;		/* slots in use: every call looks first */
-unsigned long long kk_sync_window_waits;	/* never: the rule above */
+static unsigned long long n_made;	/* deferrals ever made (statistics) */
 
 /* Our SIGTRAP, as queued by kk_sync_done(): si_code SI_QUEUE and this value. */
 #define KK_DEFER_MAGIC		0x6b6b7472	/* "kktr" */
@@ -186,8 +186,10 @@ static struct deferral *claim(uint64_t who)
 		uint64_t none = 0;
 
 		if (__atomic_compare_exchange_n(&deferred[i].who, &none, who, false,
-						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&n_made, 1, __ATOMIC_RELAXED);
 			return &deferred[i];
+		}
 	}
 	__atomic_sub_fetch(&n_deferred, 1, __ATOMIC_SEQ_CST);
 	return NULL;
@@ -213,6 +215,12 @@ static uint64_t settle(uint64_t want, uint64_t who, struct deferral *d)
 		return want;
 	}
 	return want & ~TRAP;
+}
+
+void kk_sync_deferral_stats(unsigned long long *made, unsigned long long *standing)
+{
+	*made = __atomic_load_n(&n_made, __ATOMIC_RELAXED);
+	*standing = (unsigned long long)__atomic_load_n(&n_deferred, __ATOMIC_SEQ_CST);
 }
 
 /* ---- the interposed functions ------------------------------------------------------------- */

@@ -138,6 +138,7 @@ struct result {
 	char via[128];		/* the name we used after passing a foreign socket */
 };
 
+int kkctl_wait_fd(int fd, short events, uint64_t deadline);
 int kkctl_reach_pid(const struct target *t, uint64_t deadline, int *tries, struct result *res);
 void kkctl_request(const struct target *t, const char *verb, const char *file,
 		   const char *body, size_t blen, struct result *res);

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -188,24 +187,6 @@ static int recv_result(int sp, struct child_msg *m)
 	return fd;
 }
 
-/* Wait for the child's word on @sp until @deadline: 1, or 0 if it came
- * first. */
-static int wait_word(int sp, uint64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { sp, POLLIN, 0 };
-		uint64_t now = kk_now_ns(), ms;
-		int r;
-
-		if (now >= deadline)
-			return 0;
-		ms = (deadline - now + 999999) / 1000000;
-		r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
-		if (r != 0 && !(r < 0 && errno == EINTR))
-			return 1;	/* (an error: recvmsg() will say) */
-	}
-}
-
 /*
  * Run a child that enters @ns and then connects to @sa (if given) or reads
  * its host name (into @m->host).  The socket or 0, or -1 with errno
@@ -241,7 +222,7 @@ static int in_ns(const struct nsfds *ns, const struct sockaddr_un *sa, socklen_t
 		_exit(0);
 	}
 	close(sp[1]);
-	if (!wait_word(sp[0], deadline)) {
+	if (!kkctl_wait_fd(sp[0], POLLIN, deadline)) {	/* (an error: recvmsg() says) */
 		kill(child, SIGKILL);
 		m->step = 0;
 		m->err = ETIMEDOUT;

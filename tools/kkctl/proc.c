@@ -61,12 +61,20 @@ static unsigned long ino_of(const char *path)
 	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
 }
 
+/* The fields of /proc/PID/stat that kkctl uses. */
+struct proc_stat {
+	char state;			/* field 3 */
+	int ppid;			/* field 4 */
+	long threads;			/* field 20 */
+	unsigned long long start;	/* field 22: clock ticks after boot */
+};
+
 /*
- * @pid's state and start time (fields 3 and 22 of /proc/PID/stat: clock
- * ticks after boot).  A pid names a process only as long as it lives: the
- * pair names it for good.  -1 if there is no such process.
+ * Read @pid's /proc/PID/stat into @ps.  A pid names a process only as long
+ * as it lives: the pair (pid, start) names it for good.  -1 if there is no
+ * such process.
  */
-static int stat_start(pid_t pid, char *state, unsigned long long *start)
+static int read_stat(pid_t pid, struct proc_stat *ps)
 {
 	char path[64], buf[1024], *p;
 	size_t n;
@@ -80,8 +88,9 @@ static int stat_start(pid_t pid, char *state, unsigned long long *start)
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", state, start) != 2)
+	if (!p || sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %ld %*d %llu", &ps->state, &ps->ppid, &ps->threads,
+			 &ps->start) != 4)
 		return -1;
 	return 0;
 }
@@ -89,12 +98,11 @@ static int stat_start(pid_t pid, char *state, unsigned long long *start)
 /* @pid's start time, or 0 if it is gone (or a zombie: it serves nothing). */
 unsigned long long kkctl_proc_start(pid_t pid)
 {
-	unsigned long long start;
-	char state;
+	struct proc_stat ps;
 
-	if (stat_start(pid, &state, &start) || state == 'Z' || state == 'X')
+	if (read_stat(pid, &ps) || ps.state == 'Z' || ps.state == 'X')
 		return 0;
-	return start ? start : 1;	/* (a process started in the boot's first tick) */
+	return ps.start ? ps.start : 1;	/* (a process started in the boot's first tick) */
 }
 
 /* Is the process that had pid @pid and started at @start still alive, not
@@ -304,22 +312,11 @@ bool kkctl_has_control_thread(pid_t pid)
 /* @pid's parent and number of threads, from /proc/PID/stat.  -1 if gone. */
 int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads)
 {
-	char path[64], buf[1024], *p;
-	size_t n;
-	FILE *f;
-	int pp;
+	struct proc_stat ps;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (read_stat(pid, &ps))
 		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
-	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %ld", &pp, threads) != 2)
-		return -1;
-	*ppid = (pid_t)pp;
+	*ppid = (pid_t)ps.ppid;
+	*threads = ps.threads;
 	return 0;
 }

@@ -20,8 +20,9 @@
 #include "kkctl.h"
 
 /* Wait for @events on @fd until @deadline (kk_now_ns()): 1 ready, 0 too late,
- * -1 with errno. */
-static int wait_fd(int fd, short events, uint64_t deadline)
+ * -1 with errno.  Every wait of kkctl's goes through here, so that no wait
+ * outlives the target's one deadline. */
+int kkctl_wait_fd(int fd, short events, uint64_t deadline)
 {
 	for (;;) {
 		struct pollfd p = { fd, events, 0 };
@@ -44,7 +45,7 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 static int send_by(int fd, const char *p, size_t n, uint64_t deadline)
 {
 	while (n) {
-		int w = wait_fd(fd, POLLOUT, deadline);
+		int w = kkctl_wait_fd(fd, POLLOUT, deadline);
 		ssize_t s;
 
 		if (w <= 0)
@@ -89,7 +90,7 @@ static int recv_by(int fd, uint64_t deadline, size_t max, char **out, size_t *le
 			buf = nb;
 			cap = nc;
 		}
-		w = wait_fd(fd, POLLIN, deadline);
+		w = kkctl_wait_fd(fd, POLLIN, deadline);
 		if (w <= 0) {
 			err = w ? -errno : -ETIMEDOUT;
 			break;
