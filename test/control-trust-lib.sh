@@ -76,18 +76,7 @@ start() {
 		sleep 0.01
 	done
 }
-cmd() {
-	echo "$1" >&3
-	IFS= read -r ans <&4 || fail "no answer to '$1'"
-	case $ans in ok*) ;; *) fail "'$1': $ans" ;; esac
-}
-finish() {
-	echo quit >&3
-	wait "$pid"; rc=$?
-	exec 3>&- 4<&-
-	[ $rc -eq 0 ] || fail "exit status $rc"
-	pid=
-}
+. "${KK_SRC:?}/test/pipe-lib.sh"	# cmd, finish
 flags() {
 	"$KKCTL" -p "$pid" read dynamic_debug/control > "$tmp/ctl" 2> "$tmp/ctlerr" ||
 		fail "root's read of dynamic_debug/control: $(cat "$tmp/ctlerr")"

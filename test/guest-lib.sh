@@ -52,16 +52,5 @@ start() {
 	exec 3> "$tmp/in" 4< "$tmp/out"
 	cmd tasks
 }
-finish() {
-	echo quit >&3
-	wait "$pid"; rc=$?
-	exec 3>&- 4<&-
-	[ $rc -eq 0 ] || fail "exit status $rc"
-	pid=
-}
-cmd() {
-	echo "$1" >&3
-	IFS= read -r ans <&4 || fail "no answer to '$1'"
-	case $ans in ok*) ;; *) fail "${t:+$t: }'$1': $ans" ;; esac
-}
+. "${KK_SRC:?}/test/pipe-lib.sh"	# cmd, finish
 ctl() { "$KKCTL" -p "$pid" "$@"; }

@@ -243,45 +243,19 @@ __attribute__((noinline)) void flags_real_site(int v)
 }
 
 #if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
-static int ready_pipe[2], release_pipe[2];
-
-static void *trap_blocker(void *arg)
-{
-	sigset_t s;
-	char c;
-
-	(void)arg;
-	sigemptyset(&s);
-	sigaddset(&s, SIGTRAP);
-	pthread_sigmask(SIG_BLOCK, &s, NULL);
-	pthread_setname_np(pthread_self(), "trapblocker");
-	(void)!write(ready_pipe[1], "r", 1);
-	(void)!read(release_pipe[0], &c, 1);
-	return NULL;
-}
-
 Test(dynamic_debug_flags, a_refused_batch_keeps_every_sites_flags)
 {
-	pthread_t t;
-	char *r, c;
+	char *r = NULL;
 	int ret;
 
 	set_all("=_");
 	cr_assert_eq(dynamic_debug_write("func msg_site =p; func flags_real_site =_", NULL), 0);
-	cr_assert_eq(pipe(ready_pipe), 0);
-	cr_assert_eq(pipe(release_pipe), 0);
-	cr_assert_eq(pthread_create(&t, NULL, trap_blocker, NULL), 0);
-	cr_assert_eq(read(ready_pipe[0], &c, 1), 1);
-	cr_assert_eq(setenv("KK_TEXT_SYNC", "signal", 1), 0);
-	ret = dynamic_debug_write("func msg_site +mf; func flags_real_site +p", &r);
-	unsetenv("KK_TEXT_SYNC");
-	cr_assert_eq(ret, -EOPNOTSUPP, "%d: %s", ret, r);
+	ret = dynamic_debug_write_refused("func msg_site +mf; func flags_real_site +p", &r);
+	cr_assert_eq(ret, -EOPNOTSUPP, "%d: %s", ret, r ? r : "");
 	free(r);
 	cr_assert_str_eq(dynamic_debug_flags_of("]flags_real_site "), "_");
 	cr_assert_str_eq(dynamic_debug_flags_of("]msg_site "), "p",
 			 "the decorations of a refused batch stayed");
-	(void)!write(release_pipe[1], "x", 1);
-	pthread_join(t, NULL);
 	set_all("=_");
 	flags_real_site(0);
 }

@@ -25,6 +25,57 @@ static inline int dynamic_debug_write(const char *q, char **reply)
 	return ret;
 }
 
+#if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
+#include <signal.h>
+#include <unistd.h>
+
+static int dynamic_debug_blocker_pipes[2][2];
+
+/* Blocks SIGTRAP, names itself "trapblocker" and waits to be released. */
+static inline void *dynamic_debug_trap_blocker(void *arg)
+{
+	sigset_t s;
+	char c;
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	pthread_setname_np(pthread_self(), "trapblocker");
+	(void)!write(dynamic_debug_blocker_pipes[0][1], "r", 1);
+	(void)!read(dynamic_debug_blocker_pipes[1][0], &c, 1);
+	return NULL;
+}
+
+/*
+ * Write @q as a batch that is refused: the signal method is forced while a
+ * thread ("trapblocker") blocks SIGTRAP.  The write's value (-EOPNOTSUPP
+ * when refused), *reply its text; -EAGAIN if the blocker could not start.
+ */
+static inline int dynamic_debug_write_refused(const char *q, char **reply)
+{
+	pthread_t t;
+	char c;
+	int ret;
+
+	if (pipe(dynamic_debug_blocker_pipes[0]) || pipe(dynamic_debug_blocker_pipes[1]) ||
+	    pthread_create(&t, NULL, dynamic_debug_trap_blocker, NULL))
+		return -EAGAIN;
+	if (read(dynamic_debug_blocker_pipes[0][0], &c, 1) != 1)
+		ret = -EAGAIN;
+	else if (setenv("KK_TEXT_SYNC", "signal", 1))
+		ret = -EAGAIN;
+	else
+		ret = dynamic_debug_write(q, reply);
+	unsetenv("KK_TEXT_SYNC");
+	(void)!write(dynamic_debug_blocker_pipes[1][1], "x", 1);
+	pthread_join(t, NULL);
+	for (int i = 0; i < 4; i++)
+		close(dynamic_debug_blocker_pipes[i / 2][i % 2]);
+	return ret;
+}
+#endif
+
 /* The listing, malloc'ed. */
 static inline char *dynamic_debug_listing(void)
 {
