@@ -17,9 +17,10 @@
 # qemu-user is not the test bed: it keeps running its old translation of
 # code written through /proc/self/mem (test/aarch64/procmem_probe.c).
 # Settings (environment): AARCH64_GROUPS (unit stress conformance),
-# AARCH64_TEST_TIMEOUT (seconds per test program in the guest, 300; the
-# longest takes about 90 s under TCG), AARCH64_TIMEOUT (seconds for the
-# whole boot, 1500), AARCH64_ENV (NAME=VALUE words the tests get in the
+# AARCH64_TEST_TIMEOUT (seconds per test program in the guest, 600; the
+# longest takes about 180 s under TCG on a quiet host, and three times that
+# with a CPU hog on each host core), AARCH64_TIMEOUT (seconds for the whole
+# boot, 3000; about 700 s quiet), AARCH64_ENV (NAME=VALUE words the tests get in the
 # guest, e.g. KK_STRESS_TOGGLES=20000 KK_FAILED_ENABLE_ATTEMPTS=300, or
 # KK_REPEAT=PROG KK_REPEAT_ARGS=ARG KK_REPEAT_N=N: run test/PROG N times
 # instead of the groups, to hunt a flake), MAKE.
@@ -98,7 +99,7 @@ cat > "$R/kk-guest.conf" <<CONF
 KK_REPO='$repo'
 KK_B='$absb'
 KK_TEST_GROUPS='$groups'
-KK_TEST_TIMEOUT='${AARCH64_TEST_TIMEOUT:-300}'
+KK_TEST_TIMEOUT='${AARCH64_TEST_TIMEOUT:-600}'
 KK_GUEST_ENV='${AARCH64_ENV:-}'
 CONF
 (cd "$R" && find . | cpio -o -H newc -R 0:0 --quiet) | gzip -1 > "$D/initramfs.cpio.gz" ||
@@ -113,7 +114,7 @@ t_pack=$(now)
 # which dominates TCG time otherwise.
 log=$D/console.log
 echo "[aarch64] booting $(cat "$D/vmlinuz.version" 2>/dev/null) in qemu-system-aarch64 (console: $log)"
-timeout -k 10 "${AARCH64_TIMEOUT:-1500}" qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on \
+timeout -k 10 "${AARCH64_TIMEOUT:-3000}" qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on \
 	-smp 2 -accel tcg,thread=multi -m 2048 -nographic -no-reboot \
 	-kernel "$D/vmlinuz" -initrd "$D/initramfs.cpio.gz" \
 	-append "console=ttyAMA0 panic=-1 quiet" < /dev/null 2>&1 | tee "$log"
