@@ -336,6 +336,51 @@ Test(text_sync_sigmask, child_closing_a_window_hands_nothing_back_to_its_parent,
 	set_raw(0);
 }
 
+/*
+ * The table of deferrals has KK_DEFERRALS (256) slots, and a thread gone
+ * keeps its slot until the window closes.  Past that, a call that blocks
+ * SIGTRAP inside the window leaves it unblocked (docs/text_patching.md):
+ * blocked, the thread's next trap would kill the process.
+ */
+static void *block_trap_and_exit(void *arg)
+{
+	uint64_t *raw = arg;
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	if (pthread_sigmask(SIG_BLOCK, &s, NULL) == 0)
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, raw, sizeof(*raw));
+	return NULL;
+}
+
+Test(text_sync_sigmask, past_a_full_deferral_table_sigtrap_stays_unblocked_in_the_window, .timeout = 60)
+{
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+	struct kk_sync_stats st;
+	int blocked = 0, first = -1;
+
+	kk_sync_window_open();
+	for (int i = 0; i < 300; i++) {
+		uint64_t raw = ~0ull;
+		pthread_t t;
+
+		cr_assert_eq(pthread_create(&t, NULL, block_trap_and_exit, &raw), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
+		cr_assert_neq(raw, ~0ull, "thread %d: its mask call failed", i);
+		if (raw & trap && !blocked++)
+			first = i;
+	}
+	kk_sync_get_stats(&st);
+	cr_expect_eq(blocked, 0, "%d of 300 threads blocked SIGTRAP inside the window, the first "
+		     "the %dth (%llu deferrals standing)", blocked, first + 1, st.deferrals_standing);
+	cr_expect_eq(st.deferrals_standing, 256, "the table was not full: %llu standing",
+		     st.deferrals_standing);
+	kk_sync_done();		/* every thread is gone: each slot is freed */
+	kk_sync_get_stats(&st);
+	cr_expect_eq(st.deferrals_standing, 0);
+}
+
 #ifdef KK_NO_JUMP_LABEL
 Test(text_sync_sigmask, no_text_is_written_in_the_fallback_build)
 {
