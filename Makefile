@@ -254,8 +254,9 @@ TEST_JOBS_unit/control_endpoint := 1
 TEST_JOBS_unit/text_sync_sigmask := 1
 # group/program -> what must be built before it runs: the program, and what
 # it loads (TEST_NEEDS_<group/program>); a script may use anything the tests
-# build.
-test_deps = $(if $(filter script/%,$(1)),test/scripts/$(notdir $(1)) $(TEST_BUILD),$(B)/test/$(1)) \
+# build (SCRIPT_DEPS: scripts/mutate.sh builds less, for speed).
+SCRIPT_DEPS ?= $(TEST_BUILD)
+test_deps = $(if $(filter script/%,$(1)),test/scripts/$(notdir $(1)) $(SCRIPT_DEPS),$(B)/test/$(1)) \
 	$(TEST_NEEDS_$(1))
 TEST_NEEDS_unit/jump_label_registry := $(JUMP_LABEL_MOD_LIBS)
 TEST_NEEDS_stress/jump_label_16154  := $(JUMP_LABEL_MOD_LIBS)

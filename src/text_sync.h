@@ -105,7 +105,10 @@ KK_WHITEBOX void kk_sync_done(void);
 void kk_sync_window_atfork_child(void);
 /* In the SIGTRAP handler: @si is a deferred block handed back (used or
  * spent), so it is not a trap. */
-bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
+KK_WHITEBOX bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
+/* A hand-back is a SIGTRAP queued (SI_QUEUE) by this process to one of its
+ * threads with this value ("kktr"); any other SIGTRAP is the program's. */
+#define KK_SYNC_DEFER_MAGIC	0x6b6b7472
 
 /* Test-only: called by kk_sync_plan() with KK_PLAN_LISTED once it has
  * listed the threads the first time, before it reads their masks, and with

@@ -87,7 +87,7 @@ static int n_deferred;		/* slots in use: every call looks first */
 static unsigned long long n_made;	/* deferrals ever made (statistics) */
 
 /* Our SIGTRAP, as queued by kk_sync_done(): si_code SI_QUEUE and this value. */
-#define KK_DEFER_MAGIC		0x6b6b7472	/* "kktr" */
+#define KK_DEFER_MAGIC		KK_SYNC_DEFER_MAGIC
 
 #define SIGBIT(sig)		(1ull << ((sig) - 1))
 #define TRAP			SIGBIT(SIGTRAP)

@@ -746,17 +746,18 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	uint64_t max = TR_REC_MAX < size / 4 ? TR_REC_MAX : size / 4;
 	uint64_t pad = size - (pos & mask) < max ? size - (pos & mask) : 0;
-	uint64_t end = pos + pad + max, over = 0;
+	uint64_t end = pos + pad + max, over = 0, tail0 = tail;
 	struct trec *h;
 	size_t dlen;
 	uint8_t tmp[256];
 
-	/* forget the records we are about to overwrite */
+	/* forget the records we are about to overwrite (padding is no record) */
 	while (tail + size < end) {
-		tail += rec_at(buf, mask, tail)->len;
-		over++;
+		h = rec_at(buf, mask, tail);
+		over += !(h->flags & TR_PAD);
+		tail += h->len;
 	}
-	if (over) {
+	if (tail != tail0) {
 		atomic_store_explicit(&r->tail, tail, memory_order_relaxed);
 		atomic_store_explicit(&r->overwritten,
 				      atomic_load_explicit(&r->overwritten, memory_order_relaxed) + over,

@@ -11,6 +11,7 @@
  *                  uids stay (a root daemon acting as a user for a moment)
  *   dumpable N     prctl(PR_SET_DUMPABLE, N)
  *   drop UID       setgroups(0), setresgid(UID x3), setresuid(UID x3): for good
+ *   setresgid R E S, setresuid R E S   the system calls, as given
  *   secret         trust_secret(): its pr_debug holds the secret (recorded
  *                  into the trace ring when the site has T)
  *   ab             trust_a() and trust_b()
@@ -71,6 +72,7 @@ static int drop(uid_t u)
 int main(void)
 {
 	char line[256];
+	unsigned int r, e, s;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (fgets(line, sizeof(line), stdin)) {
@@ -79,6 +81,12 @@ int main(void)
 			answer(seteuid((uid_t)atol(line + 8)), "seteuid");
 		} else if (!strncmp(line, "dumpable ", 9)) {
 			answer(prctl(PR_SET_DUMPABLE, atol(line + 9), 0, 0, 0), "prctl");
+		} else if (!strncmp(line, "setresgid ", 10)) {
+			answer(sscanf(line + 10, "%u %u %u", &r, &e, &s) != 3 ||
+			       setresgid((gid_t)r, (gid_t)e, (gid_t)s), "setresgid");
+		} else if (!strncmp(line, "setresuid ", 10)) {
+			answer(sscanf(line + 10, "%u %u %u", &r, &e, &s) != 3 ||
+			       setresuid((uid_t)r, (uid_t)e, (uid_t)s), "setresuid");
 		} else if (!strncmp(line, "drop ", 5)) {
 			answer(drop((uid_t)atol(line + 5)), "drop");
 		} else if (!strcmp(line, "secret")) {

@@ -15,7 +15,11 @@
 #     the process calls prctl(PR_SET_DUMPABLE, 0), U's request is refused and
 #     changes nothing; root's still runs; after prctl(PR_SET_DUMPABLE, 1) U's
 #     requests run again;
-#  3. a peer of uid U but another gid is refused by a process of U:U.
+#  3. a peer of uid U but another gid is refused by a process of U:U;
+#  4. a process whose real and effective ids are U but whose saved uid (or
+#     saved gid) is still root's, dumpable again, refuses U in the "ids" line
+#     (U may not ptrace it: it can become root again); once it sets the saved
+#     id to U too, U's write runs.
 # The endpoint gives a client 2 s from accept() to the end of its request; a
 # try whose client got no reply at all was cut off by that deadline (a very
 # loaded machine) and is tried again, 3 times; then the script skips.
@@ -88,4 +92,31 @@ as "$U" "$G2" "$RAW" "$pid" "$write_secret" > "$tmp/reply"
 status=$(head -n 1 "$tmp/reply")
 refused "3, uid $U gid $G2 on a process of $U:$U"
 finish
+# ---- 4. real and effective ids U, a saved one root's
+# saved WHICH GIDS UIDS: the process (root at first) takes those ids, becomes
+# dumpable again, and U is refused for the ids; then the saved id U, and U runs.
+saved() {
+	start
+	old=$(listener)
+	cmd "setresgid $2"
+	new_listener "$old"
+	old=$(listener)
+	cmd "setresuid $3"
+	new_listener "$old"
+	cmd "dumpable 1"
+	cmd ids
+	[ "$ans" = "ok $4 1" ] || fail "4, saved $1 root: ids $ans"
+	as "$U" "$RAW" "$pid" "$write_secret" > "$tmp/reply"
+	status=$(head -n 1 "$tmp/reply")
+	refused "4, saved $1 root's"
+	grep -q "are not all the peer's" "$tmp/reply" || fail "4, saved $1: not the ids' refusal: $(cat "$tmp/reply")"
+	cmd "setres$1 $U $U $U"
+	cmd "dumpable 1"
+	as "$U" "$RAW" "$pid" "$write_secret" > "$tmp/reply"
+	[ "$(head -n 1 "$tmp/reply")" = 0 ] || fail "4: U once the saved $1 is U: $(cat "$tmp/reply")"
+	[ "$(flags trust_secret)" = =p ] || fail "4: U's write once the saved $1 is U did not run"
+	finish
+}
+saved uid "$U $U $U" "$U $U 0" "$U $U 0 $U $U $U"
+saved gid "$U $U 0" "$U $U $U" "$U $U $U $U $U 0"
 echo "control_trust_request: ok"

@@ -5,7 +5,8 @@
 # host or user beginning with '-' is refused in any form, and ssh gets "--"
 # before the host.  No sshd is needed: a fake ssh, first in PATH, records its
 # arguments; kkctl must refuse each bad host in one line, with status 2, and
-# never run it; a good host reaches it with "--" just before the host.
+# never run it; a good host reaches it with "--" just before the host.  A
+# port outside 1 to 65535, empty or not a number is a bad host too.
 set -u
 KK_CTL_LIB_NAME=kksshopt
 . "${KK_SRC:?}/test/control-lib.sh"
@@ -20,7 +21,8 @@ chmod 755 "$tmp/bin/ssh"
 unset KKCTL_SSH KKCTL_REMOTE
 
 for h in '[-V]' '[-oProxyCommand=touch /tmp/x]' '-V' 'root@[-V]' 'root@-V' '[-V]:22' \
-	'-oProxyCommand=x' 'root@[-oProxyCommand=x]:2222' '@-V' '[-]'; do
+	'-oProxyCommand=x' 'root@[-oProxyCommand=x]:2222' '@-V' '[-]' \
+	'web1:0' 'web1:65536' 'web1:' 'web1:22x' 'web1:-22' 'root@[::1]:99999'; do
 	rm -f "$tmp/argv"
 	PATH="$tmp/bin:$PATH" "$K" -H "$h" ls > "$tmp/out" 2> "$tmp/err"
 	rc=$?
@@ -41,5 +43,13 @@ for h in 'root@[::1]:2222 root@::1' 'web1 web1' 'a-b@host-1:22 a-b@host-1'; do
 	grep -qx -- "$2" "$tmp/argv" || fail "-H '$1': no '$2' in: $(tr '\n' ' ' < "$tmp/argv")"
 	[ "$(grep -x -B1 -- "$2" "$tmp/argv" | head -1)" = "--" ] ||
 		fail "-H '$1': no '--' before the host: $(tr '\n' ' ' < "$tmp/argv")"
+done
+# A port is 1 to 65535, given to ssh as -p PORT.
+for p in 1 65535; do
+	rm -f "$tmp/argv"
+	PATH="$tmp/bin:$PATH" "$K" -H "web1:$p" ls > "$tmp/out" 2> "$tmp/err" ||
+		fail "-H 'web1:$p': exit $?: $(cat "$tmp/err")"
+	[ "$(grep -x -A1 -- -p "$tmp/argv" | tail -n 1)" = "$p" ] ||
+		fail "-H 'web1:$p': no '-p $p' in: $(tr '\n' ' ' < "$tmp/argv")"
 done
 echo "kkctl_ssh_option: ok"

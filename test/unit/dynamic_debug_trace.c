@@ -359,6 +359,36 @@ Test(dynamic_debug_trace, wraps_around_keeping_the_newest)
 	free(t);
 }
 
+/*
+ * The header's count of lost records: every record written is either in
+ * the buffer or counted as overwritten, once (one thread, one ring, no
+ * clear).  A write makes room for the largest record it could be, so one
+ * write may overwrite several small ones, and the padding at the ring's end
+ * is no record.
+ */
+Test(dynamic_debug_trace, every_record_written_is_shown_or_counted_overwritten)
+{
+	unsigned long shown, written, over;
+	const char *h;
+	char *t;
+
+	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
+	enable("func tr_seq +T");
+	for (unsigned long i = 0; i < 5000; i++)
+		tr_seq(5, i);
+	t = trace_text();
+	h = strstr(t, "entries-in-buffer/entries-written: ");
+	cr_assert(h && sscanf(h, "entries-in-buffer/entries-written: %lu/%lu", &shown, &written) == 2,
+		  "%.300s", t);
+	h = strstr(t, "# lost: overwritten ");
+	cr_assert(h && sscanf(h, "# lost: overwritten %lu", &over) == 1, "%.300s", t);
+	cr_assert_eq(written, 5000, "%.300s", t);
+	cr_assert_eq(check_seq(t, 5, 5000 - (long)shown), (long)shown, "%.300s", t);
+	cr_expect_eq(shown + over, written, "%lu shown and %lu overwritten of %lu written", shown, over,
+		     written);
+	free(t);
+}
+
 /* ---- threads ----------------------------------------------------------------- */
 
 #define NW 2
@@ -687,6 +717,36 @@ Test(dynamic_debug_trace, panic_dumps_the_last_records)
 	cr_assert(strstr(d, "seq 50 299\n") < strstr(d, "str <last words>\n"), "%s", d);
 	cr_assert(strstr(d, "str <last words>\n") < e);
 	cr_assert_eq(kid_count(&k, "seq 50 "), 199);
+}
+
+/* The dump shows what dynamic_debug/trace shows: nothing from before a clear. */
+static void clear_panic_child(void *arg)
+{
+	(void)arg;
+	kk_panic_set_timeout(-1);
+	if (dynamic_debug_write("func tr_seq +T", NULL))
+		_exit(3);
+	for (unsigned long i = 0; i < 5; i++)
+		tr_seq(53, i);
+	kk_dyndbg_trace_clear();
+	for (unsigned long i = 0; i < 3; i++)
+		tr_seq(54, i);
+	panic("after a clear");
+}
+
+Test(dynamic_debug_trace, panic_dump_leaves_out_what_a_clear_removed)
+{
+	struct kid k;
+	const char *d, *e;
+
+	kid_start(&k, clear_panic_child, NULL);
+	cr_assert_eq(kid_finish(&k, 10000), 0, "child hung:\n%s", k.out);
+	d = strstr(k.out, "kernelkit: dynamic debug trace, last 3 of 3 records:\n");
+	cr_assert(d, "%s", k.out);
+	e = strstr(d, "kernelkit: end of trace\n");
+	cr_assert(e, "%s", k.out);
+	cr_expect_eq(kid_count(&k, "seq 53 "), 0, "a record from before the clear: %s", d);
+	cr_expect(strstr(d, "seq 54 0\n") && strstr(d, "seq 54 2\n"), "%s", d);
 }
 
 /*

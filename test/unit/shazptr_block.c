@@ -154,3 +154,31 @@ Test(shazptr_block, many_waiters_one_holder)
 	for (int i = 0; i < N; i++)
 		cr_assert(shzt_syncer_finish(&s[i]));
 }
+
+/*
+ * synchronize_shazptr(ptr) waits for the slots that held ptr when it started
+ * (docs/shazptr.md): a reader that takes ptr after that, in another slot,
+ * does not hold it back once the early reader has let go.  (A group once
+ * seen clear is dropped from the waiter's set for good.)
+ */
+Test(shazptr_block, reader_that_came_after_the_call_does_not_hold_it)
+{
+	struct holder early = { .ptr = &obj }, late = { .ptr = &obj };
+	struct shzt_syncer s;
+	unsigned long long before = shzt_handoffs();
+
+	cr_assert_eq(pthread_create(&early.thread, NULL, holder_fn, &early), 0);
+	cr_assert(shzt_wait_flag(&early.held, SHZT_BOUND_MS));
+	cr_assert_eq(shzt_syncer_start(&s, &obj), 0);
+	cr_assert(shzt_wait_handoffs(before + 1), "the wait went to the scan thread");
+	cr_assert_eq(pthread_create(&late.thread, NULL, holder_fn, &late), 0);
+	cr_assert(shzt_wait_flag(&late.held, SHZT_BOUND_MS));
+	__atomic_store_n(&early.release, 1, __ATOMIC_RELEASE);
+	pthread_join(early.thread, NULL);
+	cr_expect(shzt_syncer_finish(&s),
+		  "a reader that took the pointer after synchronize_shazptr() started held it back");
+	__atomic_store_n(&late.release, 1, __ATOMIC_RELEASE);
+	pthread_join(late.thread, NULL);
+	if (!__atomic_load_n(&s.done, __ATOMIC_ACQUIRE))
+		cr_assert(shzt_syncer_finish(&s));
+}

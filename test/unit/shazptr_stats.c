@@ -74,3 +74,25 @@ Test(shazptr_stats, skip_file)
 	free(reply);
 	cr_assert_not(kk_shazptr_get_skip_synchronize_self_scan());
 }
+
+/* The stats file takes skip_synchronize_self_scan back as 0 or 1 only: a
+ * longer value is refused, and refused whole (nothing applied). */
+Test(shazptr_stats, stats_file_refuses_a_skip_value_that_is_not_0_or_1)
+{
+	static const char *const bad[] = { "10", "11", "1x", "01", "", "2" };
+
+	kk_shazptr_set_skip_synchronize_self_scan(false);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[64], *reply = NULL;
+		int n = snprintf(line, sizeof(line), "skip_synchronize_self_scan %s\n", bad[i]);
+
+		cr_expect_eq(kk_control_write("shazptr/stats", line, (size_t)n, &reply), -EINVAL,
+			     "'%s' was taken: %s", bad[i], reply ? reply : "");
+		free(reply);
+		cr_expect_not(kk_shazptr_get_skip_synchronize_self_scan(), "'%s' set the skip", bad[i]);
+		kk_shazptr_set_skip_synchronize_self_scan(false);
+	}
+	cr_expect_eq(kk_control_write("shazptr/stats", "skip_synchronize_self_scan 1\n", 29, NULL), 0);
+	cr_expect(kk_shazptr_get_skip_synchronize_self_scan());
+	kk_shazptr_set_skip_synchronize_self_scan(false);
+}

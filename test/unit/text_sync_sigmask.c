@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <kernelkit/jump_label.h>
@@ -221,6 +222,163 @@ Test(text_sync_sigmask, calls_in_an_open_window_defer_only_sigtrap)
 					     (unsigned long long)want);
 				set_raw(0);
 			}
+}
+
+/*
+ * The hand-back's own checks (kk_sync_deferred_trap(), as the SIGTRAP
+ * handler calls it): it is a hand-back only if this process queued it, and
+ * it blocks SIGTRAP only while no window is open.
+ */
+static siginfo_t hand_back_from(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGTRAP;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_value.sival_int = KK_SYNC_DEFER_MAGIC;
+	return si;
+}
+
+static uint64_t handled_mask(const siginfo_t *si, uint64_t mask, bool *ours)
+{
+	ucontext_t uc;
+
+	memset(&uc, 0, sizeof(uc));
+	memcpy(&uc.uc_sigmask, &mask, sizeof(mask));
+	*ours = kk_sync_deferred_trap(si, &uc);
+	memcpy(&mask, &uc.uc_sigmask, sizeof(mask));
+	return mask;
+}
+
+Test(text_sync_sigmask, sigtrap_with_the_hand_back_value_from_another_process_is_the_programs)
+{
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+	siginfo_t si = hand_back_from(getppid());
+	sigset_t s;
+	bool ours = true;
+
+	/* With no deferral, and with one standing once the window closed. */
+	cr_expect_eq(handled_mask(&si, raw_mask(), &ours), raw_mask());
+	cr_expect(!ours, "a SIGTRAP queued by process %d was taken for our hand-back", (int)si.si_pid);
+	kk_sync_window_open();
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
+	cr_assert_eq(raw_mask() & trap, 0, "the block was not deferred");
+	ours = true;
+	cr_expect_eq(handled_mask(&si, raw_mask(), &ours) & trap, 0,
+		     "another process's SIGTRAP applied our deferred block");
+	cr_expect(!ours, "a SIGTRAP queued by process %d was taken for our hand-back", (int)si.si_pid);
+	kk_sync_done();
+	syscall(SYS_getpid);	/* delivers the real hand-back */
+	cr_expect_eq(raw_mask() & trap, trap, "the real hand-back did not block SIGTRAP");
+	set_raw(0);
+}
+
+Test(text_sync_sigmask, hand_back_taken_while_a_window_is_open_stays_deferred)
+{
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+	siginfo_t si = hand_back_from(getpid());
+	sigset_t s;
+	bool ours = false;
+
+	/* As when one window's hand-back is delivered after the next opened. */
+	kk_sync_window_open();
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
+	cr_assert_eq(raw_mask() & trap, 0, "the block was not deferred");
+	cr_expect_eq(handled_mask(&si, raw_mask(), &ours) & trap, 0,
+		     "a hand-back blocked SIGTRAP while a window was open");
+	cr_expect(ours, "our own hand-back was not taken for one");
+	cr_expect_eq(believed_mask() & trap, trap,
+		     "the deferral was dropped: the program no longer reads SIGTRAP blocked");
+	kk_sync_done();
+	syscall(SYS_getpid);	/* delivers the hand-back of this close */
+	cr_expect_eq(raw_mask() & trap, trap, "the block was not handed back once the window closed");
+	set_raw(0);
+}
+
+/*
+ * A child made by _Fork() (no atfork handler runs) has a copy of the
+ * parent's deferrals.  A window it opens and closes hands back its own, never
+ * the parent's: a SIGTRAP queued to the parent's thread from the child is
+ * not a hand-back there (another process sent it), and kills the parent.
+ */
+Test(text_sync_sigmask, child_closing_a_window_hands_nothing_back_to_its_parent, .timeout = 60)
+{
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+	sigset_t s;
+	int st = -1;
+	pid_t pid;
+
+	kk_sync_window_open();
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
+	cr_assert_eq(raw_mask() & trap, 0, "the block was not deferred");
+	pid = _Fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		kk_sync_window_open();
+		kk_sync_done();
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child: status %#x", st);
+	syscall(SYS_getpid);	/* delivers whatever the child queued to this thread */
+	cr_expect_eq(raw_mask() & trap, 0, "SIGTRAP blocked before this process's window closed");
+	kk_sync_done();
+	syscall(SYS_getpid);
+	cr_expect_eq(raw_mask() & trap, trap, "the block was not handed back once the window closed");
+	set_raw(0);
+}
+
+/*
+ * The table of deferrals has KK_DEFERRALS (256) slots, and a thread gone
+ * keeps its slot until the window closes.  Past that, a call that blocks
+ * SIGTRAP inside the window leaves it unblocked (docs/text_patching.md):
+ * blocked, the thread's next trap would kill the process.
+ */
+static void *block_trap_and_exit(void *arg)
+{
+	uint64_t *raw = arg;
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGTRAP);
+	if (pthread_sigmask(SIG_BLOCK, &s, NULL) == 0)
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, raw, sizeof(*raw));
+	return NULL;
+}
+
+Test(text_sync_sigmask, past_a_full_deferral_table_sigtrap_stays_unblocked_in_the_window, .timeout = 60)
+{
+	const uint64_t trap = 1ull << (SIGTRAP - 1);
+	struct kk_sync_stats st;
+	int blocked = 0, first = -1;
+
+	kk_sync_window_open();
+	for (int i = 0; i < 300; i++) {
+		uint64_t raw = ~0ull;
+		pthread_t t;
+
+		cr_assert_eq(pthread_create(&t, NULL, block_trap_and_exit, &raw), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
+		cr_assert_neq(raw, ~0ull, "thread %d: its mask call failed", i);
+		if (raw & trap && !blocked++)
+			first = i;
+	}
+	kk_sync_get_stats(&st);
+	cr_expect_eq(blocked, 0, "%d of 300 threads blocked SIGTRAP inside the window, the first "
+		     "the %dth (%llu deferrals standing)", blocked, first + 1, st.deferrals_standing);
+	cr_expect_eq(st.deferrals_standing, 256, "the table was not full: %llu standing",
+		     st.deferrals_standing);
+	kk_sync_done();		/* every thread is gone: each slot is freed */
+	kk_sync_get_stats(&st);
+	cr_expect_eq(st.deferrals_standing, 0);
 }
 
 #ifdef KK_NO_JUMP_LABEL
