@@ -2,6 +2,7 @@
 /* The control files shazptr/stats and shazptr/skip_synchronize_self_scan. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
