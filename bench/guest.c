@@ -5,6 +5,10 @@
  *  start-up  the same hello world linked with and without -lkernelkit
  *            (build/guest/hello-{kk,plain}), run alternately as pairs of
  *            posix_spawn+wait, median wall time of each and their ratio;
+ *  fork      fork()+waitpid() of a child that exits at once, in a program
+ *            with kernelkit and its endpoint running against the same
+ *            program built without kernelkit (bench/progs/forkwait.c), and
+ *            with KK_CONTROL=0: medians of interleaved runs, and the ratios;
  *  dlopen    an object with 16000 sites, one key each (bench/gen-sites.sh),
  *            against the same object built -DKK_NO_JUMP_LABEL: dlopen time
  *            and the anonymous memory it adds (smaps_rollup), each in a fresh
@@ -32,8 +36,9 @@
  * IPIs are the machine-wide CAL delta of /proc/interrupts: other processes
  * add noise, hence medians.  The processes get KK_CONTROL=0 except the
  * machines (driven through kkctl) and the start-up runs of hello and
- * mp_server, which use the inherited environment (and once more with
- * KK_CONTROL=0); mp_server's request runs use the inherited environment.
+ * mp_server and the fork runs, which use the inherited environment (and once
+ * more with KK_CONTROL=0); mp_server's request runs use the inherited
+ * environment.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -69,6 +74,8 @@ extern char **environ;
 #define GUEST_SITES	16000
 #define MP_PAIRS	40
 #define MP_REQS		10000
+#define FORK_RUNS	11
+#define FORK_N		300
 
 /*
  * The copy-on-write settings, spelled for this code (KK_JUMP_LABEL_COW) and
@@ -228,6 +235,76 @@ static int bench_startup(struct kkb_ctx *ctx)
 	free(env);
 	free(env_off);
 	return ret;
+}
+
+/* ---- fork ---------------------------------------------------------------------------- */
+
+/*
+ * build/guest/forkwait-{plain,kk} N: fork()+waitpid() of a child that
+ * _exit(0)s at once, N times; "median_ns threads".  The same source without
+ * kernelkit is the baseline: the difference is all that the library adds to
+ * a fork (its fork handlers, and in the child a new endpoint: a socket and a
+ * thread).  KK_CONTROL=0 takes the endpoint out, leaving the rest.
+ */
+struct fork_case {
+	const char *rel;
+	const char *const *extra;	/* environment in front of ours */
+	int threads;			/* what the process must have: 2 with its endpoint */
+};
+
+static const struct fork_case fork_cases[] = {
+	{ "guest/forkwait-plain", NULL, 1 },
+	{ "guest/forkwait-kk", NULL, 2 },
+	{ "guest/forkwait-kk", control_off, 1 },
+};
+
+#define FORK_CASES	(sizeof(fork_cases) / sizeof(fork_cases[0]))
+
+static int fork_run(const struct fork_case *c, double *ns)
+{
+	char bin[4200], n[16], out[128];
+	char *argv[] = { bin, n, NULL };
+	char **env = make_env(c->extra, NULL);
+	int threads = 0, ret;
+
+	path_in_build(bin, sizeof(bin), c->rel);
+	snprintf(n, sizeof(n), "%d", FORK_N);
+	ret = run_capture(argv, env, out, sizeof(out));
+	free(env);
+	if (ret || sscanf(out, "%lf %d", ns, &threads) != 2) {
+		fprintf(stderr, "kk-bench: %s did not run (make all builds it)\n", c->rel);
+		return -1;
+	}
+	if (threads != c->threads) {
+		fprintf(stderr, "kk-bench: %s%s had %d threads, not %d: %s\n", c->rel,
+			c->extra ? " with KK_CONTROL=0" : "", threads, c->threads,
+			c->threads > 1 ? "no endpoint (KK_CONTROL=0 in the environment?)"
+				       : "a thread it should not have");
+		return -1;
+	}
+	return 0;
+}
+
+/* FORK_RUNS rounds of the three cases, interleaved (the first of a round rotates). */
+static int bench_fork(struct kkb_ctx *ctx)
+{
+	double t[FORK_CASES][FORK_RUNS], med[FORK_CASES];
+
+	for (int i = 0; i < FORK_RUNS; i++)
+		for (size_t j = 0; j < FORK_CASES; j++) {
+			size_t c = (i + j) % FORK_CASES;
+
+			if (fork_run(&fork_cases[c], &t[c][i]))
+				return 1;
+		}
+	for (size_t c = 0; c < FORK_CASES; c++)
+		med[c] = kkb_median(t[c], FORK_RUNS);
+	kkb_json_num(ctx, "fork_wait_plain_us", med[0] / 1e3);
+	kkb_json_num(ctx, "fork_wait_kk_us", med[1] / 1e3);
+	kkb_json_num(ctx, "fork_wait_ratio", med[1] / med[0]);
+	kkb_json_num(ctx, "fork_wait_control_off_kk_us", med[2] / 1e3);
+	kkb_json_num(ctx, "fork_wait_control_off_ratio", med[2] / med[0]);
+	return 0;
 }
 
 /* ---- dlopen ------------------------------------------------------------------------- */
@@ -1000,6 +1077,7 @@ static int guest_bench(struct kkb_ctx *ctx)
 	int ret = 0;
 
 	ret |= bench_startup(ctx);
+	ret |= bench_fork(ctx);
 	ret |= bench_mp_server(ctx);
 	ret |= bench_dlopen(ctx);
 	ret |= bench_sharing(ctx, "machine_lazy", cow_lazy);
@@ -1011,6 +1089,11 @@ static int guest_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "hello_*: median of %d alternating pairs, wall time of posix_spawn to exit; "
 		 "hello_pair_ratio: median of the per-pair ratios; hello_empty_so_*: the same hello "
 		 "world linked to an empty shared library instead (the floor)", HELLO_PAIRS);
+	kkb_note(ctx, "fork_wait_*: fork()+waitpid() of a child that _exit(0)s at once, median "
+		 "of %d in one process (bench/progs/forkwait.c), with kernelkit and its endpoint "
+		 "running (kk; the child starts its own) vs the same source built without it "
+		 "(plain); control_off: kk with KK_CONTROL=0; median of %d interleaved runs of each",
+		 FORK_N, FORK_RUNS);
 	kkb_note(ctx, "mp_server_*: test/progs/mp_server.c (master + 2 workers, sites off) linked "
 		 "with kernelkit vs built -DMP_PLAIN; ready: posix_spawn to its ready line, median of "
 		 "%d alternating pairs (control_off: KK_CONTROL=0 for both); request: one request/reply exchange on a loopback connection "
@@ -1032,5 +1115,5 @@ static int guest_bench(struct kkb_ctx *ctx)
 		 "did not run and so could not be sent IPIs, are retried)");
 	return ret;
 }
-KKB_REGISTER("guest", "hosting cost: start-up, an nginx-shaped server, dlopen time+memory, "
+KKB_REGISTER("guest", "hosting cost: start-up, fork, an nginx-shaped server, dlopen time+memory, "
 	     "shared text, first +p IPIs", guest_bench)

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 # The guest benchmark (bench/guest.c): a hello world built with and without
 # the library, and a 16000-site object built with and without
-# -DKK_NO_JUMP_LABEL, all into $(B)/guest/.
+# -DKK_NO_JUMP_LABEL, the fork loop with and without the library, all into
+# $(B)/guest/.
 GUEST_DIR  := $(B)/guest
 GUEST_BINS := $(GUEST_DIR)/hello-plain $(GUEST_DIR)/hello-kk $(GUEST_DIR)/hello-empty \
-	      $(GUEST_DIR)/libkkguest.so $(GUEST_DIR)/libkkguest-nojl.so
+	      $(GUEST_DIR)/libkkguest.so $(GUEST_DIR)/libkkguest-nojl.so \
+	      $(GUEST_DIR)/forkwait-kk $(GUEST_DIR)/forkwait-plain
 EXTRA_ALL  += $(GUEST_BINS)
 
 $(GUEST_DIR)/hello-plain: bench/progs/hello.c
@@ -35,3 +37,12 @@ $(GUEST_DIR)/libkkguest.so: $(GUEST_DIR)/kkguest.c $(HDRS) $(B)/libkernelkit.so
 $(GUEST_DIR)/libkkguest-nojl.so: $(GUEST_DIR)/kkguest.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) -O2 $(KK_CFLAGS) -DKK_NO_JUMP_LABEL -shared -o $@ $< \
 		$(LINK_KK) $(KK_LDFLAGS)
+
+# fork()+waitpid() with kernelkit (one pr_debug site: the endpoint runs) and without.
+$(GUEST_DIR)/forkwait-kk: bench/progs/forkwait.c $(HDRS) $(B)/libkernelkit.so
+	@mkdir -p $(dir $@)
+	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS)
+
+$(GUEST_DIR)/forkwait-plain: bench/progs/forkwait.c $(B)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -DFORKWAIT_PLAIN $(CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(KK_LDFLAGS)
