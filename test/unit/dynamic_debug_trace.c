@@ -685,6 +685,24 @@ Test(dynamic_debug_trace, a_forked_child_has_a_usable_ring)
 
 /* ---- the flight recorder ------------------------------------------------------ */
 
+/*
+ * Wait for @k's panic and find its trace dump, whose header says @what
+ * ("last N of M records"): the dump's start, its end in *@end.
+ */
+static const char *panic_dump(struct kid *k, const char *what, const char **end)
+{
+	char head[96];
+	const char *d;
+
+	cr_assert_eq(kid_finish(k, 10000), 0, "child hung:\n%s", k->out);
+	snprintf(head, sizeof(head), "kernelkit: dynamic debug trace, %s:\n", what);
+	d = strstr(k->out, head);
+	cr_assert(d, "%s", k->out);
+	*end = strstr(d, "kernelkit: end of trace\n");
+	cr_assert(*end, "%s", k->out);
+	return d;
+}
+
 static void panic_child(void *arg)
 {
 	char buf[16];
@@ -706,11 +724,7 @@ Test(dynamic_debug_trace, panic_dumps_the_last_records)
 	const char *d, *e;
 
 	kid_start(&k, panic_child, NULL);
-	cr_assert_eq(kid_finish(&k, 10000), 0, "child hung:\n%s", k.out);
-	d = strstr(k.out, "kernelkit: dynamic debug trace, last 200 of 301 records:\n");
-	cr_assert(d, "%s", k.out);
-	e = strstr(d, "kernelkit: end of trace\n");
-	cr_assert(e, "%s", k.out);
+	d = panic_dump(&k, "last 200 of 301 records", &e);
 	/* the newest 200: seq 101..299 and the string, in order */
 	cr_assert_null(strstr(d, "seq 50 100\n"), "%s", d);
 	cr_assert(strstr(d, "seq 50 101\n") && strstr(d, "seq 50 299\n"), "%s", d);
@@ -740,11 +754,7 @@ Test(dynamic_debug_trace, panic_dump_leaves_out_what_a_clear_removed)
 	const char *d, *e;
 
 	kid_start(&k, clear_panic_child, NULL);
-	cr_assert_eq(kid_finish(&k, 10000), 0, "child hung:\n%s", k.out);
-	d = strstr(k.out, "kernelkit: dynamic debug trace, last 3 of 3 records:\n");
-	cr_assert(d, "%s", k.out);
-	e = strstr(d, "kernelkit: end of trace\n");
-	cr_assert(e, "%s", k.out);
+	d = panic_dump(&k, "last 3 of 3 records", &e);
 	cr_expect_eq(kid_count(&k, "seq 53 "), 0, "a record from before the clear: %s", d);
 	cr_expect(strstr(d, "seq 54 0\n") && strstr(d, "seq 54 2\n"), "%s", d);
 }
@@ -793,11 +803,7 @@ Test(dynamic_debug_trace, panic_dump_merges_threads_by_time)
 	char *dump;
 
 	kid_start(&k, panic_threads_child, NULL);
-	cr_assert_eq(kid_finish(&k, 10000), 0, "child hung:\n%s", k.out);
-	d = strstr(k.out, "kernelkit: dynamic debug trace, last 20 of 20 records:\n");
-	cr_assert(d, "%s", k.out);
-	e = strstr(d, "kernelkit: end of trace\n");
-	cr_assert(e, "%s", k.out);
+	d = panic_dump(&k, "last 20 of 20 records", &e);
 	dump = strndup(d, (size_t)(e - d));
 	cr_assert_eq(check_seq(dump, 52, 0), PINGPONG, "%s", dump);
 	free(dump);
