@@ -107,6 +107,19 @@ void kk_sync_window_atfork_child(void);
  * spent), so it is not a trap. */
 bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
 
+/*
+ * Around a call that waits with mask @set (sigsuspend(), ppoll(), ...):
+ * begin returns the mask to pass, end restores the thread's own.  Every
+ * signal is blocked in between, outside the wait (text_sync_sigmask.c).
+ */
+struct kk_sync_wait {
+	sigset_t use;
+	uint64_t live;
+	bool restore;
+};
+const sigset_t *kk_sync_wait_begin(const sigset_t *set, struct kk_sync_wait *w);
+void kk_sync_wait_end(const struct kk_sync_wait *w);
+
 /* Test-only: called by kk_sync_plan() with KK_PLAN_LISTED once it has
  * listed the threads the first time, before it reads their masks, and with
  * KK_PLAN_SURVEYED once it has read every thread's, before it decides. */
