@@ -106,6 +106,9 @@ void kk_sync_window_atfork_child(void);
 /* In the SIGTRAP handler: @si is a deferred block handed back (used or
  * spent), so it is not a trap. */
 bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
+/* The same, for @si taken by a sigwait() of this thread: applied, and true
+ * if it was ours (the program must not see it). */
+bool kk_sync_waited_trap(const siginfo_t *si);
 
 /*
  * Around a call that waits with mask @set (sigsuspend(), ppoll(), ...):

@@ -356,6 +356,33 @@ bool kk_sync_deferred_trap(const siginfo_t *si, void *ucv)
 	return true;
 }
 
+/*
+ * @si was taken by sigwait(), sigwaitinfo() or sigtimedwait() of this
+ * thread (text_sync_waits.c): true if it was our hand-back, which is then
+ * applied here as our handler would (every signal blocked meanwhile), and
+ * not the program's to see.
+ */
+bool kk_sync_waited_trap(const siginfo_t *si)
+{
+	uint64_t every = EVERY_SIGNAL, live, final, who;
+	struct deferral *d;
+
+	if (si->si_signo != SIGTRAP || si->si_code != SI_QUEUE ||
+	    si->si_value.sival_int != KK_DEFER_MAGIC || si->si_pid != my_pid())
+		return false;
+	if (raw_mask(SIG_BLOCK, &every, &live))
+		return true;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	who = me();
+	final = live;
+	if ((d = standing(who, live)) && !window_open_here(who)) {
+		final |= TRAP;
+		drop(d);
+	}
+	raw_mask(SIG_SETMASK, &final, NULL);
+	return true;
+}
+
 /* Queue the hand-backs of this process's deferrals; a thread gone frees its slot. */
 static void hand_back(void)
 {

@@ -828,4 +828,76 @@ Test(text_sync_sigmask, handler_run_by_a_wait_with_sigtrap_in_its_mask_survives_
 			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	}
 }
+/* ---- a signal thread that blocks every signal mid-batch, then waits for them ---------- */
+
+/*
+ * The sigwait() daemon's signal thread: every signal blocked (mid-batch, so
+ * SIGTRAP is deferred), then sigwaitinfo() on every signal.  The block is
+ * the thread's to have, not a signal: the only signal it may be given is
+ * the one the program sends it (SIGUSR1 here).  The old hand-back queued a
+ * SIGTRAP, which sigwaitinfo() took from the queue and gave the program
+ * (issue 37, held-out round; signalfd() takes it the same way).
+ */
+DEFINE_STATIC_KEY_FALSE(ks);
+
+__attribute__((noinline)) static int s1(void) { return static_branch_unlikely(&ks); }
+
+enum { S_IDLE, S_GO, S_MASKED, S_WAITING };
+static atomic_int sphase, stid, sgot = -1, scode, sblocked = -1;
+
+static void *waiting_for_signals(void *arg)
+{
+	sigset_t all;
+	siginfo_t si;
+
+	(void)arg;
+	atomic_store(&stid, gettid_());
+	while (atomic_load(&sphase) != S_GO)
+		sched_yield();
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&sphase, S_MASKED);
+	atomic_store(&sgot, sigwaitinfo(&all, &si));
+	atomic_store(&scode, si.si_code);
+	atomic_store(&sblocked, (int)(raw_mask() >> (SIGTRAP - 1) & 1));
+	return NULL;
+}
+
+static int mask_all_mid_batch(int step, unsigned long addr, unsigned long len)
+{
+	int idle = S_IDLE;
+
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || !atomic_compare_exchange_strong(&sphase, &idle, S_GO))
+		return 0;
+	while (atomic_load(&sphase) != S_MASKED)
+		sched_yield();
+	return 0;
+}
+
+Test(text_sync_sigmask, sigwait_thread_blocking_mid_batch_gets_no_sigtrap, .timeout = 60)
+{
+	struct kk_sync_stats before, after;
+	pthread_t t;
+
+	kk_sync_get_stats(&before);
+	cr_assert_eq(pthread_create(&t, NULL, waiting_for_signals, NULL), 0);
+	while (!atomic_load(&stid))
+		sched_yield();
+	kk_text_write_hook = mask_all_mid_batch;
+	cr_assert_eq(static_branch_enable(&ks), 0, "%s", kk_jump_label_strerror());
+	kk_text_write_hook = NULL;
+	cr_assert_eq(atomic_load(&sphase), S_MASKED, "the batch never had its traps in place");
+	cr_expect_eq(s1(), 1);
+	kk_sync_get_stats(&after);
+	cr_expect_gt(after.deferrals, before.deferrals, "the mask call was never deferred");
+	/* The batch is over, whatever it queued is queued: now the program's. */
+	cr_assert_eq(syscall(SYS_tgkill, getpid(), atomic_load(&stid), SIGUSR1), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(atomic_load(&sgot), SIGUSR1, "sigwaitinfo() returned signal %d (si_code %d), "
+		     "not the program's SIGUSR1", atomic_load(&sgot), atomic_load(&scode));
+	/* ...and the block it asked for is its own now. */
+	cr_expect_eq(atomic_load(&sblocked), 1, "SIGTRAP never blocked after the batch");
+}
 #endif
