@@ -677,7 +677,7 @@ static void client_answer(struct control_client *c, int status, struct kk_buf *b
  */
 static void client_request(struct control_client *c)
 {
-	struct kk_buf body = { 0 };
+	struct kk_buf body = { 0 }, again = { 0 };
 	char *req = c->req.data, *nl, *sp, *name = "";
 	size_t len = c->req.len;
 	int status;
@@ -708,6 +708,14 @@ static void client_request(struct control_client *c)
 	pthread_mutex_unlock(&lfd_lock);
 	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &body);
 	pthread_mutex_lock(&lfd_lock);
+	/* A read may have waited (trace_pipe: up to 250 ms for a record): what
+	 * it returns must still be the peer's to see.  A write is not judged
+	 * again: it was trusted when it changed something. */
+	if (!strcmp(req, "read") && peer_check(&c->peer, &again)) {
+		kk_buf_free(&body);
+		client_answer(c, -EACCES, &again);
+		return;
+	}
 	client_answer(c, status, &body);
 }
 
