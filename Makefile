@@ -113,7 +113,7 @@ $(B)/obj/%.o: %.c $(HDRS) $(B)/.flags
 
 # In the shared library only: wrappers that find the real function with
 # dlsym(RTLD_NEXT), which a static program cannot do.
-LIB_SO_ONLY := $(B)/obj/src/dynamic_debug/inherit_spawn.o
+LIB_SO_ONLY := $(B)/obj/src/dynamic_debug/inherit_spawn.o $(B)/obj/src/text_sync_waits.o
 $(B)/libkernelkit.a: $(filter-out $(LIB_SO_ONLY),$(LIB_OBJS))
 	@mkdir -p $(dir $@)
 	rm -f $@

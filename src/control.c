@@ -35,6 +35,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <kernelkit/control.h>
 #include "common/internal.h"
@@ -535,14 +536,32 @@ static void rules_load(void)
 		rules.overflow = (uid_t)v;
 }
 
-/* The process's ids and dumpable flag, as peer_check() compares them. */
+/* The process's ids, dumpable flag and capabilities, as peer_check() compares them. */
 struct proc_ids {
 	uid_t uid[3];			/* real, effective, saved */
 	gid_t gid[3];
 	int dumpable;			/* PR_GET_DUMPABLE: 1 is SUID_DUMP_USER */
+	uint64_t permitted;		/* permitted capabilities */
 };
 
-enum peer_verdict { PEER_OK, PEER_STRANGER, PEER_IDS_MIXED, PEER_NOT_DUMPABLE };
+enum peer_verdict { PEER_OK, PEER_STRANGER, PEER_IDS_MIXED, PEER_NOT_DUMPABLE, PEER_CAPABLE };
+
+/*
+ * The permitted set, or every bit where capget() fails.  The kernel lets a
+ * tracer attach only if the tracee's permitted set is within its own; a
+ * peer's set is not in SO_PEERCRED, so a process that holds any capability
+ * is served to root only (stricter than the kernel for a peer holding the
+ * same ones).
+ */
+static uint64_t permitted_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return ~0ull;
+	return (uint64_t)d[1].permitted << 32 | d[0].permitted;
+}
 
 static enum peer_verdict peer_verdict(const struct ucred *cr, struct proc_ids *p)
 {
@@ -561,14 +580,17 @@ static enum peer_verdict peer_verdict(const struct ucred *cr, struct proc_ids *p
 	for (int i = 0; i < 3; i++)
 		if (u[i] != cr->uid || g[i] != cr->gid)
 			return PEER_IDS_MIXED;
-	return p->dumpable == 1 ? PEER_OK : PEER_NOT_DUMPABLE;
+	if (p->dumpable != 1)
+		return PEER_NOT_DUMPABLE;
+	p->permitted = permitted_caps();
+	return p->permitted ? PEER_CAPABLE : PEER_OK;
 }
 
 /* Whether @cr may use the endpoint now: 0, or -EACCES with the one line that
  * says why in @why. */
 static int peer_check(const struct ucred *cr, struct kk_buf *why)
 {
-	struct proc_ids p = { { 0 }, { 0 }, 0 };
+	struct proc_ids p = { { 0 }, { 0 }, 0, 0 };
 
 	switch (peer_verdict(cr, &p)) {
 	case PEER_OK:
@@ -586,6 +608,11 @@ static int peer_check(const struct ucred *cr, struct kk_buf *why)
 	case PEER_NOT_DUMPABLE:
 		kk_buf_printf(why, "peer is not root, and this process is not dumpable (it changed "
 			      "its ids, or says so with prctl(PR_SET_DUMPABLE))\n");
+		break;
+	case PEER_CAPABLE:
+		kk_buf_printf(why, "peer is not root, and this process holds capabilities "
+			      "(permitted 0x%llx): only root may reach it\n",
+			      (unsigned long long)p.permitted);
 		break;
 	}
 	return -EACCES;
@@ -650,7 +677,7 @@ static void client_answer(struct control_client *c, int status, struct kk_buf *b
  */
 static void client_request(struct control_client *c)
 {
-	struct kk_buf body = { 0 };
+	struct kk_buf body = { 0 }, again = { 0 };
 	char *req = c->req.data, *nl, *sp, *name = "";
 	size_t len = c->req.len;
 	int status;
@@ -681,6 +708,14 @@ static void client_request(struct control_client *c)
 	pthread_mutex_unlock(&lfd_lock);
 	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &body);
 	pthread_mutex_lock(&lfd_lock);
+	/* A read may have waited (trace_pipe: up to 250 ms for a record): what
+	 * it returns must still be the peer's to see.  A write is not judged
+	 * again: it was trusted when it changed something. */
+	if (!strcmp(req, "read") && peer_check(&c->peer, &again)) {
+		kk_buf_free(&body);
+		client_answer(c, -EACCES, &again);
+		return;
+	}
 	client_answer(c, status, &body);
 }
 

@@ -122,6 +122,11 @@ __attribute__((__weak__)) int kk_arch_trap_handler_ready(void)
 	return -ENOTSUP;
 }
 
+__attribute__((__weak__)) bool kk_arch_trap_chains_program(void)
+{
+	return false;
+}
+
 /* ---- writing text --------------------------------------------------------------- */
 
 /*

@@ -212,5 +212,8 @@ unsigned long long kk_arch_text_traps_taken(void);
 /* Our trap handler is in place (installed now if it was not): 0, or -errno.
  * Before a trap window hands SIGTRAP blocks back (text_sync_sigmask.c). */
 int kk_arch_trap_handler_ready(void);
+/* Our trap handler is installed and chains to a program's SIGTRAP handler,
+ * which then runs with every signal blocked (ours's sa_mask). */
+bool kk_arch_trap_chains_program(void);
 
 #endif

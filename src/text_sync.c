@@ -60,6 +60,7 @@
 
 #include "arch/sync_core.h"
 #include "common/internal.h"
+#include "text_poke.h"
 #include "text_sync.h"
 
 #define KK_SYNC_MAX_THREADS	4096
@@ -910,8 +911,19 @@ static int forced(int m, bool mb, int sig, struct survey *s, const char *name, c
  * sigfillset() gives: a common way to install one) runs sites with SIGTRAP
  * blocked whenever its signal comes, on any thread, at any moment: met by
  * the int3 protocol, such a site kills the process.  The first such signal,
- * or 0.  SIGTRAP's own handler and the park signal's are the library's.
+ * or 0.  The park signal's handler is the library's.  SIGTRAP's is too,
+ * but it chains to the program's, with every signal blocked: a program
+ * SIGTRAP handler counts, whatever its sa_mask (issue 37, held-out round),
+ * as does one installed over ours (the kernel blocks SIGTRAP while it runs
+ * unless SA_NODEFER).
  */
+static bool trap_handler_blocks_trap(const struct sigaction *sa)
+{
+	if (kk_handler_is_library(sa))
+		return kk_arch_trap_chains_program();
+	return !(sa->sa_flags & SA_NODEFER) || sigismember(&sa->sa_mask, SIGTRAP);
+}
+
 static int handler_blocking_trap(int park, struct survey *s)
 {
 	struct sigaction sa;
@@ -922,11 +934,12 @@ static int handler_blocking_trap(int park, struct survey *s)
 		s->caught = ~0ull;
 	for (int sig = 1; sig < NSIG && sig <= 64; sig++) {
 		if (!(s->caught >> (sig - 1) & 1) ||
-		    sig == SIGTRAP || sig == park || sig == SIGKILL || sig == SIGSTOP ||
-		    sigaction(sig, NULL, &sa) || handler_is_dfl(&sa) || kk_handler_is_library(&sa) ||
+		    sig == park || sig == SIGKILL || sig == SIGSTOP ||
+		    sigaction(sig, NULL, &sa) || handler_is_dfl(&sa) ||
 		    (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN))
 			continue;
-		if (sigismember(&sa.sa_mask, SIGTRAP))
+		if (sig == SIGTRAP ? trap_handler_blocks_trap(&sa) :
+		    !kk_handler_is_library(&sa) && sigismember(&sa.sa_mask, SIGTRAP))
 			return sig;
 	}
 	return 0;

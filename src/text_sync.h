@@ -109,6 +109,22 @@ KK_WHITEBOX bool kk_sync_deferred_trap(const siginfo_t *si, void *uc);
 /* A hand-back is a SIGTRAP queued (SI_QUEUE) by this process to one of its
  * threads with this value ("kktr"); any other SIGTRAP is the program's. */
 #define KK_SYNC_DEFER_MAGIC	0x6b6b7472
+/* The same, for @si taken by a sigwait() of this thread: applied, and true
+ * if it was ours (the program must not see it). */
+bool kk_sync_waited_trap(const siginfo_t *si);
+
+/*
+ * Around a call that waits with mask @set (sigsuspend(), ppoll(), ...):
+ * begin returns the mask to pass, end restores the thread's own.  Every
+ * signal is blocked in between, outside the wait (text_sync_sigmask.c).
+ */
+struct kk_sync_wait {
+	sigset_t use;
+	uint64_t live;
+	bool restore;
+};
+const sigset_t *kk_sync_wait_begin(const sigset_t *set, struct kk_sync_wait *w);
+void kk_sync_wait_end(const struct kk_sync_wait *w);
 
 /* Test-only: called by kk_sync_plan() with KK_PLAN_LISTED once it has
  * listed the threads the first time, before it reads their masks, and with

@@ -291,6 +291,45 @@ int kk_interpose_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return -1;
 }
 
+/* ---- calls that wait with a mask (text_sync_waits.c) ------------------------------------- */
+
+/*
+ * sigsuspend(), ppoll(), pselect() and epoll_pwait() set a mask for as long
+ * as they wait, and a handler they run runs with it: a plan that read the
+ * thread's mask before the call took it for one that runs no site with
+ * SIGTRAP blocked.  The same meeting as a mask call: every signal blocked
+ * first, then the look.  Window closed: the plan opens it after the look
+ * and reads SIGTRAP blocked (everything, then the wait's mask), and uses no
+ * trap.  Window open: the wait's mask is passed less SIGTRAP, for the whole
+ * wait (a handler it runs may then meet a trap, and survive it).  Nothing
+ * is handed back: the mask ends with the call.
+ */
+const sigset_t *kk_sync_wait_begin(const sigset_t *set, struct kk_sync_wait *w)
+{
+	uint64_t every = EVERY_SIGNAL, want;
+
+	w->restore = false;
+	if (!set || !((want = word_of(set)) & TRAP))
+		return set;
+	if (raw_mask(SIG_BLOCK, &every, &w->live))
+		return set;
+	w->restore = true;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&window, __ATOMIC_SEQ_CST) || !window_open_here(me()))
+		return set;
+	want &= ~TRAP;
+	w->use = *set;
+	memcpy(&w->use, &want, sizeof(want));
+	return &w->use;
+}
+
+/* The mask the thread had before the wait; errno stays the call's. */
+void kk_sync_wait_end(const struct kk_sync_wait *w)
+{
+	if (w->restore)
+		raw_mask(SIG_SETMASK, &w->live, NULL);
+}
+
 /* ---- the block handed back ---------------------------------------------------------------- */
 
 /*
@@ -314,6 +353,33 @@ bool kk_sync_deferred_trap(const siginfo_t *si, void *ucv)
 	live |= TRAP;
 	memcpy(&uc->uc_sigmask, &live, sizeof(live));
 	drop(d);
+	return true;
+}
+
+/*
+ * @si was taken by sigwait(), sigwaitinfo() or sigtimedwait() of this
+ * thread (text_sync_waits.c): true if it was our hand-back, which is then
+ * applied here as our handler would (every signal blocked meanwhile), and
+ * not the program's to see.
+ */
+bool kk_sync_waited_trap(const siginfo_t *si)
+{
+	uint64_t every = EVERY_SIGNAL, live, final, who;
+	struct deferral *d;
+
+	if (si->si_signo != SIGTRAP || si->si_code != SI_QUEUE ||
+	    si->si_value.sival_int != KK_DEFER_MAGIC || si->si_pid != my_pid())
+		return false;
+	if (raw_mask(SIG_BLOCK, &every, &live))
+		return true;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	who = me();
+	final = live;
+	if ((d = standing(who, live)) && !window_open_here(who)) {
+		final |= TRAP;
+		drop(d);
+	}
+	raw_mask(SIG_SETMASK, &final, NULL);
 	return true;
 }
 

@@ -106,14 +106,14 @@ done < "$tmp/dynsyms"
 #    except, by design: __start_*/__stop_* (each object's own section
 #    bounds, hidden), __kk_wrong_* (never defined: a call is a compile-time
 #    error) and typedef names.
-probe() {	# out names-file headers...
+probe() {	# out names-file headers... (and $PROBE_FLAGS)
 	out=$1 names=$2; shift 2
 	{
 		for h in "$@"; do echo "#include <$h>"; done
 		echo "struct kk_abi_probe;"
 		sed 's/.*/extern struct kk_abi_probe &;/' "$names"
 	} > "$tmp/probe.c"
-	LC_ALL=C "$PCC" -D_GNU_SOURCE -I"$SRC/include" -fno-builtin -fsyntax-only -fmax-errors=0 \
+	LC_ALL=C "$PCC" -D_GNU_SOURCE ${PROBE_FLAGS:-} -I"$SRC/include" -fno-builtin -fsyntax-only -fmax-errors=0 \
 		"$tmp/probe.c" 2>&1 |
 		sed -n "s/^\([^:]*\):\([0-9]*\):[0-9]*: note: previous declaration of '\([A-Za-z_0-9]*\)'.*/\3 \1 \2/p" |
 		sort -u > "$out"
@@ -146,7 +146,13 @@ if command -v "$PCC" >/dev/null 2>&1; then
 		grep -qx "$s" "$tmp/map" ||
 			fail "$s is declared in ${f#"$SRC"/}:$l but not exported (not in src/libkernelkit.map)"
 	done < "$tmp/decl"
-	probe "$tmp/libcdecl" "$tmp/interposed.s" unistd.h spawn.h signal.h
+	libc_h="unistd.h spawn.h signal.h poll.h sys/select.h sys/epoll.h"
+	# shellcheck disable=SC2086
+	probe "$tmp/libcdecl" "$tmp/interposed.s" $libc_h
+	# fortified declarations too (__ppoll_chk); a fortified ppoll is a definition
+	# shellcheck disable=SC2086
+	PROBE_FLAGS="-O2 -D_FORTIFY_SOURCE=2" probe "$tmp/libcchk" "$tmp/interposed.s" $libc_h
+	sort -u -o "$tmp/libcdecl" "$tmp/libcdecl" "$tmp/libcchk"
 	while read -r s; do
 		awk -v s="$s" '$1 == s { f = 1 } END { exit !f }' "$tmp/libcdecl" ||
 			fail "$s is listed as an interposed libc function, but libc declares no $s"

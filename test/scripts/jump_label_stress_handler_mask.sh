@@ -20,6 +20,17 @@ fi
 [ "$rc" -eq 0 ] || { echo "FAIL: rc $rc"; exit 1; }
 echo "$out" | grep -q '^sync: method swap,' ||
 	{ echo "FAIL: patched by $(echo "$out" | sed -n 's/^sync: method \([^,]*\),.*/\1/p'), not page swaps"; exit 1; }
+# The program's own SIGTRAP handler runs inside the library's, which chains
+# to it with every signal blocked: the same, though its sa_mask is empty
+# (issue 37, held-out round: killed by SIGTRAP, the plan skipped SIGTRAP's
+# handler as the library's own).
+out=$(KK_STRESS_SIGNAL_TRAP=1 KK_STRESS_TOGGLES=3000 "$B/test/stress/jump_label_signal" 2>&1)
+rc=$?
+echo "$out" | tail -2
+[ "$rc" -gt 128 ] && { echo "FAIL: a SIGTRAP handler running sites: killed by signal $((rc - 128))"; exit 1; }
+[ "$rc" -eq 0 ] || { echo "FAIL: a SIGTRAP handler running sites: rc $rc"; exit 1; }
+echo "$out" | grep -q '^sync: method swap,' ||
+	{ echo "FAIL: a SIGTRAP handler running sites: patched by $(echo "$out" | sed -n 's/^sync: method \([^,]*\),.*/\1/p'), not page swaps"; exit 1; }
 # The library's own handlers block every signal too (panic_on_oops hooks
 # SIGSEGV, SIGBUS, SIGILL, SIGFPE so), but run no site mid-batch: they must
 # not take the int3 protocol from a program that has no such handler.

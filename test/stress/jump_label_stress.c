@@ -24,6 +24,11 @@
  * which the int3 protocol cannot survive; the library must see the handler
  * and patch by page swaps (test/scripts/jump_label_stress_handler_mask.sh).
  *
+ * With KK_STRESS_SIGNAL_TRAP=1 the signal is SIGTRAP instead of SIGUSR1:
+ * the program's own SIGTRAP handler, which the library's chains to with
+ * every signal blocked, runs the sites (issue 37, held-out round: killed by
+ * SIGTRAP; test/scripts/jump_label_stress_handler_mask.sh).
+ *
  * Environment: KK_STRESS_TOGGLES overrides the toggle count.
  */
 #include <errno.h>
@@ -88,6 +93,7 @@ static atomic_long checked, mismatches, calls;
 static atomic_long sig_runs, sig_checked, sig_sent;
 static atomic_uint sig_cursor;
 static atomic_int sig_bad_site = -1, sig_bad_got, sig_bad_want;
+static int flood_sig = SIGUSR1;		/* SIGTRAP with KK_STRESS_SIGNAL_TRAP=1 */
 
 /*
  * Run site @i and check what it returned.  Returns 0, or 1 for a wrong
@@ -163,7 +169,7 @@ static void *sender(void *arg)
 
 	while (!atomic_load(&done))
 		for (int i = 0; i < s->n; i++)
-			if (pthread_kill(s->readers[i], SIGUSR1) == 0)
+			if (pthread_kill(s->readers[i], flood_sig) == 0)
 				atomic_fetch_add_explicit(&sig_sent, 1, memory_order_relaxed);
 	return NULL;
 }
@@ -264,7 +270,9 @@ int main(void)
 			sigfillset(&sa.sa_mask);
 		else
 			sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGUSR1, &sa, NULL)) {
+		if (env_flag("KK_STRESS_SIGNAL_TRAP", 0))
+			flood_sig = SIGTRAP;
+		if (sigaction(flood_sig, &sa, NULL)) {
 			perror("sigaction");
 			return 1;
 		}

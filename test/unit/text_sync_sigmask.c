@@ -25,6 +25,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <ucontext.h>
@@ -863,5 +866,196 @@ Test(text_sync_sigmask, siglongjmp_out_of_a_mask_call_mid_batch_leaves_nothing, 
 	cr_assert_eq(static_branch_enable(&kj), 0, "%s", kk_jump_label_strerror());
 	kk_sync_get_stats(&after);
 	cr_expect_eq(after.deferrals_standing, 0, "a deferral outlived the batches");
+}
+/* ---- a handler run inside a call that waits with a mask ------------------------------- */
+
+/*
+ * sigsuspend(), ppoll(), pselect() and epoll_pwait() set a mask for as long
+ * as they wait, and a handler they run runs with it.  The textbook idiom
+ * waits with every signal blocked but the one it waits for: SIGTRAP among
+ * them.  The plan read the thread's mask before the call; a handler running
+ * a site while the traps are in place met an int3 with SIGTRAP blocked, and
+ * the kernel killed the process (issue 37, held-out round: 3 of 4 calls in
+ * a flip loop, exit 133).  Each way runs in a child of its own, so that a
+ * death names the call.
+ */
+DEFINE_STATIC_KEY_FALSE(kq);
+
+__attribute__((noinline)) static int q1(void) { return static_branch_unlikely(&kq); }
+
+enum { WAIT_SIGSUSPEND, WAIT_PPOLL, WAIT_PSELECT, WAIT_EPOLL_PWAIT, WAIT_WAYS };
+static const char *const wait_names[WAIT_WAYS] = { "sigsuspend()", "ppoll()", "pselect()",
+						   "epoll_pwait()" };
+static atomic_int qphase, qran = -1, qway;
+
+static void site_running_handler(int sig)
+{
+	(void)sig;
+	atomic_store(&qran, q1());
+}
+
+/* Returns with the handler run: SIGUSR1 is pending, and only @wait lets it in. */
+static void wait_with_mask(int way, const sigset_t *wait)
+{
+	struct epoll_event ev;
+	int ep;
+
+	switch (way) {
+	case WAIT_SIGSUSPEND:
+		sigsuspend(wait);
+		break;
+	case WAIT_PPOLL:
+		ppoll(NULL, 0, NULL, wait);
+		break;
+	case WAIT_PSELECT:
+		pselect(0, NULL, NULL, NULL, NULL, wait);
+		break;
+	default:
+		ep = epoll_create1(0);
+		epoll_pwait(ep, &ev, 1, -1, wait);
+		close(ep);
+	}
+}
+
+static void *waiting_worker(void *arg)
+{
+	sigset_t usr1, wait;
+
+	(void)arg;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);	/* what the plan reads */
+	atomic_store(&qphase, 1);
+	while (atomic_load(&qphase) != 2)
+		sched_yield();
+	syscall(SYS_tgkill, getpid(), gettid_(), SIGUSR1);	/* pending */
+	sigfillset(&wait);
+	sigdelset(&wait, SIGUSR1);
+	wait_with_mask(atomic_load(&qway), &wait);
+	atomic_store(&qphase, 3);
+	return NULL;
+}
+
+static int wait_mid_batch(int step, unsigned long addr, unsigned long len)
+{
+	int ready = 1;
+
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || !atomic_compare_exchange_strong(&qphase, &ready, 2))
+		return 0;
+	while (atomic_load(&qphase) != 3)
+		sched_yield();
+	return 0;
+}
+
+/* In a child: a worker waits with the mask while the traps are in place. */
+static void __attribute__((noreturn)) wait_in_child(int way)
+{
+	struct sigaction sa = { .sa_handler = site_running_handler };
+	pthread_t t;
+
+	alarm(30);	/* a hang becomes a death by SIGALRM */
+	atomic_store(&qway, way);
+	if (sigaction(SIGUSR1, &sa, NULL) || pthread_create(&t, NULL, waiting_worker, NULL))
+		_exit(2);
+	while (atomic_load(&qphase) != 1)
+		sched_yield();
+	kk_text_write_hook = wait_mid_batch;
+	if (static_branch_enable(&kq))
+		_exit(3);
+	kk_text_write_hook = NULL;
+	pthread_join(t, NULL);
+	_exit(atomic_load(&qphase) == 3 && atomic_load(&qran) >= 0 && q1() == 1 ? 0 : 4);
+}
+
+Test(text_sync_sigmask, handler_run_by_a_wait_with_sigtrap_in_its_mask_survives_the_batch,
+     .timeout = 120)
+{
+	for (int way = 0; way < WAIT_WAYS; way++) {
+		int st = -1;
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0)
+			wait_in_child(way);
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "a handler run by %s mid-batch: %s %d", wait_names[way],
+			  WIFSIGNALED(st) ? "killed by signal" : "exit status",
+			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	}
+}
+/* ---- a signal thread that blocks every signal mid-batch, then waits for them ---------- */
+
+/*
+ * The sigwait() daemon's signal thread: every signal blocked (mid-batch, so
+ * SIGTRAP is deferred), then sigwaitinfo() on every signal.  The block is
+ * the thread's to have, not a signal: the only signal it may be given is
+ * the one the program sends it (SIGUSR1 here).  The old hand-back queued a
+ * SIGTRAP, which sigwaitinfo() took from the queue and gave the program
+ * (issue 37, held-out round; signalfd() takes it the same way).
+ */
+DEFINE_STATIC_KEY_FALSE(ks);
+
+__attribute__((noinline)) static int s1(void) { return static_branch_unlikely(&ks); }
+
+enum { S_IDLE, S_GO, S_MASKED, S_WAITING };
+static atomic_int sphase, stid, sgot = -1, scode, sblocked = -1;
+
+static void *waiting_for_signals(void *arg)
+{
+	sigset_t all;
+	siginfo_t si;
+
+	(void)arg;
+	atomic_store(&stid, gettid_());
+	while (atomic_load(&sphase) != S_GO)
+		sched_yield();
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	atomic_store(&sphase, S_MASKED);
+	atomic_store(&sgot, sigwaitinfo(&all, &si));
+	atomic_store(&scode, si.si_code);
+	atomic_store(&sblocked, (int)(raw_mask() >> (SIGTRAP - 1) & 1));
+	return NULL;
+}
+
+static int mask_all_mid_batch(int step, unsigned long addr, unsigned long len)
+{
+	int idle = S_IDLE;
+
+	(void)addr;
+	(void)len;
+	if (step != TRAPS_IN_PLACE || !atomic_compare_exchange_strong(&sphase, &idle, S_GO))
+		return 0;
+	while (atomic_load(&sphase) != S_MASKED)
+		sched_yield();
+	return 0;
+}
+
+Test(text_sync_sigmask, sigwait_thread_blocking_mid_batch_gets_no_sigtrap, .timeout = 60)
+{
+	struct kk_sync_stats before, after;
+	pthread_t t;
+
+	kk_sync_get_stats(&before);
+	cr_assert_eq(pthread_create(&t, NULL, waiting_for_signals, NULL), 0);
+	while (!atomic_load(&stid))
+		sched_yield();
+	kk_text_write_hook = mask_all_mid_batch;
+	cr_assert_eq(static_branch_enable(&ks), 0, "%s", kk_jump_label_strerror());
+	kk_text_write_hook = NULL;
+	cr_assert_eq(atomic_load(&sphase), S_MASKED, "the batch never had its traps in place");
+	cr_expect_eq(s1(), 1);
+	kk_sync_get_stats(&after);
+	cr_expect_gt(after.deferrals, before.deferrals, "the mask call was never deferred");
+	/* The batch is over, whatever it queued is queued: now the program's. */
+	cr_assert_eq(syscall(SYS_tgkill, getpid(), atomic_load(&stid), SIGUSR1), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(atomic_load(&sgot), SIGUSR1, "sigwaitinfo() returned signal %d (si_code %d), "
+		     "not the program's SIGUSR1", atomic_load(&sgot), atomic_load(&scode));
+	/* ...and the block it asked for is its own now. */
+	cr_expect_eq(atomic_load(&sblocked), 1, "SIGTRAP never blocked after the batch");
 }
 #endif

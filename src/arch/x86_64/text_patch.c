@@ -318,6 +318,19 @@ int kk_arch_trap_handler_ready(void)
 	return trap_install();
 }
 
+bool kk_arch_trap_chains_program(void)
+{
+	const struct sigaction *prev = &prev_traps[atomic_load(&prev_idx)];
+	struct sigaction cur;
+
+	if (sigaction(SIGTRAP, NULL, &cur) || !(cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_sigaction != trap_handler)
+		return false;
+	if (prev->sa_flags & SA_SIGINFO)
+		return prev->sa_sigaction != NULL;
+	return prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN;
+}
+
 static void wait_for_traps(void)
 {
 	while (atomic_load(&traps_inflight))
