@@ -16,6 +16,9 @@
 #                        stdin on fd 3, stdout on fd 4; sets $pid
 #   cmd LINE             one command, its answer in $ans; fails unless "ok..."
 #   finish               quit, and fails unless the program exits 0
+#   refused_reads        U's kkctl reads of dynamic_debug/trace and trace_pipe
+#                        exit 1 with one line (left in $tmp/kerr), nothing
+#                        on stdout, and no $secret anywhere
 #   flags FUNC           the flags of FUNC's site in root's read of
 #                        dynamic_debug/control ("=_", "=p", ...)
 #   listener             the inode of the process's listening socket, or empty
@@ -77,6 +80,17 @@ start() {
 	done
 }
 . "${KK_SRC:?}/test/pipe-lib.sh"	# cmd, finish
+refused_reads() {
+	for f in trace trace_pipe; do
+		as "$U" "$KKCTL" -p "$pid" read dynamic_debug/$f > "$tmp/out" 2> "$tmp/kerr"
+		rc=$?
+		grep -q "$secret" "$tmp/out" "$tmp/kerr" && fail "uid $U read the secret from dynamic_debug/$f"
+		[ $rc -eq 1 ] || fail "U's read of dynamic_debug/$f: exit $rc, want 1: $(cat "$tmp/out" "$tmp/kerr")"
+		[ -s "$tmp/out" ] && fail "U's read of dynamic_debug/$f printed: $(cat "$tmp/out")"
+		[ "$(wc -l < "$tmp/kerr")" -eq 1 ] || fail "U's read of dynamic_debug/$f: not one line: $(cat "$tmp/kerr")"
+	done
+	echo "U's kkctl: $(cat "$tmp/kerr")"
+}
 flags() {
 	"$KKCTL" -p "$pid" read dynamic_debug/control > "$tmp/ctl" 2> "$tmp/ctlerr" ||
 		fail "root's read of dynamic_debug/control: $(cat "$tmp/ctlerr")"

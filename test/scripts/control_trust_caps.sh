@@ -34,15 +34,7 @@ if as "$U" cat "/proc/$pid/environ" > /dev/null 2>&1; then
 	exit 77
 fi
 
-for f in trace trace_pipe; do
-	as "$U" "$KKCTL" -p "$pid" read dynamic_debug/$f > "$tmp/out" 2> "$tmp/kerr"
-	rc=$?
-	grep -q "$secret" "$tmp/out" "$tmp/kerr" && fail "uid $U read the secret from dynamic_debug/$f"
-	[ $rc -eq 1 ] || fail "U's read of dynamic_debug/$f: exit $rc, want 1: $(cat "$tmp/out" "$tmp/kerr")"
-	[ -s "$tmp/out" ] && fail "U's read of dynamic_debug/$f printed: $(cat "$tmp/out")"
-	[ "$(wc -l < "$tmp/kerr")" -eq 1 ] || fail "U's read of dynamic_debug/$f: not one line: $(cat "$tmp/kerr")"
-done
-echo "U's kkctl: $(cat "$tmp/kerr")"
+refused_reads
 grep -q "capabilit" "$tmp/kerr" || fail "the refusal does not name the capabilities: $(cat "$tmp/kerr")"
 
 before=$(flags trust_a)

@@ -24,15 +24,7 @@ cmd ids
 as "$U" cat "/proc/$pid/environ" > /dev/null 2>&1 &&
 	echo "note: the kernel let uid $U read /proc/$pid/environ (fs.suid_dumpable is not 0?)"
 
-for f in trace trace_pipe; do
-	as "$U" "$KKCTL" -p "$pid" read dynamic_debug/$f > "$tmp/out" 2> "$tmp/kerr"
-	rc=$?
-	grep -q "$secret" "$tmp/out" "$tmp/kerr" && fail "uid $U read the secret from dynamic_debug/$f"
-	[ $rc -eq 1 ] || fail "U's read of dynamic_debug/$f: exit $rc, want 1: $(cat "$tmp/out" "$tmp/kerr")"
-	[ -s "$tmp/out" ] && fail "U's read of dynamic_debug/$f printed: $(cat "$tmp/out")"
-	[ "$(wc -l < "$tmp/kerr")" -eq 1 ] || fail "U's read of dynamic_debug/$f: not one line: $(cat "$tmp/kerr")"
-done
-echo "U's kkctl: $(cat "$tmp/kerr")"
+refused_reads
 as "$U" "$RAW" "$pid" "read dynamic_debug/trace" > "$tmp/out"
 [ "$(head -n 1 "$tmp/out")" = -13 ] || fail "U's raw read of the trace: $(cat "$tmp/out")"
 grep -q "$secret" "$tmp/out" && fail "U's raw read got the secret"
