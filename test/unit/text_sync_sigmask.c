@@ -328,6 +328,7 @@ Test(text_sync_sigmask, child_closing_a_window_hands_nothing_back_to_its_parent,
 	int st = -1;
 	pid_t pid;
 
+	NEEDS_HAND_BACK();
 	kk_sync_window_open();
 	sigemptyset(&s);
 	sigaddset(&s, SIGTRAP);
