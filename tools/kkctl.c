@@ -22,7 +22,7 @@
  * not trusted to finish, one that never does must not hang --all or exhaust
  * our memory, and a squatter on its names must not hold us either.
  *
- * A target is a process, not a pid (its pid and start time): one that exits
+ * A target is a process, not a pid (a pidfd held on it): one that exits
  * is never taken for another given its pid.  One a selector matched that
  * exits during the command is reported as gone, and is no failure.
  *
@@ -155,7 +155,7 @@ static int opt_pid(struct args *a, int key, char *arg)
 	}
 	s->mpids[s->nmp++] = (pid_t)pid;
 	t.pid = (pid_t)pid;
-	return kkctl_tlist_add(&s->targets, &t) ? 1 : -1;
+	return kkctl_tlist_add(&s->targets, &t) < 0 ? 1 : -1;
 }
 
 static int opt_name(struct args *a, int key, char *arg)
@@ -498,7 +498,7 @@ static int cmd_ls(struct args *a, const struct command_def *c, char **argv)
 			kkctl_settle_gone(t, &r);
 		kkctl_report_ls(t, fd >= 0, &r);
 	}
-	free(all.v);
+	kkctl_tlist_free(&all);
 	return fflush(stdout) ? 1 : 0;
 }
 
@@ -507,7 +507,7 @@ static int cmd_ls(struct args *a, const struct command_def *c, char **argv)
 static void args_free(struct args *a)
 {
 	kkctl_free_procs();
-	free(a->sel.targets.v);
+	kkctl_tlist_free(&a->sel.targets);
 	free(a->sel.names);
 	free(a->sel.trees);
 	free(a->sel.machines);
@@ -542,6 +542,8 @@ static size_t drop_gone(struct tlist *l)
 	for (size_t i = 0; i < l->n; i++)
 		if (!l->v[i].gone)
 			l->v[n++] = l->v[i];
+		else
+			kkctl_target_unwatch(&l->v[i]);
 	return l->n = n;
 }
 

@@ -302,7 +302,7 @@ int kkctl_connect_pid(const struct target *t, uint64_t deadline, struct result *
 	bool gone = false;
 
 	res->note[0] = '\0';
-	if (!kkctl_proc_alive(t->pid, t->start)) {
+	if (!kkctl_target_alive(t)) {
 		gone = true;
 		snprintf(res->err, sizeof(res->err), "no such process");
 	} else if (locate(&r, &gone)) {
@@ -320,7 +320,7 @@ int kkctl_connect_pid(const struct target *t, uint64_t deadline, struct result *
 		close(r.ns.net);
 	/* The process it was, still: a pid given to another one is not it.
 	 * (A refusal is told as it is: the socket was not its.) */
-	if (!gone && (r.fd >= 0 || !r.refused) && !kkctl_proc_alive(t->pid, t->start)) {
+	if (!gone && (r.fd >= 0 || !r.refused) && !kkctl_target_alive(t)) {
 		gone = true;
 		if (r.fd >= 0)
 			close(r.fd);

@@ -53,6 +53,8 @@ struct target {
 	char argv0[64];		/* base name of argv[0] */
 	bool selected;		/* by -n, --tree or --all (not only -p) */
 	unsigned long long start;	/* its start time (/proc/PID/stat field 22; 0: gone) */
+	bool watched;		/* pidfd is open on it (kkctl_target_watch()) */
+	int pidfd;
 	bool reached;		/* answered once (-f: it is followed) */
 	bool gone;		/* found gone: -f drops it */
 	/* In a container (another network or pid namespace than ours): */
@@ -83,7 +85,9 @@ long kkctl_proc_uids(pid_t pid, long all[4]);
 long kkctl_proc_uid(pid_t pid);
 bool kkctl_proc_exists(pid_t pid);
 unsigned long long kkctl_proc_start(pid_t pid);
-bool kkctl_proc_alive(pid_t pid, unsigned long long start);
+void kkctl_target_watch(struct target *t);
+void kkctl_target_unwatch(struct target *t);
+bool kkctl_target_alive(const struct target *t);
 unsigned long kkctl_our_netns(void);
 int kkctl_proc_where(pid_t pid, struct where *w);
 void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl);
@@ -167,6 +171,7 @@ struct kkctl_sel {
 };
 
 int kkctl_tlist_add(struct tlist *l, const struct target *t);
+void kkctl_tlist_free(struct tlist *l);
 int kkctl_load_procs(void);
 void kkctl_free_procs(void);
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s);

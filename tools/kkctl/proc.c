@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "control_path.h"
@@ -105,12 +108,54 @@ unsigned long long kkctl_proc_start(pid_t pid)
 	return ps.start ? ps.start : 1;	/* (a process started in the boot's first tick) */
 }
 
-/* Is the process that had pid @pid and started at @start still alive, not
- * a zombie?  A pid given again to another process is not it, and start 0
- * (it was gone when we looked) is no process. */
-bool kkctl_proc_alive(pid_t pid, unsigned long long start)
+/*
+ * A target is a process, not a pid, and its start time alone does not say
+ * which: it counts clock ticks (10 ms), and a pid given again within one
+ * tick (a short-lived process, a pid namespace's few pids) comes with the
+ * same start.  A pidfd stays with the process it was opened on, across exec
+ * too, so each target holds one, opened before its start is read: if the
+ * pid changed hands in between, the pidfd says its process exited.  They
+ * take at most half the descriptors we may open (the rest are for the
+ * connections); a target past that has its start time alone.
+ */
+static struct {
+	long open, max;
+} pidfds;
+
+void kkctl_target_watch(struct target *t)
 {
-	return start && kkctl_proc_start(pid) == start;
+	struct rlimit rl;
+
+	if (t->watched)
+		return;
+	if (!pidfds.max)
+		pidfds.max = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 1 << 20 ?
+			     512 : (long)(rl.rlim_cur / 2);
+	if (pidfds.open >= pidfds.max)
+		return;
+	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);	/* close-on-exec */
+	t->watched = t->pidfd >= 0;
+	pidfds.open += t->watched;
+}
+
+void kkctl_target_unwatch(struct target *t)
+{
+	if (!t->watched)
+		return;
+	close(t->pidfd);
+	t->watched = false;
+	pidfds.open--;
+}
+
+/* Is the process @t was (its pidfd, else its pid and start time) still
+ * alive, not a zombie?  Start 0 (it was gone when we looked) is no process. */
+bool kkctl_target_alive(const struct target *t)
+{
+	struct pollfd p = { .fd = t->watched ? t->pidfd : -1, .events = POLLIN };
+
+	if (poll(&p, 1, 0) > 0)	/* readable: it exited (a zombie is) */
+		return false;
+	return t->start && kkctl_proc_start(t->pid) == t->start;
 }
 
 /* Our network namespace: its inode, and its /proc/net/unix's (see

@@ -285,7 +285,7 @@ void kkctl_request(const struct target *t, const char *verb, const char *file,
 		}
 		err = exchange(fd, head, (size_t)n, body, blen, deadline, &resp, &rlen);
 		sent = true;
-		if ((err || !rlen) && !kkctl_proc_alive(pid, t->start))
+		if ((err || !rlen) && !kkctl_target_alive(t))
 			break;	/* it exited while we were at it: not again */
 		/* Closed or reset before the first byte of a reply: the endpoint
 		 * answers every request it runs, so it ran none and sending it
@@ -305,7 +305,7 @@ void kkctl_request(const struct target *t, const char *verb, const char *file,
 	if (res->via[0])	/* the squatter we passed by */
 		fprintf(stderr, "%s: warning: skipped a foreign socket on process %d's name; "
 			"using %s\n", kkctl_prog, (int)pid, res->via);
-	if ((err || !rlen) && !kkctl_proc_alive(pid, t->start)) {
+	if ((err || !rlen) && !kkctl_target_alive(t)) {
 		/* It exited while we were at it. */
 		res->gone = res->sent = true;
 		free(resp);

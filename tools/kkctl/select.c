@@ -17,12 +17,12 @@
 
 #include "kkctl.h"
 
-/* Add @t to @l unless its pid is there already.  -1: out of memory. */
+/* Add @t to @l unless its pid is there already (1).  -1: out of memory. */
 int kkctl_tlist_add(struct tlist *l, const struct target *t)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].pid == t->pid)
-			return 0;
+			return 1;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
 		struct target *v = realloc(l->v, cap * sizeof(*v));
@@ -34,6 +34,14 @@ int kkctl_tlist_add(struct tlist *l, const struct target *t)
 	}
 	l->v[l->n++] = *t;
 	return 0;
+}
+
+void kkctl_tlist_free(struct tlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		kkctl_target_unwatch(&l->v[i]);
+	free(l->v);
+	*l = (struct tlist){ 0 };
 }
 
 
@@ -56,7 +64,8 @@ static void target_where(struct target *t, bool host)
  * too if @host: that takes a fork). */
 static void target_load(struct target *t, bool host)
 {
-	t->start = kkctl_proc_start(t->pid);	/* first: what follows is this process's */
+	kkctl_target_watch(t);			/* first: the process it is */
+	t->start = kkctl_proc_start(t->pid);	/* then: what follows is this process's */
 	t->uid = (uid_t)kkctl_proc_uid(t->pid);
 	kkctl_proc_names(t);
 	target_where(t, host);
@@ -374,11 +383,18 @@ long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s)
 		if (!p->serves || (!s->all && !narrowed))
 			continue;
 		target_load(&t, s->nm || kkctl_json);
-		if (matches(s, p, &t)) {
-			if (kkctl_tlist_add(l, &t))
-				return -1;
-			matched++;
+		if (!matches(s, p, &t)) {
+			kkctl_target_unwatch(&t);
+			continue;
 		}
+		switch (kkctl_tlist_add(l, &t)) {
+		case -1:
+			kkctl_target_unwatch(&t);
+			return -1;
+		case 1:		/* named by -p too: that one is loaded below */
+			kkctl_target_unwatch(&t);
+		}
+		matched++;
 	}
 	return matched;
 }
