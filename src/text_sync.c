@@ -87,6 +87,8 @@ static pid_t sig_tids[KK_SYNC_MAX_THREADS];
  * later thread (pid_max 32768, a program that churns threads), which never
  * got the signal.  Caller-only state. */
 static unsigned long long sig_start[KK_SYNC_MAX_THREADS];
+/* Signalled again (signal_again()): at most once a request. */
+static bool sig_again[KK_SYNC_MAX_THREADS];
 static int sig_ack[KK_SYNC_MAX_THREADS];	/* highest request acknowledged, or SLOT_GONE */
 /*
  * A thread parked by a stop shows our handler's mask (every signal blocked)
@@ -334,6 +336,27 @@ static bool tid_reused(int slot)
 }
 
 /*
+ * A start time counts clock ticks (10 ms): a newcomer given a gone thread's
+ * tid within the tick it started in has its start time too, and was never
+ * signalled (ns_last_pid, clone3()'s set_tid).  So a thread that neither
+ * acknowledged, nor has the signal pending, nor shows as reused is signalled
+ * once more.  If it is the one signalled, taking the signal now, the second
+ * run of the handler finds its slot acknowledged and does nothing; the
+ * pending test keeps a real-time park signal from queueing up behind a
+ * thread that blocks it.
+ */
+static void signal_again(int slot, pid_t pid, int sig)
+{
+	uint64_t pnd;
+
+	if (sig_again[slot] || kk_task_sigpnd(sig_tids[slot], &pnd) || (pnd >> (sig - 1) & 1))
+		return;
+	sig_again[slot] = true;
+	if (syscall(SYS_tgkill, pid, sig_tids[slot], sig) == 0)
+		STAT_INC(st_signals);
+}
+
+/*
  * Signal every listed thread not signalled yet.  Returns how many were
  * added, or -errno.  The leader, once it called pthread_exit(), stays listed
  * as a zombie that will never run a handler: skipped.
@@ -373,6 +396,7 @@ static int signal_new(pid_t me, pid_t pid, int sig, int w, char *err, size_t err
 		}
 		/* a new thread, or a newcomer on a gone thread's tid: signalled */
 		sig_start[slot] = kk_task_starttime(tid);
+		sig_again[slot] = false;
 		__atomic_store_n(&sig_ack[slot], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&sig_tids[slot], tid, __ATOMIC_RELAXED);
 		if (slot == nsig)
@@ -417,6 +441,7 @@ static int check_pending(int w, int sig, uint64_t waited, char *err, size_t errl
 						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 			continue;
 		}
+		signal_again(i, getpid(), sig);
 		/* Under valgrind a thread running guest code shows valgrind's
 		 * mask, which blocks the signal: /proc cannot tell, keep waiting. */
 		/* One read of the mask for both questions: a thread starting or

@@ -328,6 +328,8 @@ ssize_t kk_read_proc(const char *path, char *buf, size_t n);
 int kk_task_sigblk(pid_t tid, uint64_t *mask);
 /* The same, and SigCgt (the signals the process has handlers for) with it. */
 int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught);
+/* SigPnd of thread @tid: the signals pending for it alone.  0 or -errno. */
+int kk_task_sigpnd(pid_t tid, uint64_t *mask);
 /* The thread's name without the newline ("" when gone).  0 or -errno. */
 int kk_task_comm(pid_t tid, char *buf, size_t n);
 /* When it started (clock ticks since boot, /proc's field 22), 0 when gone:

@@ -400,17 +400,19 @@ static int status_mask(const char *buf, const char *field, uint64_t *mask)
 	return 0;
 }
 
+static ssize_t read_status(pid_t tid, char *buf, size_t n)
+{
+	/* Where /proc counts elsewhere, finding the thread read its status. */
+	if (tid && proc_foreign())
+		return proc_tid_of(tid, buf, n);
+	return kk_task_read(tid, "status", buf, n);
+}
+
 int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught)
 {
 	char buf[2048];
-	ssize_t n;
+	ssize_t n = read_status(tid, buf, sizeof(buf));
 	int ret;
-
-	/* Where /proc counts elsewhere, finding the thread read its status. */
-	if (tid && proc_foreign())
-		n = proc_tid_of(tid, buf, sizeof(buf));
-	else
-		n = kk_task_read(tid, "status", buf, sizeof(buf));
 
 	if (n < 0)
 		return (int)n;
@@ -423,6 +425,14 @@ int kk_task_sigmasks(pid_t tid, uint64_t *blocked, uint64_t *caught)
 int kk_task_sigblk(pid_t tid, uint64_t *mask)
 {
 	return kk_task_sigmasks(tid, mask, NULL);
+}
+
+int kk_task_sigpnd(pid_t tid, uint64_t *mask)
+{
+	char buf[2048];
+	ssize_t n = read_status(tid, buf, sizeof(buf));
+
+	return n < 0 ? (int)n : status_mask(buf, "SigPnd", mask);
 }
 
 int kk_task_comm(pid_t tid, char *buf, size_t n)
