@@ -409,6 +409,15 @@ static pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/* A child's status @st is exit status 0, or say how @what (made by @how)
+ * ended. */
+static void expect_exited_0(int st, const char *what, const char *how)
+{
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s mid-batch: %s %d", what, how,
+		  WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
 static bool mask_has(int sig)
 {
 	sigset_t cur;
@@ -777,14 +786,8 @@ Test(text_sync_sigmask, child_made_mid_batch_starts_with_no_window, .timeout = 1
 	cr_assert_eq(atomic_load(&fphase), 2, "the batch never had its traps in place");
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_expect_eq(f1(), 1);
-	for (int way = 0; way < FORK_WAYS; way++) {
-		int st = atomic_load(&fork_status[way]);
-
-		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			  "a child made by %s mid-batch: %s %d", fork_names[way],
-			  WIFSIGNALED(st) ? "killed by signal" : "exit status",
-			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	}
+	for (int way = 0; way < FORK_WAYS; way++)
+		expect_exited_0(atomic_load(&fork_status[way]), "a child made by", fork_names[way]);
 }
 
 /* ---- siglongjmp() out of a mask call made mid-batch ------------------------------------- */
@@ -995,10 +998,7 @@ Test(text_sync_sigmask, handler_run_by_a_wait_with_sigtrap_in_its_mask_survives_
 		if (pid == 0)
 			wait_in_child(way);
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
-		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			  "a handler run by %s mid-batch: %s %d", wait_names[way],
-			  WIFSIGNALED(st) ? "killed by signal" : "exit status",
-			  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		expect_exited_0(st, "a handler run by", wait_names[way]);
 	}
 }
 /* ---- a signal thread that blocks every signal mid-batch, then waits for them ---------- */
