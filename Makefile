@@ -384,6 +384,13 @@ INST_DOCS := README.md $(sort $(wildcard docs/*.md))
 KK_GDB_SCRIPT := $(KK_LIB_REAL)-gdb.py
 # A directory below $(PREFIX) is written ${prefix}/... in the pkg-config file.
 pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# The CMake package (find_package(kernelkit CONFIG)): in $(LIBDIR)/cmake/kernelkit,
+# finding the headers relative to its own place.
+CMAKEDIR = $(LIBDIR)/cmake/kernelkit
+CMAKE_SUBST = -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g' \
+	-e 's|@ABI_MAJOR@|$(ABI_MAJOR)|g' -e 's|@KK_LIB_REAL@|$(KK_LIB_REAL)|g' \
+	-e 's|@KK_SONAME@|$(KK_SONAME)|g' \
+	-e "s|@INCLUDE_FROM_LIBDIR@|$$(realpath -m --relative-to=$(LIBDIR) $(INCLUDEDIR))|g"
 
 INST_FILES = \
 	$(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/,$(notdir $(INST_HDRS))) \
@@ -391,6 +398,7 @@ INST_FILES = \
 	$(addprefix $(DESTDIR)$(LIBDIR)/,libkernelkit.a $(KK_LIB_REAL) $(KK_SONAME) libkernelkit.so) \
 	$(DESTDIR)$(PKGLIBDIR)/libkernelkit-odebug.so \
 	$(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc \
+	$(DESTDIR)$(CMAKEDIR)/kernelkitConfig.cmake $(DESTDIR)$(CMAKEDIR)/kernelkitConfigVersion.cmake \
 	$(DESTDIR)$(BINDIR)/kkctl \
 	$(foreach n,$(MAN_SECTIONS),$(addprefix $(DESTDIR)$(MANDIR)/man$(n)/,$(notdir $(call man_pages_of,$(n))))) \
 	$(DESTDIR)$(BASHCOMPDIR)/kkctl \
@@ -399,7 +407,7 @@ INST_FILES = \
 # Directories that only kernelkit uses: uninstall removes them when empty.
 INST_OWN_DIRS = $(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/arch/,$(sort $(INST_ARCHES))) \
 	$(DESTDIR)$(INCLUDEDIR)/kernelkit/arch $(DESTDIR)$(INCLUDEDIR)/kernelkit \
-	$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)
+	$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CMAKEDIR)
 
 # What install needs built: the library, the preload library and kkctl.  Not
 # `all`, which builds the benchmarks (liburcu, libck) and generated modules.
@@ -422,6 +430,11 @@ install: install-build
 		-e 's|@INCLUDEDIR@|$(call pc_dir,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
 		mk/kernelkit.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/kernelkit.pc
+	install -d $(DESTDIR)$(CMAKEDIR)
+	sed $(CMAKE_SUBST) mk/kernelkitConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/kernelkitConfig.cmake
+	sed $(CMAKE_SUBST) mk/kernelkitConfigVersion.cmake.in > \
+		$(DESTDIR)$(CMAKEDIR)/kernelkitConfigVersion.cmake
+	chmod 644 $(DESTDIR)$(CMAKEDIR)/kernelkitConfig.cmake $(DESTDIR)$(CMAKEDIR)/kernelkitConfigVersion.cmake
 	install -m 755 $(B)/kkctl $(DESTDIR)$(BINDIR)/
 	$(foreach n,$(MAN_SECTIONS),$(if $(call man_pages_of,$(n)),install -d $(DESTDIR)$(MANDIR)/man$(n) && \
 		install -m 644 $(call man_pages_of,$(n)) $(DESTDIR)$(MANDIR)/man$(n)/ &&)) true

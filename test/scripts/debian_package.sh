@@ -73,6 +73,7 @@ has libkernelkit1 "$L/libkernelkit.so.1" "$L/libkernelkit.so.1.0.0" "$L/kernelki
 	"/usr/share/gdb/auto-load$L/libkernelkit.so.1.0.0-gdb.py"
 hasnt libkernelkit1 "$L/libkernelkit.so" "$L/libkernelkit.a"
 has libkernelkit-dev "$L/libkernelkit.so" "$L/libkernelkit.a" "$L/pkgconfig/kernelkit.pc" \
+	"$L/cmake/kernelkit/kernelkitConfig.cmake" "$L/cmake/kernelkit/kernelkitConfigVersion.cmake" \
 	/usr/include/kernelkit/jump_label.h /usr/include/kernelkit/kernelkit.h
 has kernelkit-tools /usr/bin/kkctl /usr/share/man/man1/kkctl.1.gz /usr/share/bash-completion/completions/kkctl
 for p in "$SRC"/man/man3/*.3 "$SRC"/man/man7/*.7 "$SRC"/man/*.3 "$SRC"/man/*.7; do
