@@ -17,7 +17,10 @@
 #  6. a black-box test (stress, conformance, dialect, progs, test/lib) links
 #     the white-box build $(B)/internal/libkernelkit.so, or a process of a
 #     white-box test loads two kernelkits when it loads a module that needs
-#     the real library.
+#     the real library;
+#  7. debian/libkernelkit1.symbols does not list exactly the exports (each
+#     API name @KERNELKIT_1, each interposed function @Base), or the counts
+#     docs/abi.md and docs/packaging.md give are not the library's.
 set -u
 B=${KK_BUILD:?}
 SRC=${KK_SRC:?}
@@ -264,6 +267,30 @@ EOF
 else
 	echo "SKIP: one kernelkit in a white-box process that loads $MOD not checked: no internal/libkernelkit.so, no module, or no $CC"
 fi
+
+# ---- 7. the Debian symbols file and the documented counts -------------------------------
+SYMS=$SRC/debian/libkernelkit1.symbols
+if [ -f "$SYMS" ]; then
+	while read -r v; do
+		s=${v%%@*}
+		if [ "$v" = "$s" ]; then echo "$s@Base"; else echo "$s@KERNELKIT_1"; fi
+	done < "$tmp/dynsyms" | LC_ALL=C sort > "$tmp/want.syms"
+	awk 'NR > 1 && $1 != "KERNELKIT_1@KERNELKIT_1" { print $1 }' "$SYMS" | LC_ALL=C sort > "$tmp/have.syms"
+	comm -23 "$tmp/want.syms" "$tmp/have.syms" | while read -r s; do
+		echo "FAIL: $s is exported but not in debian/libkernelkit1.symbols"
+	done > "$tmp/syms.bad"
+	comm -13 "$tmp/want.syms" "$tmp/have.syms" | while read -r s; do
+		echo "FAIL: $s is in debian/libkernelkit1.symbols but not exported"
+	done >> "$tmp/syms.bad"
+	[ -s "$tmp/syms.bad" ] && { cat "$tmp/syms.bad"; bad=1; }
+fi
+napi=$(wc -l < "$tmp/api.s") nint=$(wc -l < "$tmp/interposed.s")
+grep -q "That is $napi API names plus $nint interposed functions" "$SRC/docs/abi.md" ||
+	fail "docs/abi.md does not say \"That is $napi API names plus $nint interposed functions\""
+grep -q "^    $((napi + nint))\$" "$SRC/docs/abi.md" ||
+	fail "docs/abi.md's nm count is not $((napi + nint))"
+tr '\n' ' ' < "$SRC/docs/packaging.md" | grep -q "the $napi API names in .KERNELKIT_1. and the $nint interposed" ||
+	fail "docs/packaging.md does not give $napi API names and $nint interposed functions"
 
 echo "libkernelkit.so: $(wc -l < "$tmp/exported") exported ($(wc -l < "$tmp/api.s") API, $(wc -l < "$tmp/interposed.s") interposed libc), map $(wc -l < "$tmp/map")"
 [ $bad -eq 0 ] && echo "abi: ok"
