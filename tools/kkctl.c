@@ -72,6 +72,7 @@ struct args {
 static int opt_pid(struct args *a, int key, char *arg);
 static int opt_name(struct args *a, int key, char *arg);
 static int opt_machine(struct args *a, int key, char *arg);
+static int opt_unit(struct args *a, int key, char *arg);
 static int opt_host(struct args *a, int key, char *arg);
 static int opt_all(struct args *a, int key, char *arg);
 static int opt_json(struct args *a, int key, char *arg);
@@ -110,6 +111,13 @@ static const struct option_def {
 	  "the processes of the container NAME (its host name, or\n"
 	  "a component of its cgroup path); with -M, -p PID is the\n"
 	  "pid inside the container" },
+	{ "unit", 'u', "UNIT", "-u", opt_unit, true,
+	  "the processes of the systemd unit UNIT (a service, scope\n"
+	  "or slice, by its cgroup; \".service\" is assumed when UNIT\n"
+	  "has no type suffix, as systemctl does)" },
+	{ "user-unit", KKCTL_OPT_USER_UNIT, "UNIT", "--user-unit", opt_unit, true,
+	  "the same, for a unit of your user manager\n"
+	  "(user@UID.service, UID your real uid)" },
 	{ "host", 'H', "[USER@]HOST[:PORT]", NULL, opt_host, false,
 	  "run the command on HOST over ssh (repeatable:\n"
 	  "in parallel, each reply after \"==> HOST <==\"; --json\n"
@@ -169,6 +177,17 @@ static int opt_machine(struct args *a, int key, char *arg)
 {
 	(void)key;
 	a->sel.machines[a->sel.nm++] = arg;
+	return -1;
+}
+
+static int opt_unit(struct args *a, int key, char *arg)
+{
+	if (!arg[0] || strchr(arg, '/')) {
+		fprintf(stderr, "%s: bad unit name: '%s'\n", kkctl_prog, arg);
+		return 2;
+	}
+	a->sel.units[a->sel.nu].name = arg;
+	a->sel.units[a->sel.nu++].user = key != 'u';
 	return -1;
 }
 
@@ -356,8 +375,9 @@ static int args_alloc(struct args *a, int argc)
 	s->trees = calloc(n, sizeof(pid_t));
 	s->machines = calloc(n, sizeof(char *));
 	s->mpids = calloc(n, sizeof(pid_t));
+	s->units = calloc(n, sizeof(*s->units));
 	a->hosts = calloc(n, sizeof(char *));
-	return s->names && s->trees && s->machines && s->mpids && a->hosts ? 0 : -1;
+	return s->names && s->trees && s->machines && s->mpids && s->units && a->hosts ? 0 : -1;
 }
 
 /* Parse the options into @a, each also kept for a remote kkctl (-H).  -1 to
@@ -413,7 +433,7 @@ static const struct command_def *find_command(const char *name)
 static bool usage_ok(const struct args *a, const struct command_def *c, int nargs)
 {
 	const struct kkctl_sel *s = &a->sel;
-	bool any = s->targets.n || s->nn || s->nt || s->all;
+	bool any = s->targets.n || s->nn || s->nt || s->nu || s->all;
 
 	if (!c->targets && (nargs || any)) {
 		fprintf(stderr, "%s: %s takes no target and no argument (but -M)\n", kkctl_prog,
@@ -426,7 +446,7 @@ static bool usage_ok(const struct args *a, const struct command_def *c, int narg
 		return false;
 	}
 	if (c->targets && !any && !s->nm) {
-		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME, --tree PID or --all\n",
+		fprintf(stderr, "%s: %s needs a target: -p PID, -n NAME, --tree PID, -u UNIT or --all\n",
 			kkctl_prog, c->name);
 		return false;
 	}
@@ -512,6 +532,7 @@ static void args_free(struct args *a)
 	free(a->sel.trees);
 	free(a->sel.machines);
 	free(a->sel.mpids);
+	free(a->sel.units);
 }
 
 /*

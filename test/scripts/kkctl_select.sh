@@ -38,7 +38,7 @@ grep -q "^kkctl: unknown command 'raed' (commands: ls, files, read, write); try 
 grep -q "try 'kkctl --help'" "$tmp/err" || fail "unknown option: $(cat "$tmp/err")"
 "$KKCTL" read static_keys 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] || fail "no target: exit $rc"
-grep -q "needs a target: -p PID, -n NAME, --tree PID or --all" "$tmp/err" || fail "no target: $(cat "$tmp/err")"
+grep -q "needs a target: -p PID, -n NAME, --tree PID, -u UNIT or --all" "$tmp/err" || fail "no target: $(cat "$tmp/err")"
 
 # ---- several targets: a report per process, exit 1 if any failed
 "$KKCTL" -p "$p1" -p "$p2" read static_keys > "$tmp/out" 2> "$tmp/err" || fail "two pids: $(cat "$tmp/err")"

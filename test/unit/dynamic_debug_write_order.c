@@ -15,6 +15,12 @@
 #include "kktest.h"
 #include "text_poke.h"
 
+#ifdef KK_NO_JUMP_LABEL
+Test(dynamic_debug_write_order, flags_are_there_at_every_text_write_of_the_switch)
+{
+	cr_skip_test("KK_NO_JUMP_LABEL: a site is a load+test+branch, no text is written");
+}
+#else
 static struct _ddebug *order_desc;
 static atomic_uint writes, writes_without_p;
 
@@ -57,12 +63,6 @@ static void write_seeing_p(const char *q)
 		     "without p", q, atomic_load(&writes_without_p), atomic_load(&writes));
 }
 
-#ifdef KK_NO_JUMP_LABEL
-Test(dynamic_debug_write_order, flags_are_there_at_every_text_write_of_the_switch)
-{
-	cr_skip_test("KK_NO_JUMP_LABEL: a site is a load+test+branch, no text is written");
-}
-#else
 Test(dynamic_debug_write_order, flags_are_there_at_every_text_write_of_the_switch)
 {
 	kkt_live_protocol();

@@ -38,7 +38,7 @@ extern struct kkctl_bounds {
 	unsigned jobs;		/* targets served at once */
 } kkctl_bounds;
 
-enum { KKCTL_OPT_MAX_REPLY = 256, KKCTL_OPT_JOBS };	/* long options without a short one */
+enum { KKCTL_OPT_MAX_REPLY = 256, KKCTL_OPT_JOBS, KKCTL_OPT_USER_UNIT };	/* long options without a short one */
 
 int kkctl_bound_option(int key, const char *value);
 int kkctl_bounds_from_env(void);
@@ -167,6 +167,11 @@ struct kkctl_sel {
 	int nm;
 	pid_t *mpids;		/* -p, read as pids inside -M's containers */
 	int nmp;
+	struct unit_sel {	/* -u, --user-unit */
+		const char *name;
+		bool user;	/* a unit of the caller's user manager (user@UID.service) */
+	} *units;
+	int nu;
 	bool all;		/* --all */
 };
 

@@ -309,13 +309,21 @@ static bool name_matches(const struct target *t, char **names, int nn)
 }
 
 
+/* A container id: 12 hex digits or more (a short or a full id). */
+static bool is_id(const char *name, size_t n)
+{
+	return n >= 12 && strspn(name, "0123456789abcdef") == n;
+}
+
 /*
  * Is @t in the container @name?  Its host name, if its UTS namespace is not
  * ours (docker and podman set the container's id or --hostname, Kubernetes
  * the pod's name; `unshare -u` and hostname(1) do it by hand), or a component
  * of its cgroup path: the whole component (a systemd unit, a pod's slice) or
  * the id in "<engine>-<id>.scope" (docker-<id>.scope, libpod-<id>.scope,
- * cri-containerd-<id>.scope).
+ * cri-containerd-<id>.scope: systemd's cgroup manager), or in
+ * "<engine>-<id>" when the id looks like one (podman's cgroupfs manager:
+ * /libpod_parent/libpod-<id>).
  */
 static bool in_machine(const struct target *t, const char *name)
 {
@@ -336,8 +344,81 @@ static bool in_machine(const struct target *t, const char *name)
 		if (len > 6 && !memcmp(c + len - 6, ".scope", 6) && dash &&
 		    (size_t)(c + len - 6 - dash - 1) == n && !memcmp(dash + 1, name, n))
 			return true;
+		/* cgroupfs managers name it "<engine>-<id>" (podman: libpod-<id>) */
+		if (dash && is_id(name, n) && (size_t)(c + len - dash - 1) == n &&
+		    !memcmp(dash + 1, name, n))
+			return true;
 		c += len + (c[len] == '/');
 	}
+	return false;
+}
+
+/*
+ * systemd units.  A unit's processes are in its cgroup: a path component
+ * named after it (/system.slice/nginx.service, and below it with
+ * Delegate=), a user manager's under /user.slice/user-UID.slice/
+ * user@UID.service/.  As systemctl does, a name with no unit type gets
+ * ".service".  A system unit is one not below any user@*.service.
+ */
+static const char *const unit_types[] = {
+	".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target",
+	".path", ".timer", ".slice", ".scope",
+};
+
+static bool has_unit_type(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof(unit_types) / sizeof(unit_types[0]); i++) {
+		size_t l = strlen(unit_types[i]);
+
+		if (n > l && !strcmp(name + n - l, unit_types[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Is the component [c, c+len) the unit @u names? */
+static bool is_unit(const char *c, size_t len, const char *u)
+{
+	size_t n = strlen(u);
+
+	if (has_unit_type(u))
+		return len == n && !memcmp(c, u, n);
+	return len == n + 8 && !memcmp(c, u, n) && !memcmp(c + n, ".service", 8);
+}
+
+/* Is @cgroup (a process's: kkctl_proc_cgroup()) in the unit @u? */
+static bool in_unit(const char *cgroup, const struct unit_sel *u)
+{
+	char mine[40];
+	bool below_user = false;	/* below a user@UID.service */
+
+	snprintf(mine, sizeof(mine), "user@%u.service", (unsigned int)getuid());
+	for (const char *c = cgroup; *c;) {
+		size_t len = strcspn(c, "/");
+
+		if (len && u->user == below_user && is_unit(c, len, u->name))
+			return true;
+		if (len > 13 && !memcmp(c, "user@", 5) && !memcmp(c + len - 8, ".service", 8)) {
+			if (!u->user || (len == strlen(mine) && !memcmp(c, mine, len)))
+				below_user = true;
+			else
+				return false;	/* another user's manager */
+		}
+		c += len + (c[len] == '/');
+	}
+	return false;
+}
+
+static bool unit_matches(pid_t pid, const struct kkctl_sel *s)
+{
+	char cg[512];
+
+	kkctl_proc_cgroup(pid, cg, sizeof(cg));
+	for (int i = 0; i < s->nu; i++)
+		if (in_unit(cg, &s->units[i]))
+			return true;
 	return false;
 }
 
@@ -357,10 +438,11 @@ static bool machine_matches(const struct target *t, const struct kkctl_sel *s)
 /* Is @p, described by @t, matched by @s? */
 static bool matches(const struct kkctl_sel *s, const struct proc *p, const struct target *t)
 {
-	bool narrowed = s->nn || s->nt || s->nm;
+	bool narrowed = s->nn || s->nt || s->nm || s->nu;
 
 	return (narrowed && (!s->nn || name_matches(t, s->names, s->nn)) &&
-		(!s->nt || p->in_tree) && (!s->nm || machine_matches(t, s))) ||
+		(!s->nt || p->in_tree) && (!s->nm || machine_matches(t, s)) &&
+		(!s->nu || unit_matches(p->pid, s))) ||
 	       (s->all && !s->nm && yours(p->pid));
 }
 
@@ -373,7 +455,7 @@ static bool matches(const struct kkctl_sel *s, const struct proc *p, const struc
  */
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s)
 {
-	bool narrowed = s->nn || s->nt || s->nm;
+	bool narrowed = s->nn || s->nt || s->nm || s->nu;
 	long matched = 0;
 
 	for (size_t i = 0; i < procs.n; i++) {
@@ -409,6 +491,9 @@ static void no_match(const struct kkctl_sel *s)
 	else if (s->nm)
 		fprintf(stderr, "%s: no process with a control endpoint in that container%s\n",
 			kkctl_prog, s->nn || s->nt || s->nmp ? " matches" : "");
+	else if (s->nu)
+		fprintf(stderr, "%s: no process with a control endpoint in that unit%s\n",
+			kkctl_prog, s->nn || s->nt ? " matches" : "");
 	else
 		fprintf(stderr, "%s: no process %s%s\n", kkctl_prog,
 			s->nt ? "in that tree " : "with a control endpoint ",
@@ -451,7 +536,7 @@ int kkctl_select(struct kkctl_sel *s)
 		s->targets.n = 0;
 	else
 		s->nmp = 0;
-	if ((s->nn || s->nt || s->all || s->nm) && match_selectors(s))
+	if ((s->nn || s->nt || s->all || s->nm || s->nu) && match_selectors(s))
 		return 1;
 	for (size_t i = 0; i < s->targets.n; i++)
 		if (!s->targets.v[i].name[0])	/* a -p pid: not described yet */
