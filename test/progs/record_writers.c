@@ -7,7 +7,7 @@
  *   record_writers FORMAT OUT EXPECT [N]
  *
  * Feeds N records (default 3000) through the writer of FORMAT (ctf,
- * perfetto) into OUT: four processes on two hosts (one pid on both, one pid
+ * perfetto) into OUT: five processes on two hosts (one pid on both, one pid
  * reused after an exit), several threads, every kkr_type with its extremes,
  * names that collide or are not identifiers, strings with quotes, control
  * characters and bytes that are not UTF-8, one record larger than a packet,
@@ -33,11 +33,13 @@ static struct kkr_proc procs[] = {
 	{ "", 1002, 1002, "worker" },
 	{ "b\"host", 1001, 7, "nginx \"b\"" },	/* pid 1001 on another host, a container */
 	{ "", 1002, 1002, "worker-2" },		/* 1002 again, after the first exited */
+	{ "", 1003, 1003, "late" },		/* its first record is a loss */
 };
 
 static const struct { int proc, tid; const char *comm; } threads[] = {
 	{ 0, 1001, "master" }, { 0, 1010, "pool \"q\" \\ \x01\xff" }, { 1, 1002, "worker" },
 	{ 1, 1020, "w\xc3\xa9rk\xe2\x9c\x93" }, { 2, 7, "nginx" }, { 2, 8, "" }, { 3, 1002, "worker-2" },
+	{ 4, 1003, "late" },
 };
 
 static const char *const strings[] = {
@@ -158,7 +160,7 @@ static void expect_event(const struct kkr_event *e)
 }
 
 /* Record @i: a site, a thread of a live process, values. */
-static int feed_event(struct kkr_writer *w, uint64_t i, uint64_t ts, int alive[4], char *big)
+static int feed_event(struct kkr_writer *w, uint64_t i, uint64_t ts, int alive[5], char *big)
 {
 	const struct site *s = &sites[i % (sizeof(sites) / sizeof(sites[0]))];
 	struct kkr_arg args[8];
@@ -202,11 +204,12 @@ static int feed_exit(struct kkr_writer *w, int proc, uint64_t ts)
 /*
  * The script: records in time order, but for record 600, 50 us before the
  * one before it; process 1 exits at N/3, and process 3 (its pid) starts;
- * lost records at N/6 and N/2, and at the end for a thread with none after.
+ * lost records at N/6 and N/2, at N/4 for process 4 before its first
+ * record, and at the end for a thread with none after.
  */
 static uint64_t feed(struct kkr_writer *w, uint64_t n, char *big)
 {
-	int alive[4] = { 1, 1, 1, 0 };
+	int alive[5] = { 1, 1, 1, 0, 0 };
 	uint64_t ts = 1795939200123456789ull, i;
 
 	for (i = 0; i < n; i++) {
@@ -214,6 +217,11 @@ static uint64_t feed(struct kkr_writer *w, uint64_t n, char *big)
 		if ((i == n / 6 && feed_lost(w, 0, 1010, 17, ts++)) ||
 		    (i == n / 2 && feed_lost(w, 2, 8, 5, ts++)))
 			return i;
+		if (i == n / 4) {
+			if (feed_lost(w, 4, 1003, 2, ts++))
+				return i;
+			alive[4] = 1;
+		}
 		if (i == n / 3) {
 			if (feed_exit(w, 1, ts++))
 				return i;
@@ -249,8 +257,11 @@ int main(int argc, char **argv)
 	}
 	memset(big, 'B', 40000);	/* larger than a ctf packet */
 	big[40000] = '\0';
-	if (w.ops->open(&w, argv[2]))
+	if (w.ops->open(&w, argv[2])) {
+		free(big);
+		fclose(expect);
 		return 2;
+	}
 	failed = feed(&w, n, big);
 	rc = w.ops->close(&w);
 	if (failed != UINT64_MAX)

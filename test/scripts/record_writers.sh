@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # kkctl record's ctf and perfetto writers (issue 39, item 2; docs/tracing.md,
-# "Formats"), fed test/progs/record_writers's synthetic records: four
+# "Formats"), fed test/progs/record_writers's synthetic records: five
 # processes on two hosts, every kkr_type, names that collide, strings with
 # quotes, control characters and bytes that are not UTF-8, lost records, an
 # exit and a pid reused after it, a record out of time order, enough records
@@ -59,7 +59,7 @@ mkdir "$tmp/empty"	# an empty directory is taken as a new one
 "$prog" ctf "$tmp/empty" "$tmp/c.expect" 2> "$tmp/c.err" || fail "ctf: rc $? $(cat "$tmp/c.err")"
 [ ! -s "$tmp/c.err" ] || fail "ctf wrote to stderr: $(cat "$tmp/c.err")"
 mv "$tmp/empty" "$tmp/ctf"
-[ "$(ls -A "$tmp/ctf" | tr '\n' ' ')" = "b_host-pid1001 metadata pid1001 pid1002 pid1002.1 " ] ||
+[ "$(ls -A "$tmp/ctf" | tr '\n' ' ')" = "b_host-pid1001 metadata pid1001 pid1002 pid1002.1 pid1003 " ] ||
 	fail "ctf files: $(ls -A "$tmp/ctf" | tr '\n' ' ')"
 [ "$(stat -c %a "$tmp/ctf/metadata")" = 600 ] || fail "ctf metadata mode $(stat -c %a "$tmp/ctf/metadata")"
 if [ -n "$have_bt" ]; then

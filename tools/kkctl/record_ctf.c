@@ -324,8 +324,8 @@ static void put_u64(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> 8 * i);
 }
 
-/* Write the stream's packet (if it has events, or news of lost records). */
-static int pkt_flush(struct ctf *c, struct ctf_stream *s)
+/* Write the stream's packet, whole, or nothing of it. */
+static int pkt_write(struct ctf *c, struct ctf_stream *s)
 {
 	unsigned char *p = s->pkt;
 	off_t end;
@@ -333,8 +333,6 @@ static int pkt_flush(struct ctf *c, struct ctf_stream *s)
 
 	if (c->failed)
 		return -1;
-	if (s->len <= CTF_HEADER)
-		return 0;
 	if (c->meta_dirty && meta_write(c))
 		return -1;
 	put_u64(p, CTF_MAGIC);	/* and 4 bytes of uuid, set next */
@@ -357,6 +355,12 @@ static int pkt_flush(struct ctf *c, struct ctf_stream *s)
 	s->seq++;
 	s->len = CTF_HEADER;
 	return 0;
+}
+
+/* Write the stream's packet if it has events. */
+static int pkt_flush(struct ctf *c, struct ctf_stream *s)
+{
+	return s->len > CTF_HEADER ? pkt_write(c, s) : c->failed ? -1 : 0;
 }
 
 static bool is_stream(const struct ctf_stream *s, const struct kkr_proc *p)
@@ -809,7 +813,10 @@ static int ctf_event(struct kkr_writer *w, const struct kkr_event *e)
 /*
  * Lost records: the stream's packet so far goes out, and the next one counts
  * them in events_discarded (readers report the difference between two
- * packets), with a kernelkit:records_lost event that says the thread.
+ * packets), with a kernelkit:records_lost event that says the thread.  A
+ * stream whose first news is a loss starts with an empty packet that counts
+ * none: babeltrace2 gives no count for a loss in a stream's first packet
+ * ("may have discarded events").
  */
 static int ctf_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64_t count,
 		    uint64_t ts)
@@ -820,8 +827,13 @@ static int ctf_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, uin
 
 	if (!s || pkt_flush(c, s))
 		return -1;
-	s->discarded += count;
 	v = stream_time(c, s, ts);
+	if (!s->seq) {
+		s->begin = s->last = v;
+		if (pkt_write(c, s))
+			return -1;
+	}
+	s->discarded += count;
 	ev_begin(c, CTF_ID_LOST, v, s->vpid, tid, "", s->host);
 	ev_u64(c, count);
 	return stream_add(c, s, v);

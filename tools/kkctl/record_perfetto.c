@@ -357,7 +357,15 @@ static int pf_open(struct kkr_writer *w, const char *path)
 	pf->regular = pf->fd != STDOUT_FILENO && !fstat(pf->fd, &st) && S_ISREG(st.st_mode);
 	w->priv = pf;
 	pf_puts(pf, pf_head);
-	return pf_flush(pf);
+	if (!pf_flush(pf))
+		return 0;
+	w->priv = NULL;
+	if (pf->fd != STDOUT_FILENO)
+		close(pf->fd);
+	free(pf->buf);
+	free(pf->path);
+	free(pf);
+	return -1;
 }
 
 static void pf_value(struct pf *pf, const struct kkr_arg *a)
