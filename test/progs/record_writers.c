@@ -15,7 +15,7 @@
  * what it fed, one JSON object a line (strings as hex: the checker makes its
  * own idea of what a writer must do with them).
  *
- * Exit 0; 2 when open failed (it said why); 3 when a call failed (then the
+ * Exit 0; 2 when open returned -1 (it said why); 3 when a call failed (then the
  * writer is closed, and "failed at I" is printed: I records went in).
  */
 #include <inttypes.h>
@@ -257,10 +257,11 @@ int main(int argc, char **argv)
 	}
 	memset(big, 'B', 40000);	/* larger than a ctf packet */
 	big[40000] = '\0';
-	if (w.ops->open(&w, argv[2])) {
+	rc = w.ops->open(&w, argv[2]);
+	if (rc) {
 		free(big);
 		fclose(expect);
-		return 2;
+		return rc == -1 ? 2 : 1;
 	}
 	failed = feed(&w, n, big);
 	rc = w.ops->close(&w);
