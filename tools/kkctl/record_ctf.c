@@ -177,13 +177,16 @@ static void ev_str(struct ctf *c, const char *str)
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
 
 	while (*s) {
-		size_t n = utf8_seq(s);
+		const unsigned char *run = s;
+		size_t n;
 
-		if (n)
-			ev_put(c, s, n);
-		else
+		while (*s && (n = utf8_seq(s)))	/* a run of valid text, put at once */
+			s += n;
+		ev_put(c, run, (size_t)(s - run));
+		if (*s) {
 			ev_put(c, "\xef\xbf\xbd", 3);
-		s += n ? n : 1;
+			s++;
+		}
 	}
 	ev_put(c, "", 1);
 }

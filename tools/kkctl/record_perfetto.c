@@ -192,8 +192,16 @@ static void pf_str(struct pf *pf, const char *str)
 
 	pf_put(pf, "\"", 1);
 	while (*s) {
-		size_t n = utf8_seq(s);
+		const unsigned char *run = s;
+		size_t n;
 
+		/* A run of what needs no escape, put at once. */
+		while (*s >= 0x20 && *s != '"' && *s != '\\' && *s != 0x7f && (n = utf8_seq(s)))
+			s += n;
+		pf_put(pf, (const char *)run, (size_t)(s - run));
+		if (!*s)
+			break;
+		n = utf8_seq(s);
 		if (*s == '"' || *s == '\\') {
 			pf_put(pf, "\\", 1);
 			pf_put(pf, (const char *)s, 1);
