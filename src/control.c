@@ -1064,11 +1064,12 @@ static void timer_run(void)
 /*
  * Fill @ps for this turn: every open client (one whose whole request's time
  * is up is closed instead), and the listening socket while a client slot is
- * free and accepting is not paused (see accept_failed()).
+ * free and accepting is not paused (see accept_failed()); the timeout is the
+ * nearest deadline (a client's, the pause's, the timer's), or none.
  */
 static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
 {
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), when;
 	int used = 0;
 
 	ps->n = 0;
@@ -1087,8 +1088,8 @@ static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
 		pollset_wake_by(ps, now, c->deadline);
 		pollset_add(ps, c->fd.fd, POLLIN | (c->answered && !c->shut ? POLLOUT : 0), c);
 	}
-	if (timer_when())
-		pollset_wake_by(ps, now, timer_when() > now ? timer_when() : now);
+	if ((when = timer_when()))	/* 0 with no session: no timeout of its own */
+		pollset_wake_by(ps, now, when > now ? when : now);
 	if (used < CTL_CLIENTS && now >= pause_until) {
 		pollset_add(ps, lfd_num, POLLIN, NULL);
 		ps->listening = true;
