@@ -33,6 +33,14 @@
  * largest record (TR_REC_MAX) is reserved before the arguments are packed;
  * the record is as long as what was packed.
  *
+ * Counting: each record carries its number in its ring (the low 32 bits of
+ * the ring's count of records written).  A read counts what it copied by
+ * those numbers: the first record copied tells how many were overwritten
+ * before it, the last how many were written, so in-buffer + overwritten ==
+ * written in every read, also while the owner writes (counters loaded beside
+ * the copy cannot be: the owner moves on between the loads).  A clear and a
+ * consuming read remember the number where they stopped.
+ *
  * Signals: a handler that interrupts a writer of its own thread finds the
  * thread's nesting mark set and drops its event (counted: "nested"), so the
  * interrupted record is never torn.  A handler that runs while its thread
