@@ -277,6 +277,7 @@ void kk_dd_tr_conv_setup(struct tr_conv *cv)
 	uint64_t n2 = mono_ns();
 
 	cv->real_off = real - (int64_t)(n1 + (n2 - n1) / 2);
+	cv->realtime = kk_dd_tr_clock_realtime();
 	cv->counter = atomic_load(&tr_clock) == 1;
 	cv->ctr0 = atomic_load(&tr_anchor.ctr);
 	cv->ns0 = atomic_load(&tr_anchor.ns);
@@ -1035,7 +1036,7 @@ bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn 
 static size_t format_line(const struct trec *h, const struct tr_conv *tc, char *buf, size_t cap,
 			  kk_dd_snprintf_fn snp)
 {
-	uint64_t ns = kk_dd_tr_conv_ns(tc, h->ts);
+	uint64_t ns = kk_dd_tr_conv_ns(tc, h->ts) + (uint64_t)(tc->realtime ? tc->real_off : 0);
 	struct out ob = { buf, cap, 0 }, *o = &ob;
 	const struct _ddebug *dp = h->desc;
 	unsigned int f = __atomic_load_n(&dp->flags, __ATOMIC_RELAXED);
@@ -1751,4 +1752,5 @@ void kk_dd_trace_init(void)
 	kk_dd_tr_threads_init();
 	kk_dd_tr_json_init();
 	kk_dd_print_time_init();
+	kk_dd_tr_clock_init();
 }

@@ -99,6 +99,7 @@ struct tr_conv {
 	long double ns_per_tick;
 	bool counter;
 	int64_t real_off;		/* CLOCK_REALTIME - CLOCK_MONOTONIC when the read began */
+	bool realtime;			/* the text shows CLOCK_REALTIME (dynamic_debug/trace_clock) */
 };
 void kk_dd_tr_conv_setup(struct tr_conv *cv);
 uint64_t kk_dd_tr_conv_ns(const struct tr_conv *cv, uint64_t stamp);
@@ -147,6 +148,10 @@ void kk_dd_tr_unlock(void);
 /* Does dynamic_debug/trace_threads let thread @tid named @comm through?  Under kk_dd_tr_lock(). */
 bool kk_dd_tr_thread_shown(pid_t tid, const char *comm);
 void kk_dd_tr_threads_init(void);
+
+/* ---- dynamic_debug/trace_clock (trace_clock.c) ---- */
+bool kk_dd_tr_clock_realtime(void);
+void kk_dd_tr_clock_init(void);
 
 /* ---- the JSON stream (trace_json.c) ---- */
 void kk_dd_tr_json_init(void);

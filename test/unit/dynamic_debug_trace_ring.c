@@ -4,7 +4,8 @@
  * up also while a thread writes, a clear resets them, text time stamps have
  * nanoseconds, the default ring holds a burst of a busy server, and the
  * readers can be limited to threads (dynamic_debug/trace_threads); printed
- * lines carry printk's time stamp when dynamic_debug/print_time is on.
+ * lines carry printk's time stamp when dynamic_debug/print_time is on, and
+ * dynamic_debug/trace_clock shows the text in wall-clock time.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dynamic_debug_util.h"
@@ -353,4 +355,51 @@ Test(dynamic_debug_trace_ring, print_time_stamps_printed_lines_as_printk)
 	rg_seq(60, 3);
 	cr_assert(matches(printed, "^\\[[0-9]+\\] rg_seq: rseq 60 3\n$"), "%s", printed);
 	kk_dyndbg_set_sink(NULL, NULL);
+}
+
+/* ---- trace_clock: the text's clock, as ftrace's file chooses it --------------------- */
+
+/* The seconds of the first record line of @t ("  TID [SEC.NNNNNNNNN] ..."). */
+static long long first_seconds(const char *t)
+{
+	const char *p = t;
+	long long sec = -1;
+
+	while (*p == '#')	/* the header */
+		p = strchr(p, '\n') + 1;
+	p = strchr(p, '[');
+	cr_assert(p && sscanf(p + 1, "%lld.", &sec) == 1, "%s", t);
+	return sec;
+}
+
+Test(dynamic_debug_trace_ring, trace_clock_shows_wall_clock_time_on_request)
+{
+	struct timespec mono, real;
+	char *t, *r;
+
+	enable("func rg_seq +T");
+	rg_seq(70, 0);
+	t = read_file("dynamic_debug/trace_clock");
+	cr_assert_str_eq(t, "[mono] realtime\n");
+	free(t);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	t = read_file("dynamic_debug/trace");
+	cr_assert_leq(first_seconds(t), (long long)mono.tv_sec, "%s", t);
+	free(t);
+	cr_assert_eq(write_file("dynamic_debug/trace_clock", "realtime\n", NULL), 0);
+	t = read_file("dynamic_debug/trace_clock");
+	cr_assert_str_eq(t, "mono [realtime]\n");
+	free(t);
+	/* the same record, now in UTC seconds: the host's clock, not the time since boot */
+	clock_gettime(CLOCK_REALTIME, &real);
+	t = read_file("dynamic_debug/trace");
+	cr_assert(llabs(first_seconds(t) - (long long)real.tv_sec) < 600, "%s", t);
+	cr_assert(strstr(t, "rseq 70 0\n"), "a change of clock cleared the trace: %s", t);
+	free(t);
+	cr_assert_eq(write_file("dynamic_debug/trace_clock", "local", &r), -EINVAL);
+	cr_assert_str_eq(r, "expected mono or realtime\n");
+	free(r);
+	t = read_file("dynamic_debug/trace_clock");
+	cr_assert_str_eq(t, "mono [realtime]\n", "a refused write changed the clock");
+	free(t);
 }
