@@ -77,6 +77,9 @@ void kk_dd_session_forget_locked(struct _ddebug *const *sites, size_t n);
 void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap);
 /* Adds the control files (from ddebug_init). */
 void kk_dd_trace_init(void);
+/* print_time.c: "[SEC.USEC] " into @buf when dynamic_debug/print_time is on, else nothing. */
+size_t kk_dd_time_prefix(char *buf, size_t len);
+void kk_dd_print_time_init(void);
 /* An object with sites is being unloaded: format addresses may be reused. */
 void kk_dd_trace_forget_formats(void);
 /*
