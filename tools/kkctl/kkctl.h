@@ -200,5 +200,7 @@ int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int arg
 int kkctl_remote_arg(const char *a, const char *b);
 int kkctl_parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl);
 int kkctl_run_hosts(const char **hosts, int nh, const char *in, size_t inlen);
+void kkctl_remote_drop(int n);
+pid_t kkctl_ssh_open(const char *host, int *in, int *out, int *err);
 
 #endif

@@ -721,6 +721,8 @@ static const char *ending(uint64_t t0)
 
 	if (got_signal)
 		return got_signal > 0 ? "signal" : "end of input";
+	if (__atomic_load_n(&kkr.host_failed, __ATOMIC_RELAXED))
+		return "a host failed";
 	if (o->duration_ns && kk_now_ns() - t0 >= o->duration_ns)
 		return "duration";
 	if (o->count && kkr.events >= o->count)
@@ -731,7 +733,7 @@ static const char *ending(uint64_t t0)
 }
 
 /* Record until the end comes.  0, or -1: the writer failed. */
-static int record_loop(struct kkr_writer *w)
+int kkr_record_loop(struct kkr_writer *w)
 {
 	uint64_t t0 = kk_now_ns(), last = t0;
 	bool local = !kkr.nsrc;
@@ -751,7 +753,7 @@ static int record_loop(struct kkr_writer *w)
 
 /* Stop every reader (each ends its session and reads once more), then
  * write what is left.  -1: the writer failed. */
-static int finish(struct kkr_writer *w, bool writer_ok)
+int kkr_finish(struct kkr_writer *w, bool writer_ok)
 {
 	int ret = 0;
 
@@ -775,7 +777,7 @@ static int finish(struct kkr_writer *w, bool writer_ok)
 }
 
 /* One line on what was recorded. */
-static void summary(const char *path)
+void kkr_summary(const char *path)
 {
 	uint64_t restored = 0, left = 0;
 	size_t procs = 0;
@@ -922,10 +924,10 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))
 			kkr.tv[i]->src.live = false;
-	ret = record_loop(w);
-	ret |= finish(w, !ret);
+	ret = kkr_record_loop(w);
+	ret |= kkr_finish(w, !ret);
 	ret |= w->ops->close(w);
-	summary(!strcmp(o->path, "-") ? "standard output" : o->path);
+	kkr_summary(!strcmp(o->path, "-") ? "standard output" : o->path);
 	for (size_t i = 0; i < kkr.nt; i++)
 		ret |= kkr.tv[i]->state == T_FAILED;
 	return ret ? 1 : 0;
@@ -1005,6 +1007,7 @@ int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int arg
 	int c, st;
 
 	o.sel = *sel;
+	o.cmd_argc = argc;
 	o.hosts = hosts;
 	o.nh = nh;
 	o.format = "ctf";

@@ -53,6 +53,7 @@ struct kkr_opts {
 	bool wallclock, stdin_stop;
 	char **queries;
 	int nq;
+	int cmd_argc;		/* "record" and its arguments: what -H gives again */
 };
 
 /* Where records come from: one local process, or one host (-H). */
@@ -93,6 +94,7 @@ struct kkr_state {
 	struct kkr_src **srcs;		/* the hosts (-H) */
 	size_t nsrc;
 	bool stop, final_read, begun_ok;
+	bool host_failed;		/* a host's kkctl failed: the end */
 	char *body;			/* "begin 1000\n" and the queries */
 	size_t blen;
 	struct kkr_opts *opts;
@@ -106,6 +108,9 @@ struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
 void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
 bool kkr_thread_wanted(int tid, const char *comm);
 int kkr_check_output(const char *path, bool dir);
+int kkr_record_loop(struct kkr_writer *w);
+int kkr_finish(struct kkr_writer *w, bool writer_ok);
+void kkr_summary(const char *path);
 
 /* record_remote.c: -H */
 int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w);
