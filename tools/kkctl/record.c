@@ -75,6 +75,8 @@ struct rtarget {
 	uint64_t matched, restored, left;
 	bool joined, thread, ended, warned;
 	pthread_t th;
+	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
+	size_t bcap;
 };
 
 struct kkr_state kkr = {
@@ -416,8 +418,6 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 /* One read of the target's records (it renews the lease). */
 static void target_read(struct rtarget *rt)
 {
-	static __thread struct kkr_rec **v;
-	static __thread size_t cap;
 	uint64_t start = wall_ns();
 	struct result res;
 	size_t n;
@@ -428,14 +428,9 @@ static void target_read(struct rtarget *rt)
 		free(res.body);
 		return;
 	}
-	n = take_lines(rt, res.body, res.len, &v, &cap, start);
+	n = take_lines(rt, res.body, res.len, &rt->batch, &rt->bcap, start);
 	free(res.body);
-	kkr_push(&rt->src, v, n, start - SLACK_NS);
-	if (rt->state != T_LIVE || kkr.stop) {
-		free(v);
-		v = NULL;
-		cap = 0;
-	}
+	kkr_push(&rt->src, rt->batch, n, start - SLACK_NS);
 }
 
 static bool stopping(void)
@@ -463,6 +458,8 @@ static void *target_thread(void *arg)
 		if (kkr.final_read)
 			target_read(rt);
 	}
+	free(rt->batch);
+	rt->batch = NULL;
 	pthread_mutex_lock(&kkr.lock);
 	rt->src.live = false;
 	pthread_cond_broadcast(&kkr.cond);
@@ -565,7 +562,10 @@ static int begin_all(struct tlist *l)
 	if (!failed && live && matched && !got_signal)
 		return 0;
 	end_begun();
-	if (!failed && !live)
+	if (got_signal)
+		fprintf(stderr, "%s: interrupted before the recording began: nothing changed\n",
+			kkctl_prog);
+	else if (!failed && !live)
 		fprintf(stderr, "%s: every selected process exited before its session began\n",
 			kkctl_prog);
 	else if (!failed && !matched)
@@ -907,6 +907,17 @@ static void cond_init(void)
 	pthread_condattr_destroy(&ca);
 }
 
+static void free_targets(void)
+{
+	for (size_t i = 0; i < kkr.nt; i++) {
+		kkctl_target_unwatch(&kkr.tv[i]->t);
+		free(kkr.tv[i]);
+	}
+	free(kkr.tv);
+	kkr.tv = NULL;
+	kkr.nt = kkr.tcap = 0;
+}
+
 /* Record locally: select, begin, write, end.  The exit status. */
 static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 {
@@ -914,11 +925,14 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 
 	if (kkctl_select(&o->sel))
 		return 1;
-	if (begin_all(&o->sel.targets))
+	if (begin_all(&o->sel.targets)) {
+		free_targets();
 		return 1;
+	}
 	kkr.begun_ok = true;
 	if (w->ops->open(w, o->path)) {
 		end_begun();
+		free_targets();
 		return 1;
 	}
 	for (size_t i = 0; i < kkr.nt; i++)
@@ -930,6 +944,7 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 	kkr_summary(!strcmp(o->path, "-") ? "standard output" : o->path);
 	for (size_t i = 0; i < kkr.nt; i++)
 		ret |= kkr.tv[i]->state == T_FAILED;
+	free_targets();
 	return ret ? 1 : 0;
 }
 
