@@ -856,6 +856,11 @@ static void clients_close_all(void)
  */
 static struct sockaddr_un srv_addr;	/* the name bound (lfd_lock) */
 static socklen_t srv_addrlen;
+/* A copy for kk_control_timer_kick(), which runs in a handler: under
+ * files_lock, which comes after lfd_lock (fork takes both). */
+static pthread_mutex_t kick_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sockaddr_un kick_addr;	/* kick_lock */
+static socklen_t kick_addrlen;
 /* The ids the socket was made with: what kkctl sees as its owner (SO_PEERCRED
  * of a listening socket is its maker's at listen()).  See ids_changed(). */
 static uid_t srv_euid;
@@ -943,6 +948,10 @@ static int listen_new(void)
 		say_refused(n < KK_CONTROL_ALT_NAMES ? n : KK_CONTROL_ALT_NAMES, sa.sun_path + 1);
 	srv_addr = sa;
 	srv_addrlen = sl;
+	pthread_mutex_lock(&kick_lock);
+	kick_addr = sa;
+	kick_addrlen = sl;
+	pthread_mutex_unlock(&kick_lock);
 	srv_euid = euid;
 	srv_egid = egid;
 	snprintf(srv_name, sizeof(srv_name), "@%s", sa.sun_path + 1);
@@ -1019,6 +1028,40 @@ static void pollset_wake_by(struct pollset *ps, uint64_t now, uint64_t when)
 }
 
 /*
+ * A facility's deadline (kk_control_set_timer(): the session's lease).  Read
+ * each turn; while it is 0 the poll() has no timeout of its own.
+ */
+static const uint64_t *timer_due;	/* atomic pointer, set once */
+static void (*timer_fire)(void);	/* atomic */
+
+/* The deadline, 0 when none. */
+static uint64_t timer_when(void)
+{
+	const uint64_t *due = __atomic_load_n(&timer_due, __ATOMIC_ACQUIRE);
+
+	return due ? __atomic_load_n(due, __ATOMIC_ACQUIRE) : 0;
+}
+
+void kk_control_set_timer(const uint64_t *due, void (*fire)(void))
+{
+	__atomic_store_n(&timer_fire, fire, __ATOMIC_RELAXED);
+	__atomic_store_n(&timer_due, due, __ATOMIC_RELEASE);
+}
+
+/* The deadline passed (lfd_lock held): fire it without our lock. */
+static void timer_run(void)
+{
+	uint64_t when = timer_when();
+	void (*fire)(void) = __atomic_load_n(&timer_fire, __ATOMIC_RELAXED);
+
+	if (!when || now_ms() < when || !fire)
+		return;
+	pthread_mutex_unlock(&lfd_lock);
+	fire();
+	pthread_mutex_lock(&lfd_lock);
+}
+
+/*
  * Fill @ps for this turn: every open client (one whose whole request's time
  * is up is closed instead), and the listening socket while a client slot is
  * free and accepting is not paused (see accept_failed()).
@@ -1044,6 +1087,8 @@ static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
 		pollset_wake_by(ps, now, c->deadline);
 		pollset_add(ps, c->fd.fd, POLLIN | (c->answered && !c->shut ? POLLOUT : 0), c);
 	}
+	if (timer_when())
+		pollset_wake_by(ps, now, timer_when() > now ? timer_when() : now);
 	if (used < CTL_CLIENTS && now >= pause_until) {
 		pollset_add(ps, lfd_num, POLLIN, NULL);
 		ps->listening = true;
@@ -1125,6 +1170,7 @@ static void *serve(void *arg)
 		pthread_mutex_unlock(&lfd_lock);
 		ready = poll(ps.pfd, (nfds_t)ps.n, ps.timeout);
 		pthread_mutex_lock(&lfd_lock);
+		timer_run();
 		if (ready <= 0)
 			continue;		/* a deadline, or EINTR */
 		for (int i = 0; i < ps.n; i++)
@@ -1269,6 +1315,27 @@ void kk_control_autostart(void)
 	pthread_mutex_unlock(&srv_lock);
 }
 
+void kk_control_timer_kick(void)
+{
+	struct sockaddr_un sa;
+	socklen_t sl;
+	int s;
+
+	if (on_srv_thread || !__atomic_load_n(&srv_serving, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&kick_lock);
+	sa = kick_addr;
+	sl = kick_addrlen;
+	pthread_mutex_unlock(&kick_lock);
+	if (!sl)
+		return;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return;
+	connect(s, (struct sockaddr *)&sa, sl);	/* poll() sees it; we close at once */
+	close(s);
+}
+
 void kk_control_refuse(void)
 {
 	struct kk_fd f = lfd;		/* a racy copy is fine: kk_fd_ours() decides */
@@ -1309,10 +1376,12 @@ static void atfork_prepare(void)
 	pthread_mutex_lock(&srv_lock);
 	pthread_mutex_lock(&lfd_lock);
 	pthread_rwlock_wrlock(&files_lock);
+	pthread_mutex_lock(&kick_lock);
 }
 
 static void atfork_parent(void)
 {
+	pthread_mutex_unlock(&kick_lock);
 	pthread_rwlock_unlock(&files_lock);
 	pthread_mutex_unlock(&lfd_lock);
 	pthread_mutex_unlock(&srv_lock);
@@ -1325,6 +1394,7 @@ static void atfork_child(void)
 	/* Not an unlock: glibc tells a writer's unlock from a reader's by the
 	 * kernel thread id, which is new in the child. */
 	pthread_rwlock_init(&files_lock, NULL);
+	pthread_mutex_unlock(&kick_lock);
 	pthread_mutex_unlock(&lfd_lock);
 	kk_fd_release_inherited(&lfd);	/* closed only if the number still is our socket */
 	for (int i = 0; i < CTL_CLIENTS; i++)	/* requests the parent is serving */

@@ -4,6 +4,7 @@
 #define KK_CONTROL_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct kk_control_file_ops;
 
@@ -47,5 +48,26 @@ void kk_control_autostart(void);
  * and one shutdown() on the listening socket, if it still is ours.
  */
 void kk_control_refuse(void);
+
+/*
+ * One deadline that the endpoint's thread keeps for a facility: the lease of
+ * dynamic_debug/session (src/dynamic_debug/session.c), which must end when
+ * its holder is gone even if no client ever connects again.  Each turn the
+ * thread reads *@due (atomic; CLOCK_MONOTONIC milliseconds, kk_now_ns() /
+ * 1000000; 0: none) into its poll() timeout, and once that time has come
+ * calls @fire() with none of its locks held.  While *@due is 0 the thread
+ * waits with no timeout: no periodic wake-up.  Setting it again is a no-op.
+ */
+void kk_control_set_timer(const uint64_t *due, void (*fire)(void));
+/*
+ * *due was set from a thread other than the endpoint's, which may be waiting
+ * with no timeout: wake it (one connection to the endpoint, a descriptor for
+ * microseconds on the calling thread).  Nothing when called on the
+ * endpoint's thread, which reads *due before it waits again, or when the
+ * endpoint does not run (it reads *due when it starts).  A control file's
+ * handler may call it (it takes only a lock of its own, after the file
+ * registry's); no facility lock may be held (fork() takes them after).
+ */
+void kk_control_timer_kick(void);
 
 #endif

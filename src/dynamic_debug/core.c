@@ -389,21 +389,14 @@ static int switch_keys_unbatched(const struct flip *ch, size_t n)
 }
 
 /*
- * Publish @nf: the flags of the sites that stay on or off or turn on, the
- * keys, then the flags of the sites that turn off.  On failure every site
- * keeps the flags it had.
+ * Apply the changes @ch: the flags of the sites that stay on or off or turn
+ * on, the keys, then the flags of the sites that turn off.  On failure every
+ * site keeps the flags it had.
  */
-static int publish(const struct ddebug_table *only, const unsigned int *nf, struct flip *ch,
-		   struct kk_dyndbg_result *res)
+static int apply_flips(struct flip *ch, size_t n)
 {
-	struct kk_jump_label_stats s0, s1;
-	unsigned long long t0;
-	size_t n, nflip = 0;
 	int ret;
 
-	kk_jump_label_get_stats(&s0);
-	t0 = kk_now_ns();
-	n = collect_changes(only, nf, ch);
 	store_flags(ch, n, false);
 	ret = atomic_load(&ddebug_batched) ? switch_keys_batched(ch, n) :
 					 switch_keys_unbatched(ch, n);
@@ -414,6 +407,25 @@ static int publish(const struct ddebug_table *only, const unsigned int *nf, stru
 		return ret;
 	}
 	store_flags(ch, n, true);
+	return 0;
+}
+
+/* Publish @nf (see apply_flips()); *@nch gets the number of changes in @ch. */
+static int publish(const struct ddebug_table *only, const unsigned int *nf, struct flip *ch,
+		   size_t *nch, struct kk_dyndbg_result *res)
+{
+	struct kk_jump_label_stats s0, s1;
+	unsigned long long t0;
+	size_t n, nflip = 0;
+	int ret;
+
+	kk_jump_label_get_stats(&s0);
+	t0 = kk_now_ns();
+	n = collect_changes(only, nf, ch);
+	*nch = n;
+	ret = apply_flips(ch, n);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < n; i++)
 		nflip += FLIPS(&ch[i]);
 	res->apply_ns = kk_now_ns() - t0;
@@ -430,9 +442,12 @@ static int publish(const struct ddebug_table *only, const unsigned int *nf, stru
  * ddebug_lock held.  @rep (may be NULL) gets the per-query lines.
  * The stages follow the kernel's ddebug_change(), but on a copy of the
  * flags (@nf), so that nothing is published until every query has passed.
+ * On success *@keep (unless @keep is NULL) gets the changes made, malloc'ed,
+ * and *@nkeep their number.
  */
-static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
-		       struct kk_dyndbg_result *res, struct kk_buf *rep, bool *said)
+static int exec_changes_locked(const struct ddebug_block *b, struct ddebug_table *only,
+			       struct kk_dyndbg_result *res, struct kk_buf *rep, bool *said,
+			       struct flip **keep, size_t *nkeep)
 {
 	size_t nsites = count_sites(only);
 	unsigned int *nf;
@@ -441,6 +456,9 @@ static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 
 	memset(res, 0, sizeof(*res));
 	*said = false;
+	*nkeep = 0;
+	if (keep)
+		*keep = NULL;
 	if (!b->n || !nsites) {
 		res->queries = (unsigned int)b->n;
 		for (size_t i = 0; rep && i < b->n; i++)
@@ -457,7 +475,7 @@ static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 		ret = eval_block(b, only, nf, res, rep);
 		*said = ret == -EOPNOTSUPP;
 		if (!ret) {
-			ret = publish(only, nf, flips, res);
+			ret = publish(only, nf, flips, nkeep, res);
 			/* Said here, as eval_block() says its refusal: a refused
 			 * batch is -ENOTSUP too, the same value on Linux. */
 			*said = ret && rep &&
@@ -466,8 +484,22 @@ static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
 		}
 	}
 	free(nf);
+	if (keep && !ret) {
+		*keep = flips;
+		return 0;
+	}
 	free(flips);
+	if (ret)
+		*nkeep = 0;
 	return ret;
+}
+
+static int exec_locked(const struct ddebug_block *b, struct ddebug_table *only,
+		       struct kk_dyndbg_result *res, struct kk_buf *rep, bool *said)
+{
+	size_t n;
+
+	return exec_changes_locked(b, only, res, rep, said, NULL, &n);
 }
 
 /*
@@ -582,6 +614,63 @@ static int registered_locked(const struct _ddebug *dp);
 bool kk_dd_site_known_locked(const struct _ddebug *d)
 {
 	return registered_locked(d);
+}
+
+/*
+ * For the session (session.c): a block applied with the changes remembered,
+ * and those changes taken back where nobody changed the site since.
+ */
+int kk_dd_apply_locked(const struct ddebug_block *b, struct kk_dyndbg_result *res,
+		       struct kk_dd_change **ch, size_t *n, struct kk_buf *why)
+{
+	struct flip *f = NULL;
+	bool said;
+	int ret = exec_changes_locked(b, NULL, res, why, &said, &f, n);
+
+	*ch = NULL;
+	if (ret) {
+		if (!said)
+			kk_buf_printf(why, "dyndbg: applying failed (%s): nothing was changed\n",
+				      ret == -ENOMEM ? "out of memory" : kk_jump_label_strerror());
+		return ret;
+	}
+	if (*n && !(*ch = malloc(*n * sizeof(**ch)))) {
+		/* cannot remember them: take them back, as if refused */
+		for (size_t i = 0; i < *n; i++)
+			f[i] = (struct flip){ f[i].dp, f[i].new, f[i].old };
+		ret = apply_flips(f, *n) ? -EIO : -ENOMEM;
+		kk_buf_printf(why, "dyndbg: out of memory: %s\n", ret == -ENOMEM ?
+			      "nothing was changed" : "and the sites could not be put back");
+		*n = 0;
+	}
+	for (size_t i = 0; *ch && i < *n; i++)
+		(*ch)[i] = (struct kk_dd_change){ f[i].dp, f[i].old, f[i].new };
+	free(f);
+	return ret;
+}
+
+int kk_dd_restore_locked(const struct kk_dd_change *ch, size_t n, unsigned long *restored,
+			 unsigned long *left)
+{
+	struct flip *f = n ? malloc(n * sizeof(*f)) : NULL;
+	size_t k = 0;
+	int ret;
+
+	*restored = *left = 0;
+	if (n && !f)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		/* a site somebody changed since is left as they left it */
+		if (ch[i].dp && site_flags(ch[i].dp) == ch[i].set)
+			f[k++] = (struct flip){ ch[i].dp, ch[i].set, ch[i].before };
+	}
+	ret = k ? apply_flips(f, k) : 0;
+	if (!ret) {
+		*restored = k;
+		*left = n - k;
+	}
+	free(f);
+	return ret;
 }
 
 KK_EXPORT int kk_dyndbg_set_all_or_nothing(int on)
@@ -920,6 +1009,7 @@ static void del_table(const void *id, const void *id2)
 		for (size_t j = 0; j < t->nsites; j++)
 			if (t->sites[j]->modname == t->objname)
 				t->sites[j]->modname = NULL;
+		kk_dd_session_forget_locked(t->sites, t->nsites);
 	}
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t) {
@@ -1728,6 +1818,7 @@ KK_INIT(KK_INIT_DYNDBG) static void ddebug_init(void)
 	kk_dd_sink_file_add();
 	kk_dd_inherit_init();
 	kk_dd_trace_init();
+	kk_dd_session_init();
 	if (env_has_dyndbg()) {
 		pthread_once(&ddebug_once, ddebug_init_once);
 		return;

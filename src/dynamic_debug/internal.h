@@ -36,12 +36,50 @@ void kk_dd_sites_lock(void);
 void kk_dd_sites_unlock(void);
 bool kk_dd_site_known_locked(const struct _ddebug *d);
 
+/* ---- core.c, for session.c: apply a block and put sites back, under ddebug_lock ---- */
+struct ddebug_block;
+struct kk_buf;
+/* A site a session changed: its flags before, and the flags it set. */
+struct kk_dd_change {
+	struct _ddebug *dp;		/* NULL once its object is unloaded */
+	unsigned int before, set;
+};
+/*
+ * Apply @b as a control write would (all or nothing, whatever
+ * all_or_nothing says; not recorded for exec'd images), with the sites lock
+ * held.  On success *@ch (malloc'ed, or NULL) holds the *@n sites whose
+ * flags changed; on failure nothing changed and @why got the report, whose
+ * last line says why.
+ */
+int kk_dd_apply_locked(const struct ddebug_block *b, struct kk_dyndbg_result *res,
+		       struct kk_dd_change **ch, size_t *n, struct kk_buf *why);
+/*
+ * Put back @ch[0..n) whose flags are still the ones set (others are left as
+ * they are), in one batch, with the sites lock held.  0, with the counts, or
+ * -errno: nothing changed.
+ */
+int kk_dd_restore_locked(const struct kk_dd_change *ch, size_t n, unsigned long *restored,
+			 unsigned long *left);
+
+/* ---- session.c: dynamic_debug/session, a lease on what a tracer switched on ---- */
+/* Renew the open session's lease (a read of trace_pipe_json does): lock-free,
+ * for any thread, the endpoint's included.  Nothing when no session is open. */
+void kk_dd_session_touch(void);
+/* Adds the control file and the fork handler (from ddebug_init). */
+void kk_dd_session_init(void);
+/* An object's sites go (sorted by address, @n of them): the session forgets
+ * them, under the sites lock. */
+void kk_dd_session_forget_locked(struct _ddebug *const *sites, size_t n);
+
 /* ---- trace.c: the trace ring (the T flag) ---- */
 #include <stdarg.h>
 /* Record a T site's message: async-signal-safe, no lock, no malloc. */
 void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap);
 /* Adds the control files (from ddebug_init). */
 void kk_dd_trace_init(void);
+/* print_time.c: "[SEC.USEC] " into @buf when dynamic_debug/print_time is on, else nothing. */
+size_t kk_dd_time_prefix(char *buf, size_t len);
+void kk_dd_print_time_init(void);
 /* An object with sites is being unloaded: format addresses may be reused. */
 void kk_dd_trace_forget_formats(void);
 /*

@@ -183,7 +183,10 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, unsigned int fla
 	va_list ap2;
 	int n;
 
-	pre = (flags & _DPRINTK_FLAGS_INCL_ANY) ? prefix(d, flags, stack, sizeof(stack)) : 0;
+	/* the time first, as printk puts it before everything (print_time.c) */
+	pre = kk_dd_time_prefix(stack, sizeof(stack));
+	if (flags & _DPRINTK_FLAGS_INCL_ANY)
+		pre += prefix(d, flags, stack + pre, sizeof(stack) - pre);
 	if (pre >= sizeof(stack))
 		pre = sizeof(stack) - 1;
 	va_copy(ap2, ap);

@@ -33,6 +33,14 @@
  * largest record (TR_REC_MAX) is reserved before the arguments are packed;
  * the record is as long as what was packed.
  *
+ * Counting: each record carries its number in its ring (the low 32 bits of
+ * the ring's count of records written).  A read counts what it copied by
+ * those numbers: the first record copied tells how many were overwritten
+ * before it, the last how many were written, so in-buffer + overwritten ==
+ * written in every read, also while the owner writes (counters loaded beside
+ * the copy cannot be: the owner moves on between the loads).  A clear and a
+ * consuming read remember the number where they stopped.
+ *
  * Signals: a handler that interrupts a writer of its own thread finds the
  * thread's nesting mark set and drops its event (counted: "nested"), so the
  * interrupted record is never torn.  A handler that runs while its thread
@@ -78,12 +86,20 @@
 #include "common/internal.h"
 #include "control.h"
 #include "dynamic_debug/internal.h"
+#include "dynamic_debug/trace_int.h"
 
 #define TR_STR_MAX	256		/* bytes of one %s kept */
 #define TR_REC_MAX	1024u		/* one record, header included */
 #define TR_MIN_KB	4u
 #define TR_MAX_KB	(16u * 1024)	/* one thread's ring */
-#define TR_DEFAULT_KB	64u
+/*
+ * 1 MiB a thread: ftrace's default is 1.4 MB a CPU.  A busy thread's ring
+ * must hold what it writes between two reads of a streaming reader: at
+ * Valkey's 100k records/s (about 60 bytes each), 64 KiB held 10 ms, 1 MiB
+ * holds about 170 ms.  The buffer is mapped at the thread's first event and
+ * its pages become resident as the ring fills; TR_TOTAL_CAP bounds the sum.
+ */
+#define TR_DEFAULT_KB	1024u
 #define TR_TOTAL_CAP	((size_t)256 << 20)	/* all rings' buffers together */
 /*
  * A trace_pipe read with nothing to show waits this long for a record, the
@@ -97,21 +113,6 @@
 
 #define TR_TLS	__thread __attribute__((tls_model("initial-exec")))
 
-/* A record: this header, then the packed arguments, padded to 8 bytes. */
-struct trec {
-	uint32_t len;			/* whole record, a multiple of 8 */
-	uint16_t nconv;			/* conversions packed (fewer than the format's: see flags) */
-	uint16_t flags;
-	int32_t tid;
-	uint32_t unused;
-	uint64_t ts;			/* a time stamp (see now_stamp()) */
-	const struct _ddebug *desc;
-	const char *fmt;
-};
-#define TR_HDR		sizeof(struct trec)
-#define TR_INCOMPLETE	1u		/* packing stopped at conversion nconv */
-/* Padding to the end of the buffer: only len and flags are there (it may be 8 bytes). */
-#define TR_PAD		2u
 _Static_assert(sizeof(struct trec) == 40, "record header");
 
 /* Formats compiled into packing programs, cached per ring by address. */
@@ -125,10 +126,14 @@ struct ring {
 	uint64_t size;			/* a power of two; set before buf is published */
 	unsigned int gen;		/* tr_gen when the buffer was given */
 	_Atomic uint64_t tail, reserved, head;
-	/* written by the owner only (relaxed), read by readers */
-	_Atomic uint64_t written, overwritten;
-	/* readers, under trace_lock: cleared up to here; consumed by trace_pipe up to here */
-	uint64_t clear_pos, pipe_pos;
+	/* records written to this buffer, by the owner only (relaxed), read by readers */
+	_Atomic uint64_t written;
+	/*
+	 * Readers, under trace_lock: cleared up to position clear_pos, which
+	 * is the start of record number clear_seq; consumed by trace_pipe up
+	 * to pipe_pos, record pipe_seq.
+	 */
+	uint64_t clear_pos, pipe_pos, clear_seq, pipe_seq;
 	/* the panic dump's cursor (threads stopped, no lock) */
 	uint64_t dump_pos, dump_end;
 	/* the owner's compiled formats (see compile()); valid while fmt_gen is tr_fmt_gen */
@@ -252,17 +257,26 @@ static inline uint64_t now_stamp(void)
 									     mono_ns();
 }
 
-/* The conversion of the read: stamps to CLOCK_MONOTONIC ns. */
-struct tr_conv {
-	uint64_t ctr0, ns0;
-	long double ns_per_tick;
-	bool counter;
-};
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
 
-static void conv_setup(struct tr_conv *cv)
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * The conversion of a read: stamps to CLOCK_MONOTONIC ns, and the offset of
+ * CLOCK_REALTIME measured now (a clock step between a record and its read
+ * shifts the record's wall-clock time by the step).
+ */
+void kk_dd_tr_conv_setup(struct tr_conv *cv)
 {
 	uint64_t c1 = read_counter(), n1 = mono_ns();
+	int64_t real = clock_ns(CLOCK_REALTIME);
+	uint64_t n2 = mono_ns();
 
+	cv->real_off = real - (int64_t)(n1 + (n2 - n1) / 2);
 	cv->counter = atomic_load(&tr_clock) == 1;
 	cv->ctr0 = atomic_load(&tr_anchor.ctr);
 	cv->ns0 = atomic_load(&tr_anchor.ns);
@@ -270,7 +284,7 @@ static void conv_setup(struct tr_conv *cv)
 		(long double)(n1 - cv->ns0) / (long double)(c1 - cv->ctr0) : 1.0L;
 }
 
-static uint64_t conv_ns(const struct tr_conv *cv, uint64_t stamp)
+uint64_t kk_dd_tr_conv_ns(const struct tr_conv *cv, uint64_t stamp)
 {
 	if (!cv->counter)
 		return stamp;
@@ -310,6 +324,7 @@ static bool ring_give_buf(struct ring *r, size_t size, unsigned int gen)
 	}
 	r->size = size;
 	r->gen = gen;
+	atomic_store_explicit(&r->written, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->reserved, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
@@ -376,17 +391,6 @@ static __attribute__((noinline)) struct ring *ring_attach(void)
 
 /* ---- formats ---------------------------------------------------------------------------- */
 
-enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
-
-struct conv {
-	const char *start;		/* the '%' */
-	const char *end;		/* after the conversion character */
-	char flags[8];
-	int width, prec;		/* -1 none, -2 '*' */
-	int lmod;
-	char c;				/* 0: not one we handle */
-};
-
 /* Flag characters, kept in order for the literal format (up to 7). */
 static const char *conv_flags(const char *p, struct conv *cv)
 {
@@ -434,7 +438,7 @@ static const char *conv_lmod(const char *p, struct conv *cv)
 }
 
 /* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
-static const char *parse_conv(const char *p, struct conv *cv)
+const char *kk_dd_tr_parse_conv(const char *p, struct conv *cv)
 {
 	cv->start = p++;
 	cv->width = cv->prec = -1;
@@ -468,12 +472,6 @@ static const char *parse_conv(const char *p, struct conv *cv)
 		cv->c = 0;
 	cv->end = *p ? p + 1 : p;
 	return cv->end;
-}
-
-/* Bytes an integer conversion stores: 4 for int and below, else 8. */
-static int int_size(int lmod)
-{
-	return (lmod == LM_NONE || lmod == LM_HH || lmod == LM_H) ? 4 : 8;
 }
 
 /*
@@ -515,7 +513,7 @@ static bool compile(const char *fmt, uint8_t *ops, size_t cap)
 			p++;
 		if (!*p)
 			break;
-		p = parse_conv(p, &cv);
+		p = kk_dd_tr_parse_conv(p, &cv);
 		if (!cv.c) {
 			EMIT(OP_STOP);
 			break;
@@ -746,23 +744,15 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	uint64_t max = TR_REC_MAX < size / 4 ? TR_REC_MAX : size / 4;
 	uint64_t pad = size - (pos & mask) < max ? size - (pos & mask) : 0;
-	uint64_t end = pos + pad + max, over = 0, tail0 = tail;
+	uint64_t end = pos + pad + max, seq;
 	struct trec *h;
 	size_t dlen;
 	uint8_t tmp[256];
 
-	/* forget the records we are about to overwrite (padding is no record) */
-	while (tail + size < end) {
-		h = rec_at(buf, mask, tail);
-		over += !(h->flags & TR_PAD);
-		tail += h->len;
-	}
-	if (tail != tail0) {
-		atomic_store_explicit(&r->tail, tail, memory_order_relaxed);
-		atomic_store_explicit(&r->overwritten,
-				      atomic_load_explicit(&r->overwritten, memory_order_relaxed) + over,
-				      memory_order_relaxed);
-	}
+	/* forget the records we are about to overwrite (readers count them by their numbers) */
+	while (tail + size < end)
+		tail += rec_at(buf, mask, tail)->len;
+	atomic_store_explicit(&r->tail, tail, memory_order_relaxed);
 	atomic_store_explicit(&r->reserved, end, memory_order_release);
 	atomic_thread_fence(memory_order_release);	/* reserved before the bytes */
 	if (pad) {
@@ -776,13 +766,12 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	h->tid = tr_gettid();
 	h->desc = d;
 	h->fmt = fmt;
-	h->unused = 0;
+	seq = atomic_load_explicit(&r->written, memory_order_relaxed);
+	h->seq = (uint32_t)seq;
 	dlen = pack(program(r, fmt, tmp, sizeof(tmp)), (unsigned char *)(h + 1), max - TR_HDR, ap, err,
 		    &h->nconv, &h->flags);
 	h->len = (uint32_t)((TR_HDR + dlen + 7) & ~(size_t)7);
-	atomic_store_explicit(&r->written,
-			      atomic_load_explicit(&r->written, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	atomic_store_explicit(&r->written, seq + 1, memory_order_relaxed);
 	atomic_store_explicit(&r->head, pos + h->len, memory_order_release);
 	if (__builtin_expect(atomic_load_explicit(&tr_armed, memory_order_relaxed), 0))
 		tr_kick();
@@ -814,7 +803,7 @@ void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
 
 /* ---- formatting (bstr_printf) ------------------------------------------------------- */
 
-static size_t libc_snprintf(char *buf, size_t size, const char *fmt, ...)
+size_t kk_dd_tr_snprintf(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -825,24 +814,9 @@ static size_t libc_snprintf(char *buf, size_t size, const char *fmt, ...)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-struct out {
-	char *buf;
-	size_t cap, len;		/* len may pass cap: counted, not written */
-};
-
-static void out_mem(struct out *o, const char *s, size_t n)
-{
-	if (o->len < o->cap) {
-		size_t k = o->cap - o->len < n ? o->cap - o->len : n;
-
-		memcpy(o->buf + o->len, s, k);
-	}
-	o->len += n;
-}
-
 static void out_str(struct out *o, const char *s)
 {
-	out_mem(o, s, strlen(s));
+	tr_out_mem(o, s, strlen(s));
 }
 
 /* One conversion through @snp into @o. */
@@ -852,25 +826,9 @@ static void out_str(struct out *o, const char *s)
 		o->len += n_ < room_ ? n_ : (room_ ? room_ - 1 : 0);		\
 	} while (0)
 
-/* The packed data of one record, read in order. */
-struct cursor {
-	const unsigned char *d;
-	size_t left;
-};
-
-static bool take(struct cursor *c, void *v, size_t n)
-{
-	if (c->left < n)
-		return false;
-	memcpy(v, c->d, n);
-	c->d += n;
-	c->left -= n;
-	return true;
-}
-
 /* Take the next value of @c into v; the caller returns false when the data ends short. */
 #define GET(v) do {								\
-		if (!take(c, &(v), sizeof(v)))					\
+		if (!tr_take(c, &(v), sizeof(v)))					\
 			return false;						\
 	} while (0)
 
@@ -900,7 +858,7 @@ static const char *packed_lmod(int lmod)
 	case LM_H: return "h";
 	case LM_BIGL: return "L";
 	case LM_NONE: return "";
-	default: return int_size(lmod) == 8 ? "ll" : "";
+	default: return tr_int_size(lmod) == 8 ? "ll" : "";
 	}
 }
 
@@ -956,20 +914,39 @@ static bool out_str_arg(struct out *o, const char *spec, int prec, struct cursor
 	return true;
 }
 
+const char *kk_dd_tr_errno_text(int e, char *num, size_t n)
+{
+	const char *msg = strerrordesc_np(e);
+
+	if (msg)
+		return msg;
+	/* an async-signal-safe "errno %d": the panic dump calls this too */
+	char tmp[12], *t = tmp + sizeof(tmp);
+	unsigned int u = e < 0 ? 0u - (unsigned int)e : (unsigned int)e;
+	size_t k;
+
+	*--t = '\0';
+	do
+		*--t = (char)('0' + u % 10);
+	while (u /= 10);
+	if (e < 0)
+		*--t = '-';
+	k = (size_t)(tmp + sizeof(tmp) - t);
+	if (n < 7 + k)
+		return "errno ?";
+	memcpy(num, "errno ", 6);
+	memcpy(num + 6, t, k);
+	return num;
+}
+
 /* %m: the message of the errno packed at the call (strerror's text, no locale). */
 static bool out_errno(struct out *o, const char *spec, struct cursor *c, kk_dd_snprintf_fn snp)
 {
 	char num[24];
-	const char *msg;
 	int e;
 
 	GET(e);
-	msg = strerrordesc_np(e);
-	if (!msg) {
-		snp(num, sizeof(num), "errno %d", e);
-		msg = num;
-	}
-	OUT_SNP(spec, msg);
+	OUT_SNP(spec, kk_dd_tr_errno_text(e, num, sizeof(num)));
 	return true;
 }
 
@@ -987,7 +964,7 @@ static bool out_conv(struct out *o, const char *spec, const struct conv *cv, int
 {
 	switch (cv->c) {
 	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
-		if (int_size(cv->lmod) == 4)
+		if (tr_int_size(cv->lmod) == 4)
 			OUT_VALUE(int);
 		else
 			OUT_VALUE(long long);
@@ -1013,14 +990,13 @@ static bool out_conv(struct out *o, const char *spec, const struct conv *cv, int
 #undef OUT_VALUE
 
 /*
- * The message of record @h (its packed data @d, @left bytes) into @o.
- * @snp formats one conversion at a time, with its flags, width and
- * precision made literal.  False when the data does not fit the format.
+ * The message of record @h (its packed data follows it) into @o.  @snp
+ * formats one conversion at a time, with its flags, width and precision
+ * made literal.  False when the data does not fit the format.
  */
-static bool format_msg(const struct trec *h, const unsigned char *d, size_t left, struct out *o,
-		       kk_dd_snprintf_fn snp)
+bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn snp)
 {
-	struct cursor c = { d, left };
+	struct cursor c = { (const unsigned char *)(h + 1), h->len - TR_HDR };
 	const char *p = h->fmt, *q;
 	unsigned int n = 0;
 
@@ -1031,19 +1007,19 @@ static bool format_msg(const struct trec *h, const unsigned char *d, size_t left
 
 		for (q = p; *q && *q != '%'; q++)
 			;
-		out_mem(o, p, (size_t)(q - p));
+		tr_out_mem(o, p, (size_t)(q - p));
 		if (!*q)
 			return true;
 		if (n == h->nconv) {
 			out_str(o, q);	/* not recorded: the rest as written */
 			return true;
 		}
-		p = parse_conv(q, &cv);
+		p = kk_dd_tr_parse_conv(q, &cv);
 		n++;
 		if (!take_stars(&cv, &c, &width, &prec))
 			return false;
 		if (cv.c == '%') {
-			out_mem(o, "%", 1);
+			tr_out_mem(o, "%", 1);
 			continue;
 		}
 		if (cv.c == 'n')
@@ -1055,18 +1031,18 @@ static bool format_msg(const struct trec *h, const unsigned char *d, size_t left
 }
 #undef GET
 
-/* "TID [SEC.USEC] mod:func:file:line: message\n", decorated as the site's flags say now. */
+/* "TID [SEC.NSEC] mod:func:file:line: message\n", decorated as the site's flags say now. */
 static size_t format_line(const struct trec *h, const struct tr_conv *tc, char *buf, size_t cap,
 			  kk_dd_snprintf_fn snp)
 {
-	uint64_t ns = conv_ns(tc, h->ts);
+	uint64_t ns = kk_dd_tr_conv_ns(tc, h->ts);
 	struct out ob = { buf, cap, 0 }, *o = &ob;
 	const struct _ddebug *dp = h->desc;
 	unsigned int f = __atomic_load_n(&dp->flags, __ATOMIC_RELAXED);
 	size_t before;
 
-	OUT_SNP("%6d [%5" PRIu64 ".%06" PRIu64 "] ", (int)h->tid, ns / 1000000000u,
-		ns % 1000000000u / 1000u);
+	OUT_SNP("%6d [%5" PRIu64 ".%09" PRIu64 "] ", (int)h->tid, ns / 1000000000u,
+		ns % 1000000000u);
 	before = o->len;
 	if (f & _DPRINTK_FLAGS_INCL_MODNAME)
 		OUT_SNP("%s:", dp->modname ? dp->modname : "?");
@@ -1077,8 +1053,8 @@ static size_t format_line(const struct trec *h, const struct tr_conv *tc, char *
 	if (f & _DPRINTK_FLAGS_INCL_LINENO)
 		OUT_SNP("%u:", (unsigned int)dp->lineno);
 	if (o->len != before)
-		out_mem(o, " ", 1);
-	if (!format_msg(h, (const unsigned char *)(h + 1), h->len - TR_HDR, o, snp))
+		tr_out_mem(o, " ", 1);
+	if (!kk_dd_tr_format_msg(h, o, snp))
 		out_str(o, " <bad record>");
 	if (o->len > cap - 1)
 		o->len = cap - 1;	/* the line is cut; it still ends in '\n' */
@@ -1097,25 +1073,12 @@ static bool rec_ok(const struct trec *h, uint64_t room)
 	return (h->flags & TR_PAD) ? h->len >= 8 : h->len >= TR_HDR;
 }
 
-struct snap_rec {
-	uint64_t ts;
-	unsigned int ring, seq;
-	const struct trec *h;
-};
-
-struct snap {
-	unsigned char **copies;
-	size_t ncopies;
-	struct snap_rec *v;
-	size_t n, cap;
-	unsigned long entries, written, overwritten;
-};
-
-static void snap_free(struct snap *s)
+void kk_dd_tr_snap_free(struct snap *s)
 {
-	for (size_t i = 0; i < s->ncopies; i++)
+	for (size_t i = 0; i < s->nrings; i++)
 		free(s->copies[i]);
 	free(s->copies);
+	free(s->rings);
 	free(s->v);
 }
 
@@ -1135,88 +1098,208 @@ static void sweep_locked(void)
 		atomic_store(&r->buf, NULL);
 		munmap(b, r->size);
 		atomic_fetch_sub(&tr_total, r->size);
-		r->clear_pos = r->pipe_pos = 0;
+		r->clear_pos = r->pipe_pos = r->clear_seq = r->pipe_seq = 0;
 		atomic_store(&r->tid, 0);
 	}
 }
 
 /*
- * Copy every ring's records after its read position (all since the last
- * clear for trace; since the last read for trace_pipe, which then consumes
- * them).  Under trace_lock.
+ * A record's number from its low 32 bits: @w, the ring's count of records
+ * loaded after its head, is above the number of every record a read copies,
+ * and by far less than 2^32 above it.
  */
-static int snapshot_locked(struct snap *s, bool consume)
+static uint64_t full_seq(uint64_t w, uint32_t seq)
 {
-	unsigned int ri = 0;
+	return w - (uint32_t)((uint32_t)w - seq);
+}
 
-	memset(s, 0, sizeof(*s));
-	for (struct ring *r = atomic_load(&rings); r; r = r->next, ri++) {
-		unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_acquire);
-		uint64_t size, mask, head, tail, start, res, p;
-		unsigned char *c, **nc;
-		unsigned int seq = 0;
+/* One ring's copy: its bytes [start, head), and its whole records' numbers. */
+struct ring_copy {
+	unsigned char *c;
+	uint64_t start, head, from;	/* from: where the records not overwritten begin */
+	uint64_t w;			/* the ring's count of records, loaded after head */
+	uint64_t first, last, n;	/* the numbers of the records copied, and how many */
+};
 
-		if (!buf)
-			continue;
-		size = r->size;
-		mask = size - 1;
-		s->written += atomic_load_explicit(&r->written, memory_order_relaxed);
-		s->overwritten += atomic_load_explicit(&r->overwritten, memory_order_relaxed);
-		head = atomic_load_explicit(&r->head, memory_order_acquire);
-		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-		if (r->clear_pos > head || r->pipe_pos > head) /* a buffer given since */
-			r->clear_pos = r->pipe_pos = 0;
-		start = tail > r->clear_pos ? tail : r->clear_pos;
-		if (consume && r->pipe_pos > start)
-			start = r->pipe_pos;
-		if (head <= start)
-			continue;
-		c = malloc(head - start);
-		nc = realloc(s->copies, (s->ncopies + 1) * sizeof(*nc));
-		if (!c || !nc) {
-			free(c);
-			if (nc)
-				s->copies = nc;
-			return -ENOMEM;
-		}
-		s->copies = nc;
-		s->copies[s->ncopies++] = c;
-		for (p = start; p < head;) {	/* at most two pieces: the buffer wraps */
-			uint64_t off = p & mask, n = size - off < head - p ? size - off : head - p;
+/*
+ * Copy @r's bytes from @start_min (or its tail, if later) up to its head.
+ * 0; 1 when they were all overwritten while copied; -ENOMEM.
+ */
+static int copy_once(struct ring *r, uint64_t start_min, struct ring_copy *rc)
+{
+	unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_acquire);
+	uint64_t size = r->size, mask = size - 1, tail, res, p;
 
-			memcpy(c + (p - start), buf + off, n);
-			p += n;
-		}
-		atomic_thread_fence(memory_order_acquire);
-		res = atomic_load_explicit(&r->reserved, memory_order_acquire);
-		tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-		/* what was overwritten while we copied is below tail */
-		p = tail > start ? tail : start;
-		if (res > p + size)
-			continue;	/* overwritten entirely meanwhile */
-		while (p < head) {
-			const struct trec *h = (const void *)(c + (p - start));
+	rc->head = atomic_load_explicit(&r->head, memory_order_acquire);
+	rc->w = atomic_load_explicit(&r->written, memory_order_relaxed);
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	rc->start = rc->from = tail > start_min ? tail : start_min;
+	if (rc->head <= rc->start)
+		return 0;
+	rc->c = malloc(rc->head - rc->start);
+	if (!rc->c)
+		return -ENOMEM;
+	for (p = rc->start; p < rc->head;) {	/* at most two pieces: the buffer wraps */
+		uint64_t off = p & mask, n = size - off < rc->head - p ? size - off : rc->head - p;
 
-			if (!rec_ok(h, head - p))
-				break;	/* cannot happen for a whole record: stop */
-			if (!(h->flags & TR_PAD)) {
-				if (s->n == s->cap) {
-					size_t ncap = s->cap ? 2 * s->cap : 256;
-					struct snap_rec *v = realloc(s->v, ncap * sizeof(*v));
-
-					if (!v)
-						return -ENOMEM;
-					s->v = v;
-					s->cap = ncap;
-				}
-				s->v[s->n++] = (struct snap_rec){ h->ts, ri, seq++, h };
-			}
-			p += h->len;
-		}
-		if (consume)
-			r->pipe_pos = head;
+		memcpy(rc->c + (p - rc->start), buf + off, n);
+		p += n;
 	}
-	s->entries = s->n;
+	atomic_thread_fence(memory_order_acquire);
+	res = atomic_load_explicit(&r->reserved, memory_order_acquire);
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	/* what was overwritten while we copied is below tail (the seqlock rule) */
+	if (tail > rc->from)
+		rc->from = tail;
+	return res > rc->from + size;
+}
+
+/* copy_once(), again while a writer overwrote the whole copy (a slow reader, a tiny ring). */
+static int copy_ring(struct ring *r, uint64_t start_min, struct ring_copy *rc)
+{
+	int ret;
+
+	for (int tries = 0;; tries++) {
+		memset(rc, 0, sizeof(*rc));
+		ret = copy_once(r, start_min, rc);
+		if (ret <= 0 || tries == 3)
+			return ret < 0 ? ret : 0;
+		free(rc->c);
+	}
+}
+
+/* @sr's thread set to @tid: its name now, and whether the thread filter shows it. */
+static void ring_thread(struct snap_ring *sr, pid_t tid)
+{
+	if (sr->known && sr->tid == tid)
+		return;
+	sr->known = true;
+	sr->tid = tid;
+	sr->comm[0] = '\0';
+	if (tid > 0)
+		kk_task_comm(tid, sr->comm, sizeof(sr->comm));
+	sr->shown = kk_dd_tr_thread_shown(tid, sr->comm);
+}
+
+static int snap_push(struct snap *s, const struct trec *h, unsigned int ri, unsigned int seq)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 256;
+		struct snap_rec *v = realloc(s->v, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = (struct snap_rec){ h->ts, ri, seq, h };
+	return 0;
+}
+
+/* Number the whole records of @rc; add those the filter shows to @s (if any) as ring @ri. */
+static int walk_copy(struct ring_copy *rc, struct snap *s, unsigned int ri)
+{
+	struct snap_ring *sr = s ? &s->rings[ri] : NULL;
+	uint64_t p = rc->from;
+	unsigned int k = 0;
+
+	while (p < rc->head) {
+		const struct trec *h = (const void *)(rc->c + (p - rc->start));
+
+		if (!rec_ok(h, rc->head - p))
+			break;	/* cannot happen for a whole record: stop */
+		p += h->len;
+		if (h->flags & TR_PAD)
+			continue;
+		rc->last = full_seq(rc->w, h->seq);
+		if (!rc->n++)
+			rc->first = rc->last;
+		if (!s)
+			continue;
+		ring_thread(sr, h->tid);
+		if (sr->shown && snap_push(s, h, ri, k++))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The ring's numbers since the last clear, by the records' own numbers, so
+ * that shown + overwritten == written exactly, also while a writer runs; a
+ * consuming read moves the ring's pipe position past what it copied.
+ */
+static void count_ring(struct ring *r, const struct ring_copy *rc, struct snap_ring *sr,
+		       bool consume)
+{
+	uint64_t first, end;
+
+	if (rc->n) {
+		first = rc->last + 1 - rc->n;
+		end = rc->last + 1;
+	} else if (rc->head <= rc->start) {	/* nothing after the read position */
+		first = end = consume ? r->pipe_seq : r->clear_seq;
+	} else {				/* all overwritten while copied */
+		first = end = rc->w;
+	}
+	sr->in_buffer = rc->n;
+	sr->written = end - r->clear_seq;
+	sr->overwritten = first - r->clear_seq;
+	if (!consume)
+		return;
+	sr->lost = first - r->pipe_seq;
+	if (rc->head > rc->start) {
+		r->pipe_pos = rc->head;
+		r->pipe_seq = end;
+	}
+}
+
+static int snap_grow(struct snap *s)
+{
+	unsigned char **nc = realloc(s->copies, (s->nrings + 1) * sizeof(*nc));
+	struct snap_ring *nr;
+
+	if (!nc)
+		return -ENOMEM;
+	s->copies = nc;
+	nr = realloc(s->rings, (s->nrings + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	s->rings = nr;
+	memset(&nr[s->nrings], 0, sizeof(*nr));
+	s->copies[s->nrings] = NULL;
+	return 0;
+}
+
+/* The read positions of @r, from 0 again if a buffer was given since they were set. */
+static void check_positions_locked(struct ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+
+	if (r->clear_pos > head || r->pipe_pos > head)
+		r->clear_pos = r->pipe_pos = r->clear_seq = r->pipe_seq = 0;
+}
+
+/* Ring @r into @s.  Under trace_lock. */
+static int snap_ring_locked(struct snap *s, struct ring *r, bool consume)
+{
+	struct ring_copy rc;
+	struct snap_ring *sr;
+	int ret;
+
+	check_positions_locked(r);
+	if (snap_grow(s))
+		return -ENOMEM;
+	ret = copy_ring(r, consume ? r->pipe_pos : r->clear_pos, &rc);
+	if (ret)
+		return ret;
+	s->copies[s->nrings] = rc.c;
+	sr = &s->rings[s->nrings++];
+	ret = walk_copy(&rc, s, (unsigned int)(s->nrings - 1));
+	if (ret)
+		return ret;
+	if (!sr->known)
+		ring_thread(sr, atomic_load(&r->tid));
+	count_ring(r, &rc, sr, consume);
 	return 0;
 }
 
@@ -1231,6 +1314,45 @@ static int rec_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+int kk_dd_tr_read(struct snap *s, bool consume)
+{
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&trace_lock);
+	sweep_locked();
+	for (struct ring *r = atomic_load(&rings); r && !ret; r = r->next)
+		if (atomic_load_explicit(&r->buf, memory_order_acquire))
+			ret = snap_ring_locked(s, r, consume);
+	pthread_mutex_unlock(&trace_lock);
+	if (!ret && s->n)	/* s->v is NULL when the trace is empty */
+		qsort(s->v, s->n, sizeof(*s->v), rec_cmp);
+	return ret;
+}
+
+/* The header of dynamic_debug/trace: the numbers of the rings whose thread is shown. */
+static void text_header(struct kk_buf *out, const struct snap *s)
+{
+	unsigned long entries = 0, written = 0, over = 0;
+	size_t nr = 0;
+
+	for (size_t i = 0; i < s->nrings; i++) {
+		const struct snap_ring *sr = &s->rings[i];
+
+		if (!sr->shown)
+			continue;
+		entries += sr->in_buffer;
+		written += sr->written;
+		over += sr->overwritten;
+		nr += sr->written > 0;
+	}
+	kk_buf_printf(out, "# tracer: dyndbg\n"
+		      "# entries-in-buffer/entries-written: %lu/%lu   rings: %zu\n"
+		      "# lost: overwritten %lu, nested %lu, no buffer %lu\n"
+		      "#\n#    TID [     TIMESTAMP    ] MESSAGE\n",
+		      entries, written, nr, over, atomic_load(&tr_nested), atomic_load(&tr_nobuf));
+}
+
 static int show_records(struct kk_buf *out, bool consume, bool header)
 {
 	struct snap s;
@@ -1239,24 +1361,14 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 	char line[2048];
 	int ret;
 
-	pthread_mutex_lock(&trace_lock);
-	sweep_locked();
-	ret = snapshot_locked(&s, consume);
-	pthread_mutex_unlock(&trace_lock);
+	ret = kk_dd_tr_read(&s, consume);
 	if (ret) {
-		snap_free(&s);
+		kk_dd_tr_snap_free(&s);
 		return ret;
 	}
-	if (s.n)	/* s.v is NULL when the trace is empty */
-		qsort(s.v, s.n, sizeof(*s.v), rec_cmp);
-	conv_setup(&tc);
+	kk_dd_tr_conv_setup(&tc);
 	if (header)
-		kk_buf_printf(out, "# tracer: dyndbg\n"
-			      "# entries-in-buffer/entries-written: %lu/%lu   rings: %zu\n"
-			      "# lost: overwritten %lu, nested %lu, no buffer %lu\n"
-			      "#\n#    TID [  TIMESTAMP ] MESSAGE\n",
-			      s.entries, s.written, s.ncopies, s.overwritten,
-			      atomic_load(&tr_nested), atomic_load(&tr_nobuf));
+		text_header(out, &s);
 	/* a site's strings are read only while its object is loaded */
 	kk_dd_sites_lock();
 	for (size_t i = 0; i < s.n; i++) {
@@ -1264,12 +1376,13 @@ static int show_records(struct kk_buf *out, bool consume, bool header)
 			skipped++;
 			continue;
 		}
-		kk_buf_write(out, line, format_line(s.v[i].h, &tc, line, sizeof(line), libc_snprintf));
+		kk_buf_write(out, line,
+			     format_line(s.v[i].h, &tc, line, sizeof(line), kk_dd_tr_snprintf));
 	}
 	kk_dd_sites_unlock();
 	if (skipped && header)
 		kk_buf_printf(out, "# %lu records of unloaded objects not shown\n", skipped);
-	snap_free(&s);
+	kk_dd_tr_snap_free(&s);
 	return out->error;
 }
 
@@ -1350,7 +1463,7 @@ void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp)
 
 	if (!atomic_load(&rings))
 		return;
-	conv_setup(&tc);
+	kk_dd_tr_conv_setup(&tc);
 	dump_reset();
 	while ((h = dump_next(&r))) {
 		total++;
@@ -1407,12 +1520,38 @@ KK_EXPORT size_t kk_dyndbg_trace_get_size(void)
 	return atomic_load(&tr_size);
 }
 
+/*
+ * Clear @r as ftrace clears its buffer: trace shows what is written after
+ * this, and counts from zero.  The clear position is the end of the last
+ * record copied, numbered by that record (the head and the count cannot be
+ * loaded together while the owner writes).
+ */
+static void clear_ring_locked(struct ring *r)
+{
+	struct ring_copy rc;
+
+	check_positions_locked(r);
+	if (copy_ring(r, r->pipe_pos, &rc)) {	/* no memory: near enough */
+		r->clear_pos = atomic_load_explicit(&r->head, memory_order_acquire);
+		r->clear_seq = atomic_load_explicit(&r->written, memory_order_relaxed);
+	} else if (rc.head > rc.start) {
+		walk_copy(&rc, NULL, 0);
+		r->clear_pos = rc.head;
+		r->clear_seq = rc.n ? rc.last + 1 : rc.w;
+	} else {
+		r->clear_pos = r->pipe_pos;
+		r->clear_seq = r->pipe_seq;
+	}
+	free(rc.c);
+	r->pipe_pos = r->clear_pos;
+	r->pipe_seq = r->clear_seq;
+}
+
 static void clear_locked(void)
 {
 	for (struct ring *r = atomic_load(&rings); r; r = r->next)
 		if (atomic_load_explicit(&r->buf, memory_order_acquire))
-			r->clear_pos = r->pipe_pos =
-				atomic_load_explicit(&r->head, memory_order_acquire);
+			clear_ring_locked(r);
 	atomic_store(&tr_nested, 0);
 	atomic_store(&tr_nobuf, 0);
 }
@@ -1489,10 +1628,12 @@ static bool pipe_has_data(void)
 }
 
 /* Wait (bounded) until a record may be there to show. */
-static void pipe_wait(void)
+void kk_dd_tr_pipe_wait(void)
 {
 	uint64_t end = kk_now_ns() + TR_PIPE_WAIT_MS * 1000000ull;
 
+	if (pipe_has_data())
+		return;
 	for (;;) {
 		int seen = __atomic_load_n(&tr_wake, __ATOMIC_ACQUIRE);
 		uint64_t now = kk_now_ns(), slice = now + TR_PIPE_SLICE_MS * 1000000ull;
@@ -1508,8 +1649,7 @@ static void pipe_wait(void)
 static int pipe_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
-	if (!pipe_has_data())
-		pipe_wait();
+	kk_dd_tr_pipe_wait();
 	return show_records(out, true, false);
 }
 
@@ -1559,6 +1699,16 @@ static const struct kk_control_file_ops total_fops = {
 };
 KK_CONTROL_LIB_FILE(total_file, "dynamic_debug/buffer_total_size_kb", &total_fops);
 
+void kk_dd_tr_lock(void)
+{
+	pthread_mutex_lock(&trace_lock);
+}
+
+void kk_dd_tr_unlock(void)
+{
+	pthread_mutex_unlock(&trace_lock);
+}
+
 static void tr_prepare(void)
 {
 	pthread_mutex_lock(&trace_lock);
@@ -1579,8 +1729,10 @@ static void tr_child(void)
 			continue;
 		}
 		atomic_store(&r->tid, 0);
-		if (atomic_load(&r->buf))
+		if (atomic_load(&r->buf)) {
 			r->clear_pos = r->pipe_pos = atomic_load(&r->head);
+			r->clear_seq = r->pipe_seq = atomic_load(&r->written);
+		}
 	}
 	pthread_mutex_unlock(&trace_lock);
 }
@@ -1596,4 +1748,7 @@ void kk_dd_trace_init(void)
 	kk_control_add_lib_file(&pipe_file);
 	kk_control_add_lib_file(&size_file);
 	kk_control_add_lib_file(&total_file);
+	kk_dd_tr_threads_init();
+	kk_dd_tr_json_init();
+	kk_dd_print_time_init();
 }

@@ -21,6 +21,7 @@ change() {
 	dynamic_debug/control) echo 'func trust_a +p' ;;
 	dynamic_debug/all_or_nothing | dynamic_debug/batched | dynamic_debug/inherit) echo 0 ;;
 	dynamic_debug/buffer_size_kb) echo 128 ;;
+	dynamic_debug/session) printf 'begin 1000\nfunc trust_a +T\n' ;;
 	dynamic_debug/sink) echo syslog ;;
 	dynamic_debug/trace) echo 0 ;;	# clears it
 	debug_objects/policy) echo base ;;

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared between the files of the trace ring: trace.c (the rings, the
+ * writer, the snapshot and the text files), trace_json.c (the JSON record
+ * stream) and trace_threads.c (the thread filter of the readers).
+ */
+#ifndef KK_DD_TRACE_INT_H
+#define KK_DD_TRACE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <kernelkit/control.h>
+#include "dynamic_debug/internal.h"
+
+/* A record: this header, then the packed arguments, padded to 8 bytes. */
+struct trec {
+	uint32_t len;			/* whole record, a multiple of 8 */
+	uint16_t nconv;			/* conversions packed (fewer than the format's: see flags) */
+	uint16_t flags;
+	int32_t tid;
+	uint32_t seq;			/* the ring's record number, low 32 bits (see tr_full_seq()) */
+	uint64_t ts;			/* a time stamp (see now_stamp()) */
+	const struct _ddebug *desc;
+	const char *fmt;
+};
+#define TR_HDR		sizeof(struct trec)
+#define TR_INCOMPLETE	1u		/* packing stopped at conversion nconv */
+/* Padding to the end of the buffer: only len and flags are there (it may be 8 bytes). */
+#define TR_PAD		2u
+
+/* ---- formats (trace.c) ---- */
+enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
+
+struct conv {
+	const char *start;		/* the '%' */
+	const char *end;		/* after the conversion character */
+	char flags[8];
+	int width, prec;		/* -1 none, -2 '*' */
+	int lmod;
+	char c;				/* 0: not one we handle */
+};
+
+/* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
+const char *kk_dd_tr_parse_conv(const char *p, struct conv *cv);
+
+/* Bytes an integer conversion stores: 4 for int and below, else 8. */
+static inline int tr_int_size(int lmod)
+{
+	return (lmod == LM_NONE || lmod == LM_HH || lmod == LM_H) ? 4 : 8;
+}
+
+/* The packed data of one record, read in order. */
+struct cursor {
+	const unsigned char *d;
+	size_t left;
+};
+
+static inline bool tr_take(struct cursor *c, void *v, size_t n)
+{
+	if (c->left < n)
+		return false;
+	memcpy(v, c->d, n);
+	c->d += n;
+	c->left -= n;
+	return true;
+}
+
+/* Text into a fixed buffer; len may pass cap: counted, not written. */
+struct out {
+	char *buf;
+	size_t cap, len;
+};
+
+static inline void tr_out_mem(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+
+		memcpy(o->buf + o->len, s, k);
+	}
+	o->len += n;
+}
+
+size_t kk_dd_tr_snprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((__format__(__printf__, 3, 4)));
+/* The message of record @h into @o (no decoration).  False when the data does not fit the format. */
+bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn snp);
+/* The message of %m's errno @e (strerror's text without the locale) into @num or a constant. */
+const char *kk_dd_tr_errno_text(int e, char *num, size_t n);
+
+/* ---- time (trace.c) ---- */
+/* A read's conversion of stamps to CLOCK_MONOTONIC, and CLOCK_REALTIME's offset from it. */
+struct tr_conv {
+	uint64_t ctr0, ns0;
+	long double ns_per_tick;
+	bool counter;
+	int64_t real_off;		/* CLOCK_REALTIME - CLOCK_MONOTONIC when the read began */
+};
+void kk_dd_tr_conv_setup(struct tr_conv *cv);
+uint64_t kk_dd_tr_conv_ns(const struct tr_conv *cv, uint64_t stamp);
+
+/* ---- a read: the snapshot of every ring (trace.c) ---- */
+/* One ring as a read saw it: its thread and its numbers, since the last clear. */
+struct snap_ring {
+	pid_t tid;			/* of its newest record, else its owner */
+	bool known, shown;		/* tid is set; the thread filter lets it through */
+	uint64_t in_buffer;		/* records copied */
+	uint64_t written, overwritten;	/* since the last clear: in_buffer + overwritten == written */
+	uint64_t lost;			/* consuming read: overwritten before this reader had them */
+	char comm[16];			/* the thread's name, read with the snapshot ("" if gone) */
+};
+
+struct snap_rec {
+	uint64_t ts;
+	unsigned int ring, seq;
+	const struct trec *h;
+};
+
+struct snap {
+	unsigned char **copies;
+	struct snap_ring *rings;
+	size_t nrings;
+	struct snap_rec *v;
+	size_t n, cap;
+};
+
+/*
+ * Copy every ring's records after its read position (all since the last
+ * clear; since the last consuming read when @consume, which then consumes
+ * them), keep those of the threads the filter shows, sorted by time.
+ * 0 or -ENOMEM.  snap_free() in both cases.
+ */
+int kk_dd_tr_read(struct snap *s, bool consume);
+void kk_dd_tr_snap_free(struct snap *s);
+/* A consuming read with nothing to show waits (bounded) for a record first. */
+void kk_dd_tr_pipe_wait(void);
+
+/* The lock of the readers' state (held across fork, released in both). */
+void kk_dd_tr_lock(void);
+void kk_dd_tr_unlock(void);
+
+/* ---- the thread filter (trace_threads.c) ---- */
+/* Does dynamic_debug/trace_threads let thread @tid named @comm through?  Under kk_dd_tr_lock(). */
+bool kk_dd_tr_thread_shown(pid_t tid, const char *comm);
+void kk_dd_tr_threads_init(void);
+
+/* ---- the JSON stream (trace_json.c) ---- */
+void kk_dd_tr_json_init(void);
+
+#endif
