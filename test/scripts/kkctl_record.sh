@@ -73,7 +73,8 @@ snapshot before
 rec=$!
 pids="$pids $rec"
 until_ok "sessions in all three" all_sessions
-"$K" --tree "$master" record --format jsonl -o "$tmp/r2.jsonl" "$Q" > /dev/null 2> "$tmp/r2.err"
+# (timeout: a record that is not refused would record until interrupted)
+timeout -s INT 60 "$K" --tree "$master" record --format jsonl -o "$tmp/r2.jsonl" "$Q" > /dev/null 2> "$tmp/r2.err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "a second record on the same processes: status $rc"
 grep -q 'busy' "$tmp/r2.err" || fail "a second record: $(cat "$tmp/r2.err")"
@@ -122,7 +123,7 @@ no_session "$w3" || fail "SIGTERM: the forked worker's session is open: $(sessio
 	fail "SIGTERM: the forked worker's site still records"
 
 # ---- 3. --count ------------------------------------------------------------------------
-"$K" --tree "$master" record --format jsonl --count 4 -o "$tmp/r4.jsonl" "$Q" 2> "$tmp/r4.err" &
+"$K" --tree "$master" record --format jsonl --count 4 --duration 60 -o "$tmp/r4.jsonl" "$Q" 2> "$tmp/r4.err" &
 rec=$!
 pids="$pids $rec"
 until_ok "sessions (3)" all_sessions
@@ -149,7 +150,7 @@ same_sites SIGKILL
 one_line() {	# one_line NAME WANT-STATUS KKCTL-ARGS...
 	what=$1 want=$2
 	shift 2
-	"$K" "$@" > "$tmp/bad.out" 2> "$tmp/bad.err"
+	timeout -s INT 60 "$K" "$@" > "$tmp/bad.out" 2> "$tmp/bad.err"
 	rc=$?
 	[ "$rc" -eq "$want" ] || fail "$what: status $rc, want $want: $(cat "$tmp/bad.err")"
 	[ "$(wc -l < "$tmp/bad.err")" -eq 1 ] || fail "$what: not one line: $(cat "$tmp/bad.err")"

@@ -152,7 +152,7 @@ port=\${SSH_CONNECTION##* }
 case \$port in $p1) t=$a q='$Q' ;; $p2) t=$b q='func no_such_kk_function +T' ;; esac
 exec "$K" --tree "\$t" record --format jsonl -o - --stdin-stop -- "\$q"
 EOF
-"$K" -H "$H1" -H "$H2" --tree 1 record --format jsonl -o "$tmp/f.jsonl" "$Q" 2> "$tmp/f.err"
+timeout -s INT 60 "$K" -H "$H1" -H "$H2" --tree 1 record --format jsonl -o "$tmp/f.jsonl" "$Q" 2> "$tmp/f.err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "a failing host: status $rc: $(cat "$tmp/f.err")"
 grep -q "^$H2: kkctl: the query matches no site" "$tmp/f.err" || fail "failing host: $(cat "$tmp/f.err")"
