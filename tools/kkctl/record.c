@@ -668,6 +668,18 @@ static int emit(struct kkr_writer *w, struct kkr_rec *r)
 	return ret;
 }
 
+/* Open the output if it is not (-H opens it at the first record: a host
+ * that refuses at the start leaves no file).  -1 after one line. */
+int kkr_writer_open(struct kkr_writer *w)
+{
+	if (kkr.opened)
+		return 0;
+	if (w->ops->open(w, kkr.opts->path))
+		return -1;
+	kkr.opened = true;
+	return 0;
+}
+
 /* Write what can be written; wait up to 100 ms for more.  -1: the writer
  * failed. */
 static int write_round(struct kkr_writer *w, bool all)
@@ -689,10 +701,15 @@ static int write_round(struct kkr_writer *w, bool all)
 			pthread_cond_timedwait(&kkr.cond, &kkr.lock, &ts);
 		}
 		pthread_mutex_unlock(&kkr.lock);
-		for (size_t i = 0; i < n; i++)
-			ret |= emit(w, batch[i]) ? -1 : 0;
+		if (n && kkr_writer_open(w))
+			ret = -1;
+		for (size_t i = 0; i < n; i++)	/* (after a failure: freed, not written) */
+			if (ret)
+				free(batch[i]);
+			else
+				ret = emit(w, batch[i]);
 	} while (n == BATCH && !ret);
-	if (!ret && w->ops->flush)
+	if (!ret && kkr.opened && w->ops->flush)
 		ret = w->ops->flush(w);
 	return ret;
 }
@@ -930,7 +947,7 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 		return 1;
 	}
 	kkr.begun_ok = true;
-	if (w->ops->open(w, o->path)) {
+	if (kkr_writer_open(w)) {
 		end_begun();
 		free_targets();
 		return 1;

@@ -95,6 +95,7 @@ struct kkr_state {
 	size_t nsrc;
 	bool stop, final_read, begun_ok;
 	bool host_failed;		/* a host's kkctl failed: the end */
+	bool opened;			/* the writer's output is open */
 	char *body;			/* "begin 1000\n" and the queries */
 	size_t blen;
 	struct kkr_opts *opts;
@@ -108,6 +109,7 @@ struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
 void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
 bool kkr_thread_wanted(int tid, const char *comm);
 int kkr_check_output(const char *path, bool dir);
+int kkr_writer_open(struct kkr_writer *w);
 int kkr_record_loop(struct kkr_writer *w);
 int kkr_finish(struct kkr_writer *w, bool writer_ok);
 void kkr_summary(const char *path);

@@ -287,12 +287,15 @@ int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w)
 {
 	int ret = -1;
 
-	if (w->ops->open(w, o->path))
-		return 1;
 	if (!start_hosts(o))
 		ret = kkr_record_loop(w);
+	ret |= kkr.host_failed;
 	ret |= kkr_finish(w, !ret);
-	ret |= w->ops->close(w);
+	/* (no record came: an empty trace, unless a host failed) */
+	if (!kkr.opened && !ret && !kkr.host_failed)
+		ret = kkr_writer_open(w);
+	if (kkr.opened)
+		ret |= w->ops->close(w);
 	kkr_summary(!strcmp(o->path, "-") ? "standard output" : o->path);
 	for (int i = 0; i < rh.n; i++)
 		ret |= rh.v[i].status != 0;
