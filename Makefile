@@ -160,7 +160,7 @@ FORCE:
 # it shares only the socket-path rules.  tools/kkctl.c is its entry point,
 # tools/kkctl/ the rest (one file per job, kkctl/kkctl.h their header).
 KKCTL_SRCS := tools/kkctl.c $(sort $(wildcard tools/kkctl/*.c)) src/control_path.c
-$(B)/kkctl: $(KKCTL_SRCS) tools/kkctl/kkctl.h tools/kkctl/record.h src/control_path.h $(B)/.flags
+$(B)/kkctl: $(KKCTL_SRCS) $(wildcard tools/kkctl/*.h) src/control_path.h $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \
 		$(KKCTL_SRCS) $(KK_LDFLAGS)

@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,6 +264,7 @@ static int opt_help(struct args *a, int key, char *arg)
 struct command_def;
 static int cmd_ls(struct args *a, const struct command_def *c, char **argv);
 static int cmd_request(struct args *a, const struct command_def *c, char **argv);
+static int cmd_record(struct args *a, const struct command_def *c, char **argv);
 
 /*
  * Each command: its name, the verb the endpoint is sent (NULL: none), how
@@ -287,6 +289,14 @@ static const struct command_def {
 	  "print a file" },
 	{ "write", "write", 1, 2, true, true, cmd_request, "[--json] TARGET... write FILE [TEXT]",
 	  "write TEXT to a file; without TEXT, read it from standard input" },
+	{ "record", NULL, 1, INT_MAX, true, false, cmd_record,
+	  "TARGET... record [-o PATH] [--format F] [--duration S] [--count N]\n"
+	  "       [--threads TID|NAME,...] [--wallclock] QUERY...",
+	  "record a trace session: QUERY (\"module http +T\") in a session\n"
+	  "in every target (and in those that start), their records merged\n"
+	  "by time into PATH (--format ctf (default), perfetto: kk-trace;\n"
+	  "jsonl, text: standard output), until Ctrl-C, SIGTERM, --duration\n"
+	  "seconds or --count records; then every site is put back" },
 };
 
 /* ---- --help, from the tables --------------------------------------------- */
@@ -566,6 +576,19 @@ static size_t drop_gone(struct tlist *l)
 		else
 			kkctl_target_unwatch(&l->v[i]);
 	return l->n = n;
+}
+
+/* record: kkctl/record.c (argv[-1] is "record"). */
+static int cmd_record(struct args *a, const struct command_def *c, char **argv)
+{
+	int argc = 1, st;
+
+	(void)c;
+	while (argv[argc - 1])
+		argc++;
+	st = kkctl_record_main(&a->sel, a->hosts, a->nh, argc, argv - 1);
+	args_free(a);
+	return st;
 }
 
 /* files, read, write: the request to every target (or, with -H, to every

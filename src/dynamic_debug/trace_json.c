@@ -400,6 +400,7 @@ static int json_show(struct kk_buf *out, void *priv)
 	int ret;
 
 	(void)priv;
+	kk_dd_session_touch();	/* its reader holds the session's lease (spec part B) */
 	kk_dd_tr_pipe_wait();
 	ret = kk_dd_tr_read(&s, true);
 	if (ret) {

@@ -25,7 +25,7 @@ _kkctl
 printf '%s\n' "\${COMPREPLY[@]}"
 EOS
 complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
-[ "$(complete kkctl re | tr '\n' ' ')" = "read " ] || fail "commands: $(complete kkctl re)"
+[ "$(complete kkctl re | tr '\n' ' ')" = "read record " ] || fail "commands: $(complete kkctl re)"
 complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
 complete kkctl --max | grep -qx -- --max-reply || fail "options: $(complete kkctl --max)"
 complete kkctl --tr | grep -qx -- --tree || fail "options: $(complete kkctl --tr)"
@@ -40,11 +40,13 @@ for o in $(complete kkctl -- | grep -E -- '^--[a-z]'); do
 done
 complete kkctl --tree "" | grep -qx "$$" || fail "--tree pids: $(complete kkctl --tree '' | head -3)"
 # A tree's pid is a target, not the command.
-[ "$(complete kkctl -T 1 re | tr '\n' ' ')" = "read " ] || fail "after -T 1: $(complete kkctl -T 1 re)"
+[ "$(complete kkctl -T 1 re | tr '\n' ' ')" = "read record " ] || fail "after -T 1: $(complete kkctl -T 1 re)"
 # A bound's value is not the command.
-[ "$(complete kkctl -t 1 re | tr '\n' ' ')" = "read " ] || fail "after -t 1: $(complete kkctl -t 1 re)"
+[ "$(complete kkctl -t 1 re | tr '\n' ' ')" = "read record " ] || fail "after -t 1: $(complete kkctl -t 1 re)"
 complete kkctl -p "" | grep -qx "$pid" || fail "pids: $(complete kkctl -p '')"
 complete kkctl -n jump_label_ | grep -qx jump_label_prog || fail "names: $(complete kkctl -n jump_label_)"
+complete kkctl -p "$pid" record --format j | grep -qx jsonl || fail "formats: $(complete kkctl -p "$pid" record --format j)"
+complete kkctl -p "$pid" record --w | grep -qx -- --wallclock || fail "record options: $(complete kkctl -p "$pid" record --w)"
 complete kkctl -p "$pid" read st | grep -qx static_keys || fail "files: $(complete kkctl -p "$pid" read st)"
 kill "$pid"; wait "$pid" 2>/dev/null
 rm -rf "$tmp"

@@ -31,7 +31,7 @@ start p2
 "$KKCTL" -p "$p1" raed static_keys 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] || fail "unknown command: exit $rc"
 [ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "unknown command: not one line: $(cat "$tmp/err")"
-grep -q "^kkctl: unknown command 'raed' (commands: ls, files, read, write); try 'kkctl --help'\$" \
+grep -q "^kkctl: unknown command 'raed' (commands: ls, files, read, write, record); try 'kkctl --help'\$" \
 	"$tmp/err" || fail "unknown command: $(cat "$tmp/err")"
 "$KKCTL" --frobnicate ls 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] || fail "unknown option: exit $rc"

@@ -15,6 +15,8 @@
  *   tools/kkctl/output.c   text and --json, nothing a process sent raw
  *   tools/kkctl/bounds.c   --timeout, --max-reply, --jobs and their $KKCTL_*
  *   tools/kkctl/remote.c   -H: the same command on other hosts, over ssh
+ *   tools/kkctl/record*.c  kkctl record: sessions, merge, format writers
+ *                          (record.h, record_int.h)
  */
 #ifndef KKCTL_H
 #define KKCTL_H
@@ -181,6 +183,7 @@ int kkctl_load_procs(void);
 void kkctl_free_procs(void);
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s);
 int kkctl_select(struct kkctl_sel *s);
+long kkctl_select_again(const struct kkctl_sel *s, struct tlist *l);
 
 /* ---- serve.c, output.c ------------------------------------------------------ */
 
@@ -193,10 +196,16 @@ void kkctl_report(const struct target *t, const struct result *r, bool many);
 void kkctl_report_ls_header(void);
 void kkctl_report_ls(const struct target *t, bool ok, const struct result *r);
 
+/* ---- record.c: kkctl record ------------------------------------------------- */
+
+int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int argc, char **argv);
+
 /* ---- remote.c: -H ------------------------------------------------------------ */
 
 int kkctl_remote_arg(const char *a, const char *b);
 int kkctl_parse_host(const char *h, char *dest, size_t dl, char *port, size_t pl);
 int kkctl_run_hosts(const char **hosts, int nh, const char *in, size_t inlen);
+void kkctl_remote_drop(int n);
+pid_t kkctl_ssh_open(const char *host, int *in, int *out, int *err);
 
 #endif

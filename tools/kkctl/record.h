@@ -70,6 +70,10 @@ struct kkr_writer_ops {
 	/* Flush and close; 0, or -1 after one line (a full disk: what is written
 	 * stays readable up to the last whole record). */
 	int (*close)(struct kkr_writer *w);
+	/* Optional (NULL: none): write out what is held.  record.c calls it
+	 * after each round of ordered records, so that the file grows as they
+	 * come.  0, or -1 after one line. */
+	int (*flush)(struct kkr_writer *w);
 };
 
 struct kkr_writer {

@@ -64,6 +64,8 @@ struct sshjob {
 	size_t olen, ocap, elen, ecap;
 	int status;
 	bool started, done;
+	bool own_group;		/* in a process group of its own (kkctl record -H:
+				 * Ctrl-C is ours to pass on, by closing its stdin) */
 };
 
 /* Append @n bytes of @p to the NUL-terminated *@buf.  -1: out of memory. */
@@ -174,6 +176,8 @@ static int ssh_start(struct sshjob *j, const char *cmd)
 	j->pid = fork();
 	if (j->pid == 0) {
 		signal(SIGPIPE, SIG_DFL);	/* ours is ignored, for our pipes */
+		if (j->own_group)
+			setpgid(0, 0);
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(127);
 		execvp(argv[0], (char **)argv);
@@ -436,4 +440,38 @@ int kkctl_run_hosts(const char **hosts, int nh, const char *in, size_t inlen)
 	if (fflush(stdout))
 		return 1;
 	return r.failed ? 1 : 0;
+}
+
+/* Forget the last @n arguments given for the remote kkctl (kkctl record
+ * gives its own instead). */
+void kkctl_remote_drop(int n)
+{
+	remote.n = n < remote.n ? remote.n - n : 0;
+}
+
+/*
+ * Start `ssh HOST kkctl ARGS` (the arguments given so far) for a caller
+ * that reads its output as it comes (kkctl record -H): its pid, and the
+ * pipes to its stdin (non-blocking), from its stdout and from its stderr.
+ * -1 after saying why.
+ */
+pid_t kkctl_ssh_open(const char *host, int *in, int *out, int *err)
+{
+	struct sshjob j = { .host = host, .in = -1, .out = -1, .err = -1, .own_group = true };
+	char *cmd = remote_command();
+
+	if (!cmd) {
+		fprintf(stderr, "%s: out of memory\n", kkctl_prog);
+		return -1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (ssh_start(&j, cmd)) {
+		free(cmd);
+		return -1;
+	}
+	free(cmd);
+	*in = j.in;
+	*out = j.out;
+	*err = j.err;
+	return j.pid;
 }

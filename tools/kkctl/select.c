@@ -249,6 +249,7 @@ int kkctl_load_procs(void)
 void kkctl_free_procs(void)
 {
 	free(procs.v);
+	memset(&procs, 0, sizeof(procs));
 }
 
 /* Mark @root and its descendants (by parent links: a process that was
@@ -542,4 +543,17 @@ int kkctl_select(struct kkctl_sel *s)
 		if (!s->targets.v[i].name[0])	/* a -p pid: not described yet */
 			target_load(&s->targets.v[i], kkctl_json);
 	return 0;
+}
+
+/* -n, --tree, -M and --all once more (kkctl record picks up the processes
+ * that start during its session): what they match now, into @l.  A --tree
+ * root that is gone marks nothing.  How many, or -1 after saying why. */
+long kkctl_select_again(const struct kkctl_sel *s, struct tlist *l)
+{
+	kkctl_free_procs();
+	if (kkctl_load_procs())
+		return -1;
+	for (int i = 0; i < s->nt; i++)
+		mark_tree(s->trees[i]);
+	return kkctl_select_procs(l, s);
 }

@@ -1,0 +1,166 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# kkctl record -H over two real sshd on loopback (issue 39, item 6): "two
+# hosts" are this one behind two sshd ports, each host's kkctl (the wrapper
+# $KKCTL_REMOTE) recording its own record_trio (a master and two workers),
+# chosen by the sshd port it was reached through.  The records of both come
+# back in one JSON Lines file, labelled with the host as -H gave it, in
+# wall-clock order; SIGINT to the local kkctl ends the sessions on both
+# (every site back as it was, no session open).  A host whose kkctl fails (a
+# query that matches no site there) ends it everywhere, in one line per
+# host, and changes nothing on either (no output file either: -H opens it
+# at the first record).
+set -u
+[ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
+[ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null && command -v ssh >/dev/null ||
+	{ echo "skip: no sshd or ssh"; exit 77; }
+KK_CTL_LIB_NAME=kkrecssh
+. "${KK_SRC:?}/test/control-lib.sh"
+K=$B/kkctl
+PROG=$B/test/progs/record_trio
+[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+sshds=
+trap 'for s in $sshds; do kill "$s" 2>/dev/null; wait "$s"; done; cleanup' EXIT
+Q='func trio_tick +T'
+
+ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key" || fail "ssh-keygen (host)"
+ssh-keygen -q -t ed25519 -N '' -f "$tmp/id" || fail "ssh-keygen (client)"
+cp "$tmp/id.pub" "$tmp/authorized_keys"
+chmod 600 "$tmp/authorized_keys"
+[ -d /run/sshd ] || mkdir -m 755 /run/sshd
+port_free() { ! grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp; }
+# start_sshd N: an sshd on the first free port from a per-run one; sets $port.
+start_sshd() {
+	for port in $((20000 + ($$ + 97 * $1) % 20000)) $((21000 + ($$ + 97 * $1) % 20000)); do
+		port_free "$port" || continue
+		cat > "$tmp/sshd_config$1" <<-EOF
+		Port $port
+		ListenAddress 127.0.0.1
+		HostKey $tmp/host_key
+		PidFile $tmp/sshd$1.pid
+		AuthorizedKeysFile $tmp/authorized_keys
+		PermitRootLogin prohibit-password
+		PubkeyAuthentication yes
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		StrictModes no
+		PrintMotd no
+		EOF
+		/usr/sbin/sshd -D -e -f "$tmp/sshd_config$1" 2> "$tmp/sshd$1.log" &
+		s=$!
+		i=0
+		while [ $i -lt 200 ] && port_free "$port" && kill -0 "$s" 2>/dev/null; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		port_free "$port" || { sshds="$sshds $s"; return 0; }
+		kill "$s" 2>/dev/null
+		wait "$s"
+	done
+	fail "sshd did not start: $(cat "$tmp/sshd$1.log")"
+}
+start_sshd 1
+p1=$port
+start_sshd 2
+p2=$port
+
+# Two record_trio: A on fds 3 and 4, B on fds 5 and 6.
+mkfifo "$tmp/ina" "$tmp/outa" "$tmp/inb" "$tmp/outb"
+env $control_env "$PROG" < "$tmp/ina" > "$tmp/outa" 2>/dev/null &
+pids="$pids $!"
+env $control_env "$PROG" < "$tmp/inb" > "$tmp/outb" 2>/dev/null &
+pids="$pids $!"
+exec 3> "$tmp/ina" 4< "$tmp/outa" 5> "$tmp/inb" 6< "$tmp/outb"
+ask() {	# ask IN OUT LINE
+	echo "$3" >&"$1"
+	IFS= read -r ans <&"$2" || fail "record_trio: no answer to '$3'"
+	case $ans in ok*) ;; *) fail "record_trio: '$3': $ans" ;; esac
+}
+ask 3 4 pids
+set -- $ans
+a=$2 procs_a="$2 $3 $4"
+ask 5 6 pids
+set -- $ans
+b=$2 procs_b="$2 $3 $4"
+procs="$procs_a $procs_b"
+until_ok() {
+	what=$1
+	shift
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		[ $i -le 600 ] || fail "$what: not within 30 s"
+		sleep 0.05
+	done
+}
+served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
+for p in $procs; do until_ok "endpoint of $p" served "$p"; done
+session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }
+all_sessions() { for p in $procs; do session_of "$p" | grep -q '^session ' || return 1; done; }
+no_sessions() { for p in $procs; do session_of "$p" | grep -qx 'no session' || return 1; done; }
+for p in $procs; do "$K" -p "$p" read dynamic_debug/control > "$tmp/ctl.$p" || fail "control of $p"; done
+same_sites() {
+	for p in $procs; do
+		"$K" -p "$p" read dynamic_debug/control | cmp -s "$tmp/ctl.$p" - ||
+			fail "$1: the sites of $p are not back"
+	done
+}
+
+# Each "host" records its own trio: the wrapper puts its --tree in place of
+# the one given (the same for both), by the port sshd was reached on.
+cat > "$tmp/remote.sh" <<EOF
+port=\${SSH_CONNECTION##* }
+case \$port in $p1) t=$a ;; $p2) t=$b ;; *) echo "remote.sh: port \$port" >&2; exit 3 ;; esac
+[ "\$1" = --tree ] && shift 2
+exec "$K" --tree "\$t" "\$@"
+EOF
+export KKCTL_SSH="ssh -T -i $tmp/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
+export KKCTL_REMOTE="sh $tmp/remote.sh"
+H1=root@127.0.0.1:$p1 H2=root@127.0.0.1:$p2
+
+# ---- 1. two hosts, one file, SIGINT -------------------------------------------------
+"$K" -H "$H1" -H "$H2" --tree 1 record --format jsonl -o "$tmp/r.jsonl" "$Q" 2> "$tmp/r.err" &
+rec=$!
+pids="$pids $rec"
+until_ok "sessions on both hosts" all_sessions
+ask 3 4 "emit 2"
+ask 5 6 "emit 2"
+ask 3 4 "emit 1"
+host_events() { [ "$(grep -c "\"type\":\"event\",\"host\":\"$1\"" "$tmp/r.jsonl" 2>/dev/null)" -ge "${2:?}" ] 2>/dev/null; }
+until_ok "records of host 1" host_events "$H1" 9
+until_ok "records of host 2" host_events "$H2" 6
+kill -INT "$rec"
+wait "$rec"
+rc=$?
+[ "$rc" -eq 0 ] || fail "status $rc: $(cat "$tmp/r.err")"
+for p in $procs_a; do
+	grep -q "\"host\":\"$H1\",\"pid\":$p," "$tmp/r.jsonl" || fail "no record of $p on host 1"
+done
+for p in $procs_b; do
+	grep -q "\"host\":\"$H2\",\"pid\":$p," "$tmp/r.jsonl" || fail "no record of $p on host 2"
+done
+sed -n 's/.*"ts":\([0-9]*\),.*/\1/p' "$tmp/r.jsonl" | sort -c -n 2>/dev/null ||
+	fail "records not in wall-clock order"
+# host 1's last round came after host 2's: the merge interleaves the hosts
+tail -3 "$tmp/r.jsonl" | grep -q "\"host\":\"$H1\"" || fail "host 1's last records are not last"
+until_ok "no session after SIGINT" no_sessions
+same_sites SIGINT
+
+# ---- 2. a host that fails ends it everywhere, nothing changed --------------------------
+cat > "$tmp/remote.sh" <<EOF
+port=\${SSH_CONNECTION##* }
+case \$port in $p1) t=$a q='$Q' ;; $p2) t=$b q='func no_such_kk_function +T' ;; esac
+exec "$K" --tree "\$t" record --format jsonl -o - --stdin-stop -- "\$q"
+EOF
+timeout -s INT 60 "$K" -H "$H1" -H "$H2" --tree 1 record --format jsonl -o "$tmp/f.jsonl" "$Q" 2> "$tmp/f.err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "a failing host: status $rc: $(cat "$tmp/f.err")"
+grep -q "^$H2: kkctl: the query matches no site" "$tmp/f.err" || fail "failing host: $(cat "$tmp/f.err")"
+[ -e "$tmp/f.jsonl" ] && fail "a failing host: the output file was made"
+until_ok "no session after a failing host" no_sessions
+same_sites "failing host"
+
+echo quit >&3
+echo quit >&5
+echo "kkctl_record_ssh: ok"

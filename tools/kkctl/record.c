@@ -1,0 +1,1093 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kkctl record: a trace session across processes (and hosts, -H: see
+ * record_remote.c), merged in time order into one file.
+ *
+ *   kkctl TARGET... record [-o PATH] [--format ctf|perfetto|jsonl|text]
+ *         [--duration S] [--count N] [--threads TID|NAME,...] [--wallclock] QUERY...
+ *
+ * In every selected process: `begin 1000` and the queries on
+ * dynamic_debug/session (the library remembers what it changed, and puts it
+ * back by itself when 1000 ms pass with no renew: a kkctl killed with
+ * SIGKILL leaves nothing switched on); then reads of
+ * dynamic_debug/trace_pipe_json in rounds, by one thread per process (each
+ * read waits up to 250 ms for a record, and renews the lease); at the end
+ * `end` in every process, and one last read.  Every exchange is one
+ * kkctl_request(): one deadline, a capped reply; a process that exits is
+ * marked so, one that misbehaves is dropped with one line.
+ *
+ * The merge: records wait in a heap ordered by their wall-clock time (ts)
+ * until every live process has been read past it (a read returns every
+ * record written before it began), or for at most HOLD_NS, and are then
+ * handed to the writer: memory holds about a second of records (and never
+ * more than MAX_PENDING of them), the rest is on disk.
+ *
+ * New processes the selectors match are picked up every PICKUP_NS: a child
+ * that inherited a session of ours is joined with `renew`, any other gets
+ * `begin`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/internal.h"
+#include "kkctl.h"
+#include "record_int.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The formats: a writer is a file (record_<name>.c) and a line here. */
+static const struct kkr_writer_ops *const kkr_writers[] = {
+	&kkr_ctf_ops, &kkr_perfetto_ops, &kkr_jsonl_ops, &kkr_text_ops,
+};
+
+enum {
+	LEASE_MS = 1000,
+	MAX_PENDING = 1 << 18,		/* records held for ordering, at most */
+	BATCH = 256,
+};
+#define HOLD_NS 1000000000ull		/* a record waits for the slowest process at most this */
+#define PICKUP_NS 500000000ull		/* new processes are looked for this often */
+#define SLACK_NS 2000000ull		/* a record stamped just before a read may come after it */
+#define TRACE_FILE "dynamic_debug/trace_pipe_json"
+#define SESSION_FILE "dynamic_debug/session"
+
+/* ---- the state --------------------------------------------------------- */
+
+enum tstate { T_BEGIN, T_LIVE, T_GONE, T_FAILED };
+
+/* A process we record, and the thread that reads it. */
+struct rtarget {
+	struct kkr_src src;
+	struct kkr_pinfo p;
+	struct target t;
+	enum tstate state;
+	char id[17];		/* its session */
+	uint64_t matched, restored, left;
+	bool joined, thread, ended, warned;
+	pthread_t th;
+	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
+	size_t bcap;
+};
+
+struct kkr_state kkr = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static volatile sig_atomic_t got_signal;
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the heap of records waiting to be ordered --------------------------- */
+
+static bool rec_before(const struct kkr_rec *a, const struct kkr_rec *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->seq < b->seq);
+}
+
+static void heap_swap(size_t i, size_t j)
+{
+	struct kkr_rec *t = kkr.heap[i];
+
+	kkr.heap[i] = kkr.heap[j];
+	kkr.heap[j] = t;
+}
+
+/* Push @r (under kkr.lock).  -1: out of memory (@r is not taken). */
+static int heap_push(struct kkr_rec *r)
+{
+	size_t i;
+
+	if (kkr.n == kkr.cap) {
+		size_t cap = kkr.cap ? 2 * kkr.cap : 1024;
+		struct kkr_rec **v = realloc(kkr.heap, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		kkr.heap = v;
+		kkr.cap = cap;
+	}
+	r->seq = kkr.seq++;
+	kkr.heap[i = kkr.n++] = r;
+	for (; i && rec_before(kkr.heap[i], kkr.heap[(i - 1) / 2]); i = (i - 1) / 2)
+		heap_swap(i, (i - 1) / 2);
+	return 0;
+}
+
+static struct kkr_rec *heap_pop(void)
+{
+	struct kkr_rec *top = kkr.heap[0];
+	size_t i = 0;
+
+	kkr.heap[0] = kkr.heap[--kkr.n];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < kkr.n && rec_before(kkr.heap[l], kkr.heap[m]))
+			m = l;
+		if (r < kkr.n && rec_before(kkr.heap[r], kkr.heap[m]))
+			m = r;
+		if (m == i)
+			return top;
+		heap_swap(i, m);
+		i = m;
+	}
+}
+
+/* Push records of one read or one host, and what their source has been
+ * read up to; wake the writer.  Those that did not fit are dropped. */
+void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon)
+{
+	pthread_mutex_lock(&kkr.lock);
+	for (size_t i = 0; i < n; i++)
+		if (heap_push(v[i])) {
+			kkr.dropped++;
+			free(v[i]);
+		}
+	if (src && horizon > src->horizon)
+		src->horizon = horizon;
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+static size_t str_size(const char *s)
+{
+	return s ? strlen(s) + 1 : 1;
+}
+
+/* @s copied to *@at (advanced). */
+static const char *str_copy(char **at, const char *s)
+{
+	char *d = *at;
+	size_t n = str_size(s);
+
+	memcpy(d, s ? s : "", n);
+	*at += n;
+	return d;
+}
+
+/* A record of process @p made from @l, in one allocation (its strings and
+ * arguments follow it).  NULL: out of memory. */
+struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p)
+{
+	const char *strs[] = { l->comm, l->module, l->function, l->file, l->format, l->message };
+	size_t size = sizeof(struct kkr_rec) + l->nargs * sizeof(struct kkr_arg);
+	struct kkr_rec *r;
+	char *at;
+
+	for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
+		size += str_size(strs[i]);
+	for (size_t i = 0; i < l->nargs; i++)
+		size += str_size(l->args[i].name) +
+			(l->args[i].type == KKR_STRING ? str_size(l->args[i].v.s) : 0);
+	if (!(r = malloc(size)))
+		return NULL;
+	*r = (struct kkr_rec){ .ts = l->ts, .arrived = kk_now_ns(), .kind = l->kind, .p = p,
+			       .tid = (int)l->tid, .count = l->count, .mono = l->mono,
+			       .line = (unsigned int)l->line, .nargs = l->nargs };
+	r->args = (struct kkr_arg *)(r + 1);
+	at = (char *)(r->args + l->nargs);
+	r->comm = str_copy(&at, l->comm);
+	r->module = str_copy(&at, l->module);
+	r->function = str_copy(&at, l->function);
+	r->file = str_copy(&at, l->file);
+	r->format = str_copy(&at, l->format);
+	r->message = str_copy(&at, l->message);
+	for (size_t i = 0; i < l->nargs; i++) {
+		r->args[i] = l->args[i];
+		r->args[i].name = str_copy(&at, l->args[i].name);
+		if (l->args[i].type == KKR_STRING)
+			r->args[i].v.s = str_copy(&at, l->args[i].v.s);
+	}
+	return r;
+}
+
+/* Is thread @tid named @comm one --threads asks for? */
+bool kkr_thread_wanted(int tid, const char *comm)
+{
+	const struct kkr_opts *o = kkr.opts;
+
+	if (!o->nthreads)
+		return true;
+	for (size_t i = 0; i < o->nthreads; i++) {
+		char *end;
+		long v = strtol(o->threads[i], &end, 10);
+
+		if ((!*end && v == tid) || !strcmp(o->threads[i], comm))
+			return true;
+	}
+	return false;
+}
+
+/* ---- one target: its session and its reads ------------------------------- */
+
+static void set_state(struct rtarget *rt, enum tstate s)
+{
+	pthread_mutex_lock(&kkr.lock);
+	rt->state = s;
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+}
+
+/* Say why @rt failed, in one line (threads print whole lines). */
+static void say(struct rtarget *rt, struct result *res)
+{
+	flockfile(stderr);
+	kkctl_report(&rt->t, res, true);
+	funlockfile(stderr);
+}
+
+/* The process exited: every record it wrote is in; say so in the file. */
+static void target_exited(struct rtarget *rt)
+{
+	struct kkr_line l = { .kind = KKR_EXITED, .ts = wall_ns() };
+	struct kkr_rec *r = kkr_rec_new(&l, &rt->p);
+
+	set_state(rt, T_GONE);
+	if (r)
+		kkr_push(&rt->src, &r, 1, 0);
+}
+
+/* A request failed: gone (not a failure) or failed (said). */
+static void target_failed(struct rtarget *rt, struct result *res)
+{
+	if (res->gone || !kkctl_target_alive(&rt->t)) {
+		target_exited(rt);
+		return;
+	}
+	kkctl_settle_gone(&rt->t, res);
+	say(rt, res);
+	set_state(rt, T_FAILED);
+}
+
+/* Is @id the session of one of our targets?  (A forked child has its
+ * parent's: it is joined, not begun.) */
+static bool our_session(const char *id)
+{
+	bool ours = false;
+
+	pthread_mutex_lock(&kkr.lock);
+	for (size_t i = 0; i < kkr.nt && !ours; i++)
+		ours = kkr.tv[i]->id[0] && !strcmp(kkr.tv[i]->id, id);
+	pthread_mutex_unlock(&kkr.lock);
+	return ours;
+}
+
+/* @rt refused `begin` as busy: join the session if it is ours ("busy:
+ * session ID is open ..."). */
+static bool join_ours(struct rtarget *rt, const struct result *res)
+{
+	char id[17], req[32];
+	struct result r2;
+
+	if (!res->body || sscanf(res->body, "busy: session %16[0-9a-f] is open", id) != 1 ||
+	    strlen(id) != 16 || !our_session(id))
+		return false;
+	snprintf(req, sizeof(req), "renew %s\n", id);
+	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &r2);
+	free(r2.body);
+	if (!r2.ok)
+		return false;
+	pthread_mutex_lock(&kkr.lock);
+	memcpy(rt->id, id, sizeof(id));
+	rt->joined = true;
+	pthread_mutex_unlock(&kkr.lock);
+	return true;
+}
+
+/* `begin LEASE` and the queries: "session ID: matched N changed M". */
+static void target_begin(struct rtarget *rt)
+{
+	struct result res;
+	unsigned long long matched, changed;
+	char id[17];
+
+	kkctl_request(&rt->t, "write", SESSION_FILE, kkr.body, kkr.blen, &res);
+	if (res.ok && sscanf(res.body, "session %16[0-9a-f]: matched %llu changed %llu", id,
+			     &matched, &changed) == 3 && strlen(id) == 16) {
+		pthread_mutex_lock(&kkr.lock);
+		memcpy(rt->id, id, sizeof(id));
+		rt->matched = matched;
+		pthread_mutex_unlock(&kkr.lock);
+		set_state(rt, T_LIVE);
+	} else if (res.ok) {
+		snprintf(res.err, sizeof(res.err), "write %s: an answer kkctl does not know",
+			 SESSION_FILE);
+		res.ok = 0;
+		say(rt, &res);
+		set_state(rt, T_FAILED);
+	} else if (!res.gone && join_ours(rt, &res)) {
+		set_state(rt, T_LIVE);
+	} else {
+		target_failed(rt, &res);
+	}
+	free(res.body);
+}
+
+/* `end ID`: the library puts back what the session changed and nobody
+ * changed since ("session ID ended: restored N, left M"). */
+static void target_end(struct rtarget *rt)
+{
+	char req[32];
+	struct result res;
+	unsigned long long restored, left;
+
+	snprintf(req, sizeof(req), "end %s\n", rt->id);
+	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &res);
+	if (res.ok && sscanf(res.body, "session %*16[0-9a-f] ended: restored %llu, left %llu",
+			     &restored, &left) == 2) {
+		rt->restored = restored;
+		rt->left = left;
+	} else if (!res.ok && !res.gone && kkctl_target_alive(&rt->t)) {
+		kkctl_settle_gone(&rt->t, &res);
+		say(rt, &res);
+	}
+	rt->ended = res.ok;
+	free(res.body);
+}
+
+/* One read's lines into records.  A "lost" line comes before its thread's
+ * events of the read: it gets the time of the first of them (or of the
+ * read, @start, if none came). */
+static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec ***v,
+			 size_t *cap, uint64_t start)
+{
+	struct kkr_line l = { 0 };
+	size_t n = 0;
+
+	for (char *e, *end = s + len; s < end; s = e + 1) {
+		const char *why;
+		struct kkr_rec *r;
+
+		if (!(e = memchr(s, '\n', (size_t)(end - s))))
+			e = end;
+		if (e == s)
+			continue;
+		if (kkr_parse_line(s, (size_t)(e - s), &l, &why)) {
+			if (!rt->warned)
+				fprintf(stderr, "%s: process %d: a malformed record line (%s): "
+					"skipped\n", kkctl_prog, (int)rt->t.pid, why);
+			rt->warned = true;
+			__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (l.kind == KKR_EXITED || !kkr_thread_wanted((int)l.tid, l.comm))
+			continue;
+		if (n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 64;
+			struct kkr_rec **nv = realloc(*v, nc * sizeof(*nv));
+
+			if (!nv)
+				break;
+			*v = nv;
+			*cap = nc;
+		}
+		if (!(r = kkr_rec_new(&l, &rt->p)))
+			break;
+		if (l.kind == KKR_LOST)
+			r->ts = 0;	/* (set below) */
+		for (size_t i = n; l.kind == KKR_EVENT && i-- > 0;)
+			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid)
+				(*v)[i]->ts = r->ts;
+		(*v)[n++] = r;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(*v)[i]->ts)
+			(*v)[i]->ts = start;
+	kkr_line_free(&l);
+	return n;
+}
+
+/* One read of the target's records (it renews the lease). */
+static void target_read(struct rtarget *rt)
+{
+	uint64_t start = wall_ns();
+	struct result res;
+	size_t n;
+
+	kkctl_request(&rt->t, "read", TRACE_FILE, NULL, 0, &res);
+	if (!res.ok) {
+		target_failed(rt, &res);
+		free(res.body);
+		return;
+	}
+	n = take_lines(rt, res.body, res.len, &rt->batch, &rt->bcap, start);
+	free(res.body);
+	kkr_push(&rt->src, rt->batch, n, start - SLACK_NS);
+}
+
+static bool stopping(void)
+{
+	bool s;
+
+	pthread_mutex_lock(&kkr.lock);
+	s = kkr.stop;
+	pthread_mutex_unlock(&kkr.lock);
+	return s;
+}
+
+/* A target's thread: its session begun (unless it was), its reads, and at
+ * the end `end` and one last read. */
+static void *target_thread(void *arg)
+{
+	struct rtarget *rt = arg;
+
+	if (rt->state == T_BEGIN)
+		target_begin(rt);
+	while (rt->state == T_LIVE && !stopping())
+		target_read(rt);
+	if (rt->state == T_LIVE && kkr.begun_ok) {
+		target_end(rt);
+		if (kkr.final_read)
+			target_read(rt);
+	}
+	free(rt->batch);
+	rt->batch = NULL;
+	pthread_mutex_lock(&kkr.lock);
+	rt->src.live = false;
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+	return NULL;
+}
+
+/* Start @rt's thread, with the signals kkctl ends on blocked (they are the
+ * main thread's). */
+static int target_start(struct rtarget *rt, void *(*fn)(void *))
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&rt->th, NULL, fn, rt);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rt->thread = !err;
+	if (err)
+		fprintf(stderr, "%s: process %d: cannot start a thread: %s\n", kkctl_prog,
+			(int)rt->t.pid, strerror(err));
+	return err ? -1 : 0;
+}
+
+/* A new target for @t (taken: its pidfd is the target's now). */
+static struct rtarget *target_add(struct target *t)
+{
+	struct rtarget *rt = calloc(1, sizeof(*rt));
+	struct rtarget **v;
+
+	if (!rt)
+		return NULL;
+	rt->t = *t;
+	t->watched = false;
+	rt->src.live = true;
+	snprintf(rt->p.name, sizeof(rt->p.name), "%s", t->name);
+	rt->p.proc = (struct kkr_proc){ .host = "", .pid = (int)t->pid,
+					.vpid = (int)(t->contained ? t->inpid : t->pid),
+					.name = rt->p.name };
+	pthread_mutex_lock(&kkr.lock);
+	v = kkr.nt == kkr.tcap ? realloc(kkr.tv, (kkr.tcap ? 2 * kkr.tcap : 16) * sizeof(*v)) :
+	    kkr.tv;
+	if (v && v != kkr.tv) {
+		kkr.tv = v;
+		kkr.tcap = kkr.tcap ? 2 * kkr.tcap : 16;
+	}
+	if (v)
+		kkr.tv[kkr.nt++] = rt;
+	pthread_mutex_unlock(&kkr.lock);
+	if (!v) {
+		free(rt);
+		return NULL;
+	}
+	return rt;
+}
+
+/* ---- the selection, begun ------------------------------------------------ */
+
+static void *begin_thread(void *arg)
+{
+	target_begin(arg);
+	return NULL;
+}
+
+/* End the sessions begun so far (a refused start changes nothing). */
+static void end_begun(void)
+{
+	for (size_t i = 0; i < kkr.nt; i++)
+		if (kkr.tv[i]->state == T_LIVE)
+			target_end(kkr.tv[i]);
+}
+
+/* Begin a session in every selected process, all at once.  0, or 1 after
+ * one line, every session begun ended again. */
+static int begin_all(struct tlist *l)
+{
+	uint64_t matched = 0;
+	size_t live = 0;
+	bool failed = false;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!target_add(&l->v[i])) {
+			fprintf(stderr, "%s: out of memory\n", kkctl_prog);
+			return 1;
+		}
+	for (size_t i = 0; i < kkr.nt; i++)
+		if (target_start(kkr.tv[i], begin_thread))
+			target_begin(kkr.tv[i]);
+	for (size_t i = 0; i < kkr.nt; i++) {
+		struct rtarget *rt = kkr.tv[i];
+
+		if (rt->thread)
+			pthread_join(rt->th, NULL);
+		rt->thread = false;
+		failed |= rt->state == T_FAILED;
+		live += rt->state == T_LIVE;
+		matched += rt->matched + rt->joined;
+	}
+	if (!failed && live && matched && !got_signal)
+		return 0;
+	end_begun();
+	if (got_signal)
+		fprintf(stderr, "%s: interrupted before the recording began: nothing changed\n",
+			kkctl_prog);
+	else if (!failed && !live)
+		fprintf(stderr, "%s: every selected process exited before its session began\n",
+			kkctl_prog);
+	else if (!failed && !matched)
+		fprintf(stderr, "%s: the query matches no site in any selected process\n",
+			kkctl_prog);
+	return 1;
+}
+
+/* Processes the selectors match now that are not targets yet: begun (or
+ * joined) and read by threads of their own. */
+static void pick_up(void)
+{
+	struct tlist fresh = { 0 };
+
+	if (kkctl_select_again(&kkr.opts->sel, &fresh) < 0) {
+		kkctl_tlist_free(&fresh);
+		return;
+	}
+	for (size_t i = 0; i < fresh.n; i++) {
+		struct target *t = &fresh.v[i];
+		struct rtarget *rt;
+		bool known = false;
+
+		for (size_t j = 0; j < kkr.nt && !known; j++)
+			known = kkr.tv[j]->t.pid == t->pid && kkr.tv[j]->t.start == t->start;
+		if (known || !t->start || !(rt = target_add(t)))
+			continue;
+		if (target_start(rt, target_thread))
+			rt->src.live = false;
+	}
+	kkctl_tlist_free(&fresh);
+}
+
+/* ---- the writer's side ---------------------------------------------------- */
+
+/* The oldest wall-clock time a live process may still send a record of. */
+static uint64_t horizon(void)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (size_t i = 0; i < kkr.nt; i++) {
+		struct rtarget *rt = kkr.tv[i];
+
+		if (rt->src.live && (rt->state == T_LIVE || rt->state == T_BEGIN) &&
+		    rt->src.horizon < min)
+			min = rt->src.horizon;
+	}
+	for (size_t i = 0; i < kkr.nsrc; i++)
+		if (kkr.srcs[i]->live && kkr.srcs[i]->horizon < min)
+			min = kkr.srcs[i]->horizon;
+	return min;
+}
+
+/* Take up to @max records that may be written now (all with @all), in
+ * order (under kkr.lock). */
+static size_t take_ready(struct kkr_rec **out, size_t max, bool all)
+{
+	uint64_t now = kk_now_ns(), min = horizon();
+	size_t n = 0;
+
+	while (kkr.n && n < max) {
+		struct kkr_rec *r = kkr.heap[0];
+
+		if (!all && r->ts >= min && now - r->arrived < HOLD_NS && kkr.n <= MAX_PENDING)
+			break;
+		out[n++] = heap_pop();
+	}
+	return n;
+}
+
+/* Hand @r to the writer (and free it).  -1: the writer failed. */
+static int emit(struct kkr_writer *w, struct kkr_rec *r)
+{
+	struct kkr_event e;
+	int ret = 0;
+
+	if (r->kind == KKR_EVENT && kkr.opts->count && kkr.events >= kkr.opts->count) {
+		free(r);
+		return 0;
+	}
+	switch (r->kind) {
+	case KKR_EVENT:
+		e = (struct kkr_event){ &r->p->proc, r->ts, r->mono, r->tid, r->comm, r->module,
+					r->function, r->file, r->line, r->format, r->message,
+					r->nargs, r->args };
+		ret = w->ops->event(w, &e);
+		kkr.events++;
+		r->p->events++;
+		break;
+	case KKR_LOST:
+		ret = w->ops->lost(w, &r->p->proc, r->tid, r->count, r->ts);
+		kkr.lost += r->count;
+		r->p->lost += r->count;
+		break;
+	case KKR_EXITED:
+		ret = w->ops->exited(w, &r->p->proc, r->ts);
+		break;
+	}
+	free(r);
+	return ret;
+}
+
+/* Open the output if it is not (-H opens it at the first record: a host
+ * that refuses at the start leaves no file).  -1 after one line. */
+int kkr_writer_open(struct kkr_writer *w)
+{
+	if (kkr.opened)
+		return 0;
+	if (w->ops->open(w, kkr.opts->path))
+		return -1;
+	kkr.opened = true;
+	return 0;
+}
+
+/* Write what can be written; wait up to 100 ms for more.  -1: the writer
+ * failed. */
+static int write_round(struct kkr_writer *w, bool all)
+{
+	struct kkr_rec *batch[BATCH];
+	size_t n;
+	int ret = 0;
+
+	do {
+		pthread_mutex_lock(&kkr.lock);
+		n = take_ready(batch, BATCH, all);
+		if (!n && !all) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 100000000;
+			ts.tv_sec += ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
+			pthread_cond_timedwait(&kkr.cond, &kkr.lock, &ts);
+		}
+		pthread_mutex_unlock(&kkr.lock);
+		if (n && kkr_writer_open(w))
+			ret = -1;
+		for (size_t i = 0; i < n; i++)	/* (after a failure: freed, not written) */
+			if (ret)
+				free(batch[i]);
+			else
+				ret = emit(w, batch[i]);
+	} while (n == BATCH && !ret);
+	if (!ret && kkr.opened && w->ops->flush)
+		ret = w->ops->flush(w);
+	return ret;
+}
+
+/* Is there nothing more to wait for: no live source, and no selector that
+ * could match a new process? */
+static bool all_done(void)
+{
+	const struct kkctl_sel *s = &kkr.opts->sel;
+	bool live = false;
+
+	pthread_mutex_lock(&kkr.lock);
+	for (size_t i = 0; i < kkr.nt && !live; i++)
+		live = kkr.tv[i]->src.live;
+	for (size_t i = 0; i < kkr.nsrc && !live; i++)
+		live = kkr.srcs[i]->live;
+	live |= kkr.n > 0;
+	pthread_mutex_unlock(&kkr.lock);
+	return !live && (kkr.nsrc || !(s->nn || s->nt || s->all || s->nm));
+}
+
+/* Why the recording ends now, or NULL. */
+static const char *ending(uint64_t t0)
+{
+	const struct kkr_opts *o = kkr.opts;
+
+	if (got_signal)
+		return got_signal > 0 ? "signal" : "end of input";
+	if (__atomic_load_n(&kkr.host_failed, __ATOMIC_RELAXED))
+		return "a host failed";
+	if (o->duration_ns && kk_now_ns() - t0 >= o->duration_ns)
+		return "duration";
+	if (o->count && kkr.events >= o->count)
+		return "count";
+	if (all_done())
+		return "no process left";
+	return NULL;
+}
+
+/* Record until the end comes.  0, or -1: the writer failed. */
+int kkr_record_loop(struct kkr_writer *w)
+{
+	uint64_t t0 = kk_now_ns(), last = t0;
+	bool local = !kkr.nsrc;
+
+	while (!ending(t0)) {
+		if (write_round(w, false))
+			return -1;
+		if (local && kk_now_ns() - last >= PICKUP_NS) {
+			pick_up();
+			last = kk_now_ns();
+		}
+	}
+	return 0;
+}
+
+/* ---- the end ---------------------------------------------------------------- */
+
+/* Stop every reader (each ends its session and reads once more), then
+ * write what is left.  -1: the writer failed. */
+int kkr_finish(struct kkr_writer *w, bool writer_ok)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&kkr.lock);
+	kkr.stop = true;
+	kkr.final_read = writer_ok && !(kkr.opts->count && kkr.events >= kkr.opts->count);
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+	kkr_remote_stop();
+	for (size_t i = 0; i < kkr.nt; i++)
+		if (kkr.tv[i]->thread)
+			pthread_join(kkr.tv[i]->th, NULL);
+	kkr_remote_join();
+	if (writer_ok)
+		ret = write_round(w, true);
+	pthread_mutex_lock(&kkr.lock);
+	while (kkr.n)
+		free(heap_pop());
+	pthread_mutex_unlock(&kkr.lock);
+	return ret;
+}
+
+/* One line on what was recorded. */
+void kkr_summary(const char *path)
+{
+	uint64_t restored = 0, left = 0;
+	size_t procs = 0;
+
+	for (size_t i = 0; i < kkr.nt; i++) {
+		restored += kkr.tv[i]->restored;
+		left += kkr.tv[i]->left;
+		procs += kkr.tv[i]->p.events > 0;
+	}
+	procs += kkr_remote_procs();
+	fprintf(stderr, "%s: %llu records from %zu process%s to %s", kkctl_prog,
+		(unsigned long long)kkr.events, procs, procs == 1 ? "" : "es", path);
+	fprintf(stderr, "; lost %llu", (unsigned long long)kkr.lost);
+	if (kkr.malformed || kkr.dropped)
+		fprintf(stderr, ", %llu malformed, %llu dropped",
+			(unsigned long long)kkr.malformed, (unsigned long long)kkr.dropped);
+	if (!kkr.nsrc)
+		fprintf(stderr, "; sites put back %llu, left as others set them %llu",
+			(unsigned long long)restored, (unsigned long long)left);
+	fputc('\n', stderr);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+/* Can @path be written (made)?  Asked before any session begins, so that a
+ * bad path changes nothing.  0, or -1 after one line. */
+int kkr_check_output(const char *path, bool dir)
+{
+	char parent[PATH_MAX];
+	const char *slash;
+	struct stat st;
+
+	if (!strcmp(path, "-")) {
+		if (!dir)
+			return 0;
+		fprintf(stderr, "%s: this format writes a directory, not standard output\n",
+			kkctl_prog);
+		return -1;
+	}
+	if (!stat(path, &st)) {
+		if (dir != !!S_ISDIR(st.st_mode))
+			errno = dir ? ENOTDIR : EISDIR;
+		else if (!access(path, W_OK))
+			return 0;
+	} else if (errno == ENOENT) {
+		slash = strrchr(path, '/');
+		snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - path) : 1,
+			 slash ? (slash == path ? "/" : path) : ".");
+		if (!access(parent, W_OK | X_OK))
+			return 0;
+	}
+	fprintf(stderr, "%s: ", kkctl_prog);
+	kkctl_put_escaped(stderr, path, strlen(path), "");
+	fprintf(stderr, ": %s\n", strerror(errno));
+	return -1;
+}
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+static void catch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);	/* a closed output is an error we say */
+}
+
+/* --stdin-stop (a remote kkctl under -H): end when standard input closes. */
+static void *stdin_watch(void *arg)
+{
+	char buf[256];
+
+	(void)arg;
+	while (read(0, buf, sizeof(buf)) > 0 || errno == EINTR)
+		errno = 0;
+	if (!got_signal)
+		got_signal = -1;
+	pthread_mutex_lock(&kkr.lock);
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+	return NULL;
+}
+
+static const struct kkr_writer_ops *find_writer(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kkr_writers); i++)
+		if (!strcmp(name, kkr_writers[i]->name))
+			return kkr_writers[i];
+	fprintf(stderr, "%s: unknown format '", kkctl_prog);
+	kkctl_put_escaped(stderr, name, strlen(name), "");
+	fputs("' (formats:", stderr);
+	for (size_t i = 0; i < ARRAY_SIZE(kkr_writers); i++)
+		fprintf(stderr, " %s", kkr_writers[i]->name);
+	fputs(")\n", stderr);
+	return NULL;
+}
+
+/* "begin 1000\n" and the queries, one a line. */
+static char *begin_body(char **queries, int nq, size_t *len)
+{
+	size_t n = 32;
+	char *b;
+
+	for (int i = 0; i < nq; i++)
+		n += strlen(queries[i]) + 1;
+	if (!(b = malloc(n)))
+		return NULL;
+	*len = (size_t)snprintf(b, n, "begin %d\n", LEASE_MS);
+	for (int i = 0; i < nq; i++)
+		*len += (size_t)snprintf(b + *len, n - *len, "%s\n", queries[i]);
+	return b;
+}
+
+static void cond_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&kkr.cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static void free_targets(void)
+{
+	for (size_t i = 0; i < kkr.nt; i++) {
+		kkctl_target_unwatch(&kkr.tv[i]->t);
+		free(kkr.tv[i]);
+	}
+	free(kkr.tv);
+	kkr.tv = NULL;
+	kkr.nt = kkr.tcap = 0;
+}
+
+/* Record locally: select, begin, write, end.  The exit status. */
+static int record_local(struct kkr_opts *o, struct kkr_writer *w)
+{
+	int ret;
+
+	if (kkctl_select(&o->sel))
+		return 1;
+	if (begin_all(&o->sel.targets)) {
+		free_targets();
+		return 1;
+	}
+	kkr.begun_ok = true;
+	if (kkr_writer_open(w)) {
+		end_begun();
+		free_targets();
+		return 1;
+	}
+	for (size_t i = 0; i < kkr.nt; i++)
+		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))
+			kkr.tv[i]->src.live = false;
+	ret = kkr_record_loop(w);
+	ret |= kkr_finish(w, !ret);
+	ret |= w->ops->close(w);
+	kkr_summary(!strcmp(o->path, "-") ? "standard output" : o->path);
+	for (size_t i = 0; i < kkr.nt; i++)
+		ret |= kkr.tv[i]->state == T_FAILED;
+	free_targets();
+	return ret ? 1 : 0;
+}
+
+/* --threads TID|NAME,...: split at commas (in place). */
+static int opt_threads(struct kkr_opts *o, char *arg, int max)
+{
+	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if ((int)o->nthreads < max)
+			o->threads[o->nthreads++] = t;
+	return o->nthreads ? 0 : -1;
+}
+
+enum { OPT_THREADS = 300, OPT_WALLCLOCK, OPT_STDIN_STOP };
+
+/* One option of record's into @o.  0, or 2 after one line. */
+static int record_option(struct kkr_opts *o, int c, char *arg, int argc)
+{
+	char *end;
+	double d;
+
+	switch (c) {
+	case 'o':
+		o->path = arg;
+		return 0;
+	case 'F':
+		o->format = arg;
+		return 0;
+	case 'd':
+		d = strtod(arg, &end);
+		if (*end || !(d > 0) || d > 1e9)
+			break;
+		o->duration_ns = (uint64_t)(d * 1e9);
+		return 0;
+	case 'c':
+		errno = 0;
+		o->count = strtoull(arg, &end, 10);
+		if (*end || errno || !o->count || *arg == '-')
+			break;
+		return 0;
+	case OPT_THREADS:
+		if (opt_threads(o, arg, argc))
+			break;
+		return 0;
+	case OPT_WALLCLOCK:
+		o->wallclock = true;
+		return 0;
+	case OPT_STDIN_STOP:
+		o->stdin_stop = true;
+		return 0;
+	default:
+		fprintf(stderr, "try '%s --help'\n", kkctl_prog);
+		return 2;
+	}
+	fprintf(stderr, "%s: record: bad value: ", kkctl_prog);
+	kkctl_put_escaped(stderr, arg, strlen(arg), "");
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* kkctl ... record [options] QUERY...: @argv from "record" on.  The exit
+ * status. */
+int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "wallclock", no_argument, NULL, OPT_WALLCLOCK },
+		{ "stdin-stop", no_argument, NULL, OPT_STDIN_STOP },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct kkr_opts o;
+	int c, st;
+
+	o.sel = *sel;
+	o.cmd_argc = argc;
+	o.hosts = hosts;
+	o.nh = nh;
+	o.format = "ctf";
+	if (!(o.threads = calloc((size_t)argc + 1, sizeof(char *)))) {
+		fprintf(stderr, "%s: out of memory\n", kkctl_prog);
+		return 1;
+	}
+	optind = 0;	/* (a new scan: getopt_long() parsed kkctl's own options) */
+	while ((c = getopt_long(argc, argv, "o:F:d:c:", longs, NULL)) != -1)
+		if ((st = record_option(&o, c, optarg, argc)))
+			return st;
+	o.queries = argv + optind;
+	o.nq = argc - optind;
+	if (!o.nq) {
+		fprintf(stderr, "%s: record needs a query, such as 'module http +T'\n", kkctl_prog);
+		return 2;
+	}
+	kkctl_json = false;	/* (record writes its own formats) */
+	st = kkctl_record(&o);
+	*sel = o.sel;
+	free(o.threads);
+	return st;
+}
+
+int kkctl_record(struct kkr_opts *o)
+{
+	static struct kkr_writer w;
+	pthread_t th;
+	int ret;
+
+	kkr.opts = o;
+	cond_init();
+	if (!(w.ops = find_writer(o->format)))
+		return 2;
+	w.wallclock = o->wallclock;
+	if (!o->path)
+		o->path = w.ops->dir || !strcmp(w.ops->name, "perfetto") ? "kk-trace" : "-";
+	if (kkr_check_output(o->path, w.ops->dir))
+		return 1;
+	if (!(kkr.body = begin_body(o->queries, o->nq, &kkr.blen))) {
+		fprintf(stderr, "%s: out of memory\n", kkctl_prog);
+		return 1;
+	}
+	catch_signals();
+	if (o->stdin_stop && !pthread_create(&th, NULL, stdin_watch, NULL))
+		pthread_detach(th);
+	kkctl_our_netns();	/* (its cache, before the threads) */
+	ret = o->nh ? kkr_record_hosts(o, &w) : record_local(o, &w);
+	free(kkr.body);
+	return ret;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kkctl record's own header: what record.c and record_json.c share (the
+ * writers see only record.h).
+ */
+#ifndef KKCTL_RECORD_INT_H
+#define KKCTL_RECORD_INT_H
+
+#include <pthread.h>
+
+#include "kkctl.h"
+#include "record.h"
+
+/*
+ * One line of a target's dynamic_debug/trace_pipe_json (docs/dynamic_debug.md
+ * and the spec of issue 39: "event" and "lost"), or of a remote kkctl record's
+ * --format jsonl (-H: the same, with "host", "vpid" and "process" added, and
+ * "exited" lines).  Strings point into the parsed line.
+ */
+enum kkr_kind { KKR_EVENT, KKR_LOST, KKR_EXITED };
+
+struct kkr_line {
+	enum kkr_kind kind;
+	uint64_t ts, mono, count;
+	int64_t pid, tid, vpid;
+	uint64_t line;
+	const char *comm, *module, *function, *file, *format, *message;
+	const char *host, *process;	/* the jsonl form only */
+	bool relabelled;		/* it had host, vpid and process */
+	unsigned seen;			/* the keys it had (bit per key) */
+	size_t nargs, cap;
+	struct kkr_arg *args;		/* kkr_line_free() frees them */
+};
+
+/*
+ * Parse the line @s (@len bytes, no newline; modified: its strings are
+ * unescaped in place and NUL-terminated) into @l.  0, or -1 with *@why
+ * saying what is wrong (a static string).  @l->args is reused across calls.
+ */
+int kkr_parse_line(char *s, size_t len, struct kkr_line *l, const char **why);
+void kkr_line_free(struct kkr_line *l);
+
+/* What the command line of kkctl record gave. */
+struct kkr_opts {
+	struct kkctl_sel sel;
+	const char **hosts;	/* -H */
+	int nh;
+	const char *path;	/* -o (NULL: the format's default) */
+	const char *format;
+	uint64_t duration_ns, count;
+	char **threads;		/* --threads, split at commas */
+	size_t nthreads;
+	bool wallclock, stdin_stop;
+	char **queries;
+	int nq;
+	int cmd_argc;		/* "record" and its arguments: what -H gives again */
+};
+
+/* Where records come from: one local process, or one host (-H). */
+struct kkr_src {
+	uint64_t horizon;	/* wall-clock ns: every record written before is in */
+	bool live;		/* still read: the merge waits for it */
+};
+
+/* A process records come from, as the writers see it. */
+struct kkr_pinfo {
+	struct kkr_proc proc;
+	char host[128], name[64];
+	uint64_t events, lost;
+};
+
+/* A record waiting to be ordered (one allocation: its arguments and
+ * strings follow it). */
+struct kkr_rec {
+	uint64_t ts, seq, arrived, count, mono;
+	enum kkr_kind kind;
+	struct kkr_pinfo *p;
+	int tid;
+	unsigned int line;
+	const char *comm, *module, *function, *file, *format, *message;
+	size_t nargs;
+	struct kkr_arg *args;
+};
+
+/* The recording's state, shared by its threads (under lock). */
+struct kkr_state {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct kkr_rec **heap;		/* by ts, then arrival */
+	size_t n, cap;
+	uint64_t seq;
+	struct rtarget **tv;		/* the local targets, ever */
+	size_t nt, tcap;
+	struct kkr_src **srcs;		/* the hosts (-H) */
+	size_t nsrc;
+	bool stop, final_read, begun_ok;
+	bool host_failed;		/* a host's kkctl failed: the end */
+	bool opened;			/* the writer's output is open */
+	char *body;			/* "begin 1000\n" and the queries */
+	size_t blen;
+	struct kkr_opts *opts;
+	uint64_t events, lost, malformed, dropped;
+};
+extern struct kkr_state kkr;
+
+/* record.c */
+int kkctl_record(struct kkr_opts *o);
+struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
+void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
+bool kkr_thread_wanted(int tid, const char *comm);
+int kkr_check_output(const char *path, bool dir);
+int kkr_writer_open(struct kkr_writer *w);
+int kkr_record_loop(struct kkr_writer *w);
+int kkr_finish(struct kkr_writer *w, bool writer_ok);
+void kkr_summary(const char *path);
+
+/* record_remote.c: -H */
+int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w);
+void kkr_remote_stop(void);
+void kkr_remote_join(void);
+size_t kkr_remote_procs(void);
+
+/*
+ * record_out.c: the output of a line writer (jsonl, text): a record is
+ * formatted into memory and written whole, so that a full disk leaves the
+ * file readable up to its last whole line (it is cut back there).
+ */
+struct kkr_out {
+	int fd;
+	bool own;		/* we opened it (not standard output) */
+	bool failed;		/* said why; nothing more is written */
+	const char *path;
+	char *buf;
+	size_t len, cap;
+	uint64_t done;		/* bytes written and whole */
+};
+
+int kkr_out_open(struct kkr_out *o, const char *path);
+void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void kkr_out_json(struct kkr_out *o, const char *s);
+void kkr_out_text(struct kkr_out *o, const char *s);
+int kkr_out_record(struct kkr_out *o);
+int kkr_out_flush(struct kkr_out *o);
+int kkr_out_close(struct kkr_out *o);
+
+#endif
