@@ -42,9 +42,17 @@ static int tc_show(struct kk_buf *out, void *priv)
 	return out->error;
 }
 
+/* A name, or the listing the file printed ("[mono] realtime": the one in
+ * brackets), so that what a read gave back is taken (unit/control_roundtrip). */
 static int tc_write(const char *buf, size_t len, struct kk_buf *out, void *priv)
 {
+	const char *open = memchr(buf, '[', len), *close;
+
 	(void)priv;
+	if (open && (close = memchr(open, ']', len - (size_t)(open - buf)))) {
+		buf = open + 1;
+		len = (size_t)(close - buf);
+	}
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
 		len--;
 	for (int i = 0; i < (int)(sizeof(clocks) / sizeof(clocks[0])); i++) {
