@@ -826,6 +826,123 @@ static double pr_rec_first(const char *prog, int nproc, const char *tmp)
 	return ms;
 }
 
+/* ---- records lost at a high event rate from 2 threads ---- */
+
+#define PR_LOST_PER_THREAD 1000000
+#define PR_LOST_RATE "1000000"
+
+/* Run sh -c @cmd; the first number after @what in its output (stdout and
+ * stderr), or -1. */
+static double pr_sh_number(const char *cmd, const char *what, const char *tmp)
+{
+	char out[4400], line[1024];
+	char *const argv[] = { "sh", "-c", (char *)cmd, NULL };
+	double v = -1;
+	int fd;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+		return -1;
+	pr_wait_until(pr_spawn(argv, -1, fd, fd), kkb_now_ns() + 120000000000ull);
+	close(fd);
+	if (!(f = fopen(out, "r")))
+		return -1;
+	while (v < 0 && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, what);
+
+		if (p)
+			v = atof(p + strlen(what));
+	}
+	fclose(f);
+	return v;
+}
+
+/* kkctl record on peer-kk rate: its "lost N" once it has ended. */
+static double pr_lost_kk(struct pr_child *c, const char *tmp)
+{
+	char cmd[9000], line[64];
+	const char *kkctl = pr_path("../kkctl");
+	double lost = -1;
+	int on = 0;
+
+	/* kkctl in the background; its summary line goes to tmp/out. */
+	snprintf(cmd, sizeof(cmd), "%s -p %d record -o %s/kk.jsonl --format jsonl "
+		 "'func peer_rate_run +T' & k=$!; echo $k > %s/kk.pid; wait $k",
+		 kkctl, (int)c->pid, tmp, tmp);
+	char *const sh[] = { "sh", "-c", cmd, NULL };
+	char out[4400], pidf[4400], on_cmd[9000];
+	int fd;
+	pid_t shp;
+
+	snprintf(out, sizeof(out), "%s/kk.out", tmp);
+	snprintf(pidf, sizeof(pidf), "%s/kk.pid", tmp);
+	if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+		return -1;
+	shp = pr_spawn(sh, -1, fd, fd);
+	close(fd);
+	snprintf(on_cmd, sizeof(on_cmd), "%s -p %d read dynamic_debug/control | "
+		 "grep -q 'peer_rate_run =T'", kkctl, (int)c->pid);
+	char *const onv[] = { "sh", "-c", on_cmd, NULL };
+
+	for (int i = 0; i < 300 && !(on = !pr_run(onv)); i++)
+		usleep(20000);
+	if (on && write(c->in, "go\n", 3) == 3 &&
+	    !pr_readline(c->out, line, sizeof(line), 120000) && !strcmp(line, "done")) {
+		FILE *f = fopen(pidf, "r");
+		int kp = 0;
+
+		if (f && fscanf(f, "%d", &kp) == 1 && kp > 0)
+			kill(kp, SIGINT);
+		if (f)
+			fclose(f);
+	}
+	pr_wait_until(shp, kkb_now_ns() + 60000000000ull);
+	snprintf(cmd, sizeof(cmd), "cat %s", out);
+	if (on)
+		lost = pr_sh_number(cmd, "; lost ", tmp);
+	return lost;
+}
+
+/* An LTTng session (default channel: discard mode) on peer-lttng rate:
+ * the discarded events `lttng stop` reports (0 when it reports none). */
+static double pr_lost_lttng(struct pr_child *c, const char *tmp)
+{
+	char dir[4400], line[64];
+	double lost = -1;
+
+	snprintf(dir, sizeof(dir), "%s/lttng-lost", tmp);
+	pr_deadline = kkb_now_ns() + 120000000000ull;
+	if (!pr_lttng("create", "kklost", "-o", dir) &&
+	    !pr_lttng("enable-event", "-u", "kkpeer:hot", NULL) &&
+	    !pr_lttng("start", NULL, NULL, NULL) && write(c->in, "go\n", 3) == 3 &&
+	    !pr_readline(c->out, line, sizeof(line), 120000) && !strcmp(line, "done")) {
+		lost = pr_sh_number("lttng stop kklost; echo 'end: 0'", "Warning: ", tmp);
+		if (lost < 0)
+			lost = 0;
+	}
+	pr_lttng("destroy", "kklost", NULL, NULL);
+	pr_deadline = 0;
+	return lost;
+}
+
+static double pr_lost(const char *prog, const char *tmp)
+{
+	char n[32];
+	char *const argv[] = { (char *)pr_path(prog), "rate", n, PR_LOST_RATE, NULL };
+	struct pr_child c;
+	char line[64];
+	double lost = -1;
+
+	snprintf(n, sizeof(n), "%d", PR_LOST_PER_THREAD);
+	if (pr_start(&c, argv, -1))
+		return -1;
+	if (!pr_readline(c.out, line, sizeof(line), PR_TIMEOUT_MS) && !strcmp(line, "ready"))
+		lost = strcmp(prog, "peer-kk") ? pr_lost_lttng(&c, tmp) : pr_lost_kk(&c, tmp);
+	pr_stop(&c, 1);
+	return lost;
+}
+
 static int pr_record(struct kkb_ctx *ctx)
 {
 	static const int nprocs[] = { 1, 10, PR_NPROC_MAX };
@@ -857,6 +974,12 @@ static int pr_record(struct kkb_ctx *ctx)
 			kkb_note(ctx, "kk, %d processes: kkctl record exited %d after SIGINT "
 				 "(its end, not its first event: see its stderr)", nprocs[k], pr_rec_kk_rc);
 	}
+	{
+		double kk = pr_lost("peer-kk", tmp), lt = lttng_why ? -1 : pr_lost("peer-lttng", tmp);
+
+		pr_num(ctx, "kk_record_lost_2threads", kk);
+		pr_num(ctx, "lttng_discarded_2threads", lt);
+	}
 	pr_sessiond_stop();
 	pr_run(rm);
 	if (lttng_why)
@@ -867,6 +990,10 @@ static int pr_record(struct kkb_ctx *ctx)
 		 "FILE holds an \"event\" line; lttng create -o DIR + enable-event -u kkpeer:hot + "
 		 "start until DIR's stream files (not metadata) are non-empty; polled every 1 ms; "
 		 "null: failed or over %d s; target kk_vs_lttng <= 0.02 (issue 39)", PR_REC_MS / 1000);
+	kkb_note(ctx, "*_lost_2threads / *_discarded_2threads: of 2 x %d events from 2 threads "
+		 "at %s events/s in all (peer-* rate): kkctl record's \"lost N\" (jsonl to a "
+		 "file), LTTng's discarded events as `lttng stop` warns (default channel, discard "
+		 "mode; 0 when it warns of none)", PR_LOST_PER_THREAD, PR_LOST_RATE);
 	kkb_note(ctx, "run time %.0f s", (double)(kkb_now_ns() - t_start) / 1e9);
 	return 0;
 }
