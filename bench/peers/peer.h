@@ -17,6 +17,9 @@
  *                      a line on stdin), then ns per event of the hot site
  *   first              print "ready", run every distinct site until peer_fired,
  *                      print "fired"
+ *   rate N R           as "on" from outside, then N events of the hot site in
+ *                      each of 2 threads, R events per second in all (paced
+ *                      every 1000), print "done"
  */
 #ifndef KK_PEER_H
 #define KK_PEER_H
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 
 #include "peer_rep.h"
 
@@ -81,6 +85,36 @@ static void peer_all_sites(int i)
 	peer_sites_14(i); peer_sites_15(i); peer_sites_16(i);
 }
 
+/* "rate": one thread's share, paced in bursts of 1000 events. */
+struct peer_rate { long n; double per_s; unsigned long long t0; };
+
+static void *peer_rate_run(void *arg)
+{
+	const struct peer_rate *r = (const struct peer_rate *)arg;
+
+	for (long i = 0; i < r->n; i++) {
+		PEER_HOT((int)i);
+		if (i % 1000 == 999)
+			while (peer_now_ns() - r->t0 < (unsigned long long)((double)(i + 1) * 1e9 / r->per_s))
+				;
+	}
+	return NULL;
+}
+
+static int peer_rate(long n, double per_s)
+{
+	struct peer_rate r = { n, per_s / 2, 0 };
+	pthread_t t;
+
+	r.t0 = peer_now_ns();
+	if (pthread_create(&t, NULL, peer_rate_run, &r))
+		return 1;
+	peer_rate_run(&r);
+	pthread_join(t, NULL);
+	printf("done\n");
+	return 0;
+}
+
 static int peer_main(int argc, char **argv)
 {
 	long n = argc > 2 ? atol(argv[2]) : 0;
@@ -100,10 +134,10 @@ static int peer_main(int argc, char **argv)
 		printf("%.3f\n", (double)(peer_now_ns() - t0) / ((double)n * PEER_NCOLD));
 		return 0;
 	}
-	if (!strcmp(argv[1], "on")) {
+	if (!strcmp(argv[1], "on") || !strcmp(argv[1], "rate")) {
 		char line[64];
-
-		int rc = peer_on(argc > 3 ? argv[3] : "");
+		int rate = !strcmp(argv[1], "rate");
+		int rc = rate ? -1 : peer_on(argc > 3 ? argv[3] : "");
 
 		if (rc < -1)
 			return 1;
@@ -117,6 +151,8 @@ static int peer_main(int argc, char **argv)
 			PEER_WAIT_ON();
 #endif
 		}
+		if (rate)
+			return peer_rate(n, argc > 3 ? atof(argv[3]) : 1e6);
 		PEER_HOT(-1);		/* first event: maps buffers, warms caches */
 		t0 = peer_now_ns();
 		for (long i = 0; i < n; i++)
