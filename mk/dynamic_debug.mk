@@ -55,12 +55,6 @@ $(B)/dynamic_debug-mods/modules.list: mk/dynamic_debug.mk
 $(B)/dynamic_debug-machine: examples/machine.c $(HDRS) $(B)/libkernelkit.so
 	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -ldl
 
-# make demo's tracing part (examples/trace-demo.sh) records this master and workers.
-EXTRA_ALL += $(B)/examples/record-shop
-$(B)/examples/record-shop: examples/record-shop.c $(HDRS) $(B)/libkernelkit.so
-	@mkdir -p $(dir $@)
-	$(CC) $(KK_CPPFLAGS) $(CFLAGS) $(KK_CFLAGS) -o $@ $< $(LINK_KK) $(KK_LDFLAGS) -pthread
-
 # The parser under libFuzzer + ASan (clang).  test/scripts/dynamic_debug_fuzz.sh runs
 # it for a bounded time; it is skipped when clang cannot build it.
 DYNAMIC_DEBUG_FUZZ_CC := clang
