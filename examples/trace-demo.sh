@@ -67,7 +67,8 @@ echo "  \$ kkctl --tree $pid record --format $fmt -o $out --duration 3 '$q'"
 if [ "$fmt" = ctf ]; then
 	cat <<EOF
 
-A CTF trace directory, one stream per process, as LTTng writes them.
+A CTF trace directory (the layout of LTTng's user-space traces), one stream per
+process.
 babeltrace2 prints it with typed fields (id, bytes and ms are numbers):
 EOF
 	echo "  \$ ls $out"
