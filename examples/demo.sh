@@ -1,23 +1,26 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `make demo`, the main job, in two parts (about 15 s):
+# `make demo`, the main job, in three parts (about 20 s):
 #  1. dynamic debug, driven from outside with kkctl (examples/dynamic_debug-demo.sh);
-#  2. the static keys underneath: 16154 sites in 8 shared objects switched on
+#  2. a trace session over a master and two workers, recorded with kkctl
+#     record into CTF and read with babeltrace2 (examples/trace-demo.sh);
+#  3. the static keys underneath: 16154 sites in 8 shared objects switched on
 #     one key at a time and all at once, and what a switched-off site costs
 #     (build/kk-bench jump_label).
 set -eu
 B=${1:-build}
 cat <<EOF
 kernelkit demo: runtime facilities of the Linux kernel (dynamic debug, static
-keys, ...) in a C library for ordinary programs.  About 20 seconds.
+keys, ...) in a C library for ordinary programs.  About 25 seconds.
 
 EOF
 sh "$(dirname "$0")/dynamic_debug-demo.sh" "$B"
+sh "$(dirname "$0")/trace-demo.sh" "$B"
 
 json=$B/demo-static-keys.json
 cat <<EOF
 
-== 4. Underneath: static keys ============================================
+== 5. Underneath: static keys ============================================
 
 Each pr_debug() above is a "static key" site, and programs can use static
 keys directly: if (static_branch_unlikely(&key)) { ... } is a no-op
@@ -48,5 +51,6 @@ cat <<EOF
 
 Full results of this run: $json
 More: README.md, docs/results.md (every measurement and how to repeat it),
-docs/dynamic_debug.md, docs/jump_label.md, docs/control.md, man/man1/kkctl.1.
+docs/dynamic_debug.md, docs/jump_label.md, docs/control.md, docs/tracing.md,
+man/man1/kkctl.1.
 EOF
