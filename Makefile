@@ -381,6 +381,10 @@ MAN_SECTIONS := 1 2 3 4 5 6 7 8
 MAN_PAGES := $(sort $(foreach n,$(MAN_SECTIONS),$(wildcard man/man$(n)/*.$(n) man/*.$(n))))
 man_pages_of = $(filter %.$(1),$(MAN_PAGES))
 INST_DOCS := README.md $(sort $(wildcard docs/*.md))
+# Installed docs keep the tree's layout (README.md, docs/*.md), so their links
+# between each other hold; a link to what is not installed beside them (a man
+# page's source, an example) becomes its text (test/scripts/docs_links.sh).
+DOC_UNLINK := -e 's@\[([^]]*)\]\((\.\./)?(man|examples)/[^)]*\)@\1@g'
 KK_GDB_SCRIPT := $(KK_LIB_REAL)-gdb.py
 # A directory below $(PREFIX) is written ${prefix}/... in the pkg-config file.
 pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
@@ -403,11 +407,11 @@ INST_FILES = \
 	$(foreach n,$(MAN_SECTIONS),$(addprefix $(DESTDIR)$(MANDIR)/man$(n)/,$(notdir $(call man_pages_of,$(n))))) \
 	$(DESTDIR)$(BASHCOMPDIR)/kkctl \
 	$(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR)/$(KK_GDB_SCRIPT) \
-	$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INST_DOCS)))
+	$(addprefix $(DESTDIR)$(DOCDIR)/,$(INST_DOCS))
 # Directories that only kernelkit uses: uninstall removes them when empty.
 INST_OWN_DIRS = $(addprefix $(DESTDIR)$(INCLUDEDIR)/kernelkit/arch/,$(sort $(INST_ARCHES))) \
 	$(DESTDIR)$(INCLUDEDIR)/kernelkit/arch $(DESTDIR)$(INCLUDEDIR)/kernelkit \
-	$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CMAKEDIR)
+	$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CMAKEDIR)
 
 # What install needs built: the library, the preload library and kkctl.  Not
 # `all`, which builds the benchmarks (liburcu, libck) and generated modules.
@@ -440,7 +444,9 @@ install: install-build
 		install -m 644 $(call man_pages_of,$(n)) $(DESTDIR)$(MANDIR)/man$(n)/ &&)) true
 	install -m 644 tools/kkctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/kkctl
 	install -m 644 tools/gdb/libkernelkit.so-gdb.py $(DESTDIR)$(GDBAUTOLOADDIR)$(LIBDIR)/$(KK_GDB_SCRIPT)
-	install -m 644 $(INST_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/docs
+	$(foreach d,$(INST_DOCS),sed -E $(DOC_UNLINK) $(d) > $(DESTDIR)$(DOCDIR)/$(d) && \
+		chmod 644 $(DESTDIR)$(DOCDIR)/$(d) &&) true
 
 # Shared directories ($(LIBDIR), $(MANDIR)/man3, ...) stay, even when empty.
 uninstall:

@@ -102,7 +102,7 @@ static const char *plan(const char *how, bool traps)
 	int ret;
 
 	setenv("KK_TEXT_SYNC", how, 1);
-	ret = kk_sync_plan(traps, err, sizeof(err));
+	ret = kk_sync_plan(traps, NULL, NULL, err, sizeof(err));
 	kk_sync_done();		/* no batch follows: a round writes nothing */
 	if (ret < 0) {
 		fprintf(stderr, "kk-bench: KK_TEXT_SYNC=%s: %s\n", how, err);

@@ -41,7 +41,7 @@ $(KK_INTERNAL_SO): $(LIB_OBJS) $(KK_INTERNAL_MAP) $(B)/libkernelkit.so
 # The white-box unit tests: they include src/ headers and call internals.
 # "private": the override must not reach their prerequisites (test/lib/*.so
 # link the real library and are shared with every other test).
-KK_WHITEBOX_UNITS := common_env dynamic_debug_write_order text_poke_faults text_sync \
+KK_WHITEBOX_UNITS := common_env dynamic_debug_write_order text_poke_cow text_poke_faults text_sync \
 	text_sync_sigmask threads_worker
 KK_WHITEBOX_BINS  := $(patsubst %,$(B)/test/unit/%,$(KK_WHITEBOX_UNITS))
 $(KK_WHITEBOX_BINS): $(KK_INTERNAL_SO)

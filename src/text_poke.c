@@ -78,6 +78,7 @@ enum method { M_UNKNOWN, M_PROC_MEM, M_REMAP, M_NONE };
 _Atomic(struct kk_text_batch *) kk_text_cur;
 
 static int armed;		/* kk_text_arm() ran (under the registry lock) */
+static enum method forced_method(void);
 static enum method method = M_UNKNOWN;
 static struct kk_fd mem = KK_FD_INIT;	/* /proc/self/mem */
 static long page_size;
@@ -435,17 +436,17 @@ static int copy_src_open(struct copy_src *s)
  * process with SIGTRAP at the next call of the probed function.  Anonymous
  * where the file is gone or replaced (an upgrade), or cannot be opened.
  */
-static void *copy_map(uintptr_t lo, size_t len, bool file)
+static void *copy_map(uintptr_t lo, size_t len, bool file, int prot)
 {
 	struct copy_src s;
 	void *c = MAP_FAILED;
 
 	if (file && copy_src_find(&s, lo, len) && copy_src_open(&s) >= 0) {
-		c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, s.fd, (off_t)s.off);
+		c = mmap(NULL, len, prot, MAP_PRIVATE, s.fd, (off_t)s.off);
 		close(s.fd);
 	}
 	if (c == MAP_FAILED)
-		c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		c = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return c;
 }
 
@@ -476,6 +477,37 @@ static int page_prot(uintptr_t page)
 }
 
 /*
+ * copy_build() where /proc/self/mem writes: the copy is mapped with its final
+ * protection and filled through /proc/self/mem, as the text itself is.  A
+ * writable copy made read-only afterwards costs a TLB flush of every CPU that
+ * runs the process (mprotect() of present pages), one IPI each per run of a
+ * page swap; a copy that was never writable needs none.  MAP_FAILED with
+ * -errno in *@err: copy_build() then makes the copy as before.
+ */
+static void *copy_sealed(uintptr_t lo, size_t len, int prot,
+			 void (*fill)(uint8_t *copy, uintptr_t lo, const void *arg),
+			 const void *arg, int *err)
+{
+	uint8_t *buf = malloc(len), *c;
+
+	if (!buf) {
+		*err = -ENOMEM;
+		return MAP_FAILED;
+	}
+	memcpy(buf, (const void *)lo, len);
+	fill(buf, lo, arg);
+	c = copy_map(lo, len, true, prot);
+	if (c == MAP_FAILED)
+		*err = errno == EACCES ? -EPERM : -errno;
+	else if ((*err = write_proc_mem((uintptr_t)c, buf, len))) {
+		munmap(c, len);
+		c = MAP_FAILED;
+	}
+	free(buf);
+	return c;
+}
+
+/*
  * The copy of [@lo, @lo+@len) that will be moved over it: its bytes now, then
  * @fill's changes, then the mapping's protection (never W+X: a writable
  * mapping loses exec).  A policy may refuse exec to a written copy of a
@@ -488,8 +520,14 @@ static void *copy_build(uintptr_t lo, size_t len, int prot,
 {
 	if (prot & PROT_WRITE)
 		prot &= ~PROT_EXEC;
+	if (method != M_REMAP && forced_method() != M_REMAP && !(prot & PROT_WRITE)) {
+		void *c = copy_sealed(lo, len, prot, fill, arg, err);
+
+		if (c != MAP_FAILED)
+			return c;
+	}
 	for (int file = 1; file >= 0; file--) {
-		uint8_t *c = copy_map(lo, len, file);
+		uint8_t *c = copy_map(lo, len, file, PROT_READ | PROT_WRITE);
 
 		if (c == MAP_FAILED) {
 			*err = -errno;
@@ -857,11 +895,24 @@ static int file_pages(const uintptr_t *pg, size_t n, struct iovec *iov, size_t *
 	return ret;
 }
 
+/* What cow_prepare() unmapped, for cow_hot(). */
+struct cow {
+	struct iovec *iov;	/* the ranges unmapped */
+	size_t niov, runs;	/* runs: of consecutive pages the batch writes */
+};
+
+static void cow_free(struct cow *c)
+{
+	free(c->iov);
+	*c = (struct cow){ 0 };
+}
+
 /*
- * Unmap the batch's pages that still hold the file's bytes (see above).
- * Returns the dry run's bytes (or NULL: compute them as usual).
+ * Unmap the batch's pages that still hold the file's bytes (see above), and
+ * remember them in @c.  Returns the dry run's bytes (or NULL: compute them as
+ * usual).
  */
-static uint8_t *cow_prepare(const struct kk_poke *v, size_t n)
+static uint8_t *cow_prepare(const struct kk_poke *v, size_t n, struct cow *c)
 {
 	size_t npg = 0, niov = 0;
 	uintptr_t *pg = batch_pages(v, n, &npg);
@@ -880,10 +931,48 @@ static uint8_t *cow_prepare(const struct kk_poke *v, size_t n)
 		if (process_madvise_self(iov + i, k, MADV_DONTNEED) < 0)
 			break;
 	}
+	c->runs = 1;
+	for (size_t i = 1; i < npg; i++)
+		c->runs += pg[i] != pg[i - 1] + (size_t)page_size;
+	c->iov = iov;
+	c->niov = niov;
+	iov = NULL;
 out:
 	free(pg);
 	free(iov);
 	return pre;
+}
+
+/*
+ * Called by the plan once it has listed the threads: whether the pages
+ * cow_prepare() unmapped came back mapped (other threads run them) on more
+ * pages than a page swap would flush, two flushes per run (the run it
+ * replaces, and the copy it moves).  Each such page costs its own TLB flush
+ * of every CPU that runs the process when it is written; cold pages cost
+ * none.  So the first change of pages that threads keep running goes by page
+ * swap, and of cold ones by the live protocol.
+ */
+static bool cow_hot(void *arg)
+{
+	struct cow *c = arg;
+	size_t npg = 0, nback = 0, back = 0;
+	uintptr_t *pg;
+	struct iovec *iov = NULL;
+
+	for (size_t i = 0; i < c->niov; i++)
+		npg += c->iov[i].iov_len / (size_t)page_size;
+	if (npg <= 2 * c->runs || !(pg = malloc(npg * sizeof(*pg))))
+		return false;
+	npg = 0;
+	for (size_t i = 0; i < c->niov; i++)
+		for (size_t off = 0; off < c->iov[i].iov_len; off += (size_t)page_size)
+			pg[npg++] = (uintptr_t)c->iov[i].iov_base + off;
+	if ((iov = malloc(npg * sizeof(*iov))) && !file_pages(pg, npg, iov, &nback))
+		for (size_t i = 0; i < nback; i++)
+			back += iov[i].iov_len / (size_t)page_size;
+	free(pg);
+	free(iov);
+	return back > 2 * c->runs;
 }
 
 void kk_text_prepare(const uintptr_t *addrs, size_t n)
@@ -1341,6 +1430,7 @@ static int poke_swap(struct kk_poke *v, size_t n, char *err, size_t errlen)
 static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
 {
 	struct kk_text_batch *b;
+	struct cow cow = { 0 };
 	uint8_t *pre = NULL;
 	int how, ret;
 
@@ -1350,21 +1440,25 @@ static int poke_finish(struct kk_poke *v, size_t n, char *err, size_t errlen)
 	qsort(v, n, sizeof(*v), poke_cmp);
 	if ((ret = batch_check(v, n, err, errlen)))
 		return ret;
-	if ((how = kk_sync_plan(kk_arch_text_traps, err, errlen)) < 0)
-		return how;
-	if (how == KK_PATCH_SWAP)
-		return poke_swap(v, n, err, errlen);
+	/* From here this thread reads no text until the dry run wrote it. */
+	if ((method == M_PROC_MEM || method == M_UNKNOWN) && !kk_under_valgrind())
+		pre = cow_prepare(v, n, &cow);	/* valgrind knows no process_madvise */
+	how = kk_sync_plan(kk_arch_text_traps, cow.niov ? cow_hot : NULL, &cow, err, errlen);
+	cow_free(&cow);
+	if (how < 0 || how == KK_PATCH_SWAP) {
+		free(pre);
+		return how < 0 ? how : poke_swap(v, n, err, errlen);
+	}
 	if (!(b = batch_new(v, n))) {
+		free(pre);
 		snprintf(err, errlen, "out of memory for a batch of %zu sites", n);
 		return -ENOMEM;
 	}
 	if (how == KK_PATCH_LIVE && (ret = kk_arch_text_begin(b, err, errlen))) {
+		free(pre);
 		batch_free(b);
 		return ret;
 	}
-	/* From here this thread reads no text until the dry run wrote it. */
-	if ((method == M_PROC_MEM || method == M_UNKNOWN) && !kk_under_valgrind())
-		pre = cow_prepare(v, n);	/* valgrind knows no process_madvise */
 	ret = choose_method(v[0].addr, v[0].old[0], err, errlen);
 	if (!ret)
 		ret = dry_run(b, pre, err, errlen);

@@ -970,8 +970,8 @@ static int handler_blocking_trap(int park, struct survey *s)
 	return 0;
 }
 
-static int choose(enum sync_force force, int sig, struct survey *s, bool traps, char *err,
-		  size_t errlen)
+static int choose(enum sync_force force, int sig, struct survey *s, bool traps,
+		  bool (*cow_hot)(void *), void *cow, char *err, size_t errlen)
 {
 	static const int forced_method[] = {
 		[F_MEMBARRIER] = M_MEMBARRIER, [F_SIGNAL] = M_SIGNAL, [F_STOP] = M_STOP,
@@ -1020,6 +1020,13 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 		return M_SWAP;
 	if (debug && !noswap)
 		return M_SWAP;
+	/* The first change of pages that still hold their file's bytes breaks
+	 * copy-on-write: a TLB flush of every CPU running the process for each
+	 * page that a thread maps back before it is written (216 IPIs for
+	 * dynamic debug's 16154 sites while a thread runs them).  Where more
+	 * came back than a page swap flushes, it swaps (text_poke.c). */
+	if (cow_hot && !noswap && (s->others || ndeaf) && cow_hot(cow))
+		return M_SWAP;
 	if (debug && !can_signal(sig, s, err, errlen, ""))
 		return M_STOP;
 	if (mb)
@@ -1030,7 +1037,7 @@ static int choose(enum sync_force force, int sig, struct survey *s, bool traps, 
 	return M_SIGNAL;
 }
 
-int kk_sync_plan(bool traps, char *err, size_t errlen)
+int kk_sync_plan(bool traps, bool (*cow_hot)(void *), void *cow, char *err, size_t errlen)
 {
 	enum sync_force force = read_force();
 	int sig = kk_park_signal(), m;
@@ -1054,7 +1061,7 @@ int kk_sync_plan(bool traps, char *err, size_t errlen)
 		err[0] = 0;
 		m = M_MEMBARRIER;
 	} else if (!m) {
-		m = choose(force, sig, &s, traps, err, errlen);
+		m = choose(force, sig, &s, traps, cow_hot, cow, err, errlen);
 	}
 	/* Without traps a stop writes each site with one aligned store, as a
 	 * round does: a deaf thread left running sees the old or the new

@@ -20,7 +20,11 @@
  *                   protocol has traps, under a tracer or valgrind (which
  *                   would show every trap and park signal), and when some
  *                   thread blocks SIGTRAP (a trap there would kill the
- *                   process), including threads that block every signal.
+ *                   process), including threads that block every signal;
+ *                   and, left to itself, where @cow_hot says the batch
+ *                   would break copy-on-write on pages that other threads
+ *                   keep running (one TLB flush per run of pages instead of
+ *                   one per page).
  *   KK_PATCH_STOP   stop_machine: every other thread waits in the park
  *                   signal's handler while the whole batch is written with no
  *                   trap at all, then executes a serializing instruction and
@@ -58,7 +62,10 @@ void kk_sync_atfork_child(void);
  * How the next batch must be written (enum kk_patch_how), or -errno with a
  * one-line reason in @err.  @traps: the arch's live protocol uses traps
  * (kk_arch_text_traps), so who blocks SIGTRAP, a tracer and valgrind
- * matter; without traps only reaching every thread does.  -ENOTSUP when no way to reach every thread exists
+ * matter; without traps only reaching every thread does.  @cow_hot (may be
+ * NULL), called with @cow once the threads are listed where a page swap is
+ * possible: the batch would break copy-on-write on pages that other threads
+ * keep mapping, at a flush each (text_poke.c's cow_hot()).  -ENOTSUP when no way to reach every thread exists
  * (no membarrier SYNC_CORE and a thread blocks the park signal; one thread
  * blocks SIGTRAP and another the park signal; a forced KK_TEXT_SYNC that
  * cannot work).  The reason names the thread (tid and comm) and the signal.
@@ -69,7 +76,8 @@ void kk_sync_atfork_child(void);
  * signal, nor trapped.  It is assumed never to run a site: rounds and stops
  * leave it alone (membarrier still syncs it).  The remaining hazard.
  */
-KK_WHITEBOX int kk_sync_plan(bool traps, char *err, size_t errlen);
+KK_WHITEBOX int kk_sync_plan(bool traps, bool (*cow_hot)(void *), void *cow, char *err,
+			     size_t errlen);
 
 /*
  * One sync round for the int3 protocol: returns once every other thread of

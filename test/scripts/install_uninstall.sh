@@ -9,7 +9,8 @@
 #     /usr/lib/<multiarch>: the versioned library with its soname links, the
 #     preload library (no rpath into the build tree), headers, kkctl, the
 #     pkg-config file with that libdir, every man page of man/, the bash
-#     completion, the gdb helper under the library's real name, the docs.
+#     completion, the gdb helper under the library's real name, the docs,
+#     whose links (scripts/doc-links.py) all name files installed beside them.
 #  3. A program built through pkg-config against the staged tree
 #     (PKG_CONFIG_SYSROOT_DIR) needs libkernelkit.so.1 and runs; the staged
 #     kkctl and preload library run; gdb auto-loads the staged helper.
@@ -85,6 +86,13 @@ check_install() {	# libdir
 		[ -f "$root/usr/share/man/man$n/${p##*/}" ] || fail "man page ${p##*/} not installed in man$n"
 	done
 	[ -f "$root/usr/share/man/man1/kkctl.1" ] || fail "kkctl(1) not installed"
+	# The installed docs' links name files installed beside them.
+	if command -v python3 >/dev/null; then
+		python3 "$SRC/scripts/doc-links.py" "$root/usr/share/doc/kernelkit" >"$tmp/links" ||
+			{ cat "$tmp/links"; fail "the installed docs have broken links"; }
+	else
+		echo "skip part: installed docs' links not checked (no python3)"
+	fi
 	gdbpy=$root/usr/share/gdb/auto-load$libdir/libkernelkit.so.1.0.0-gdb.py
 	[ -f "$gdbpy" ] || fail "gdb helper not at $gdbpy"
 	pc=$root$libdir/pkgconfig/kernelkit.pc

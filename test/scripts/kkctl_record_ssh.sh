@@ -12,54 +12,17 @@
 # at the first record).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
-[ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null && command -v ssh >/dev/null ||
-	{ echo "skip: no sshd or ssh"; exit 77; }
 KK_CTL_LIB_NAME=kkrecssh
 . "${KK_SRC:?}/test/control-lib.sh"
+. "$KK_SRC/test/ssh-lib.sh"
 K=$B/kkctl
 PROG=$B/test/progs/record_trio
 [ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
-sshds=
-trap 'for s in $sshds; do kill "$s" 2>/dev/null; wait "$s"; done; cleanup' EXIT
+trap 'ssh_lib_stop; cleanup' EXIT
 Q='func trio_tick +T'
 
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key" || fail "ssh-keygen (host)"
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/id" || fail "ssh-keygen (client)"
-cp "$tmp/id.pub" "$tmp/authorized_keys"
-chmod 600 "$tmp/authorized_keys"
-[ -d /run/sshd ] || mkdir -m 755 /run/sshd
-port_free() { ! grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp; }
-# start_sshd N: an sshd on the first free port from a per-run one; sets $port.
-start_sshd() {
-	for port in $((20000 + ($$ + 97 * $1) % 20000)) $((21000 + ($$ + 97 * $1) % 20000)); do
-		port_free "$port" || continue
-		cat > "$tmp/sshd_config$1" <<-EOF
-		Port $port
-		ListenAddress 127.0.0.1
-		HostKey $tmp/host_key
-		PidFile $tmp/sshd$1.pid
-		AuthorizedKeysFile $tmp/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		UsePAM no
-		StrictModes no
-		PrintMotd no
-		EOF
-		/usr/sbin/sshd -D -e -f "$tmp/sshd_config$1" 2> "$tmp/sshd$1.log" &
-		s=$!
-		i=0
-		while [ $i -lt 200 ] && port_free "$port" && kill -0 "$s" 2>/dev/null; do
-			sleep 0.05
-			i=$((i + 1))
-		done
-		port_free "$port" || { sshds="$sshds $s"; return 0; }
-		kill "$s" 2>/dev/null
-		wait "$s"
-	done
-	fail "sshd did not start: $(cat "$tmp/sshd$1.log")"
-}
+ssh_lib_require
+ssh_lib_setup
 start_sshd 1
 p1=$port
 start_sshd 2
@@ -115,7 +78,6 @@ case \$port in $p1) t=$a ;; $p2) t=$b ;; *) echo "remote.sh: port \$port" >&2; e
 [ "\$1" = --tree ] && shift 2
 exec "$K" --tree "\$t" "\$@"
 EOF
-export KKCTL_SSH="ssh -T -i $tmp/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
 export KKCTL_REMOTE="sh $tmp/remote.sh"
 H1=root@127.0.0.1:$p1 H2=root@127.0.0.1:$p2
 

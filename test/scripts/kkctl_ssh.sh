@@ -17,61 +17,14 @@
 #     (ansible-core; without it that part alone is skipped: a SKIP: line).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
-if ! [ -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || ! command -v ssh >/dev/null; then
-	command -v apt-get >/dev/null &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-			openssh-server openssh-client > /dev/null 2>&1
-	[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null ||
-		{ echo "skip: no sshd (openssh-server could not be installed)"; exit 77; }
-fi
 KK_CTL_LIB_NAME=kkssh
 . "${KK_SRC:?}/test/control-lib.sh"
+. "$KK_SRC/test/ssh-lib.sh"
 K=$B/kkctl
-sshd_pid=
-trap '[ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null && wait "$sshd_pid"; cleanup' EXIT
-
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key" || fail "ssh-keygen (host)"
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/id" || fail "ssh-keygen (client)"
-cp "$tmp/id.pub" "$tmp/authorized_keys"
-chmod 600 "$tmp/authorized_keys"
-# sshd's privilege separation directory (the package's, made at boot)
-[ -d /run/sshd ] || mkdir -m 755 /run/sshd
-port_free() { ! grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp; }
-
-# start_sshd: on the first free port from a per-run one; sets $port.
-start_sshd() {
-	for port in $((20000 + $$ % 20000)) $((21000 + $$ % 20000)) $((22000 + $$ % 20000)); do
-		port_free "$port" || continue
-		cat > "$tmp/sshd_config" <<-EOF
-		Port $port
-		ListenAddress 127.0.0.1
-		HostKey $tmp/host_key
-		PidFile $tmp/sshd.pid
-		AuthorizedKeysFile $tmp/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		UsePAM no
-		StrictModes no
-		PrintMotd no
-		EOF
-		/usr/sbin/sshd -D -e -f "$tmp/sshd_config" 2> "$tmp/sshd.log" &
-		sshd_pid=$!
-		i=0
-		while [ $i -lt 200 ] && port_free "$port" && kill -0 "$sshd_pid" 2>/dev/null; do
-			sleep 0.05
-			i=$((i + 1))
-		done
-		port_free "$port" || return 0
-		kill "$sshd_pid" 2>/dev/null
-		wait "$sshd_pid"
-		sshd_pid=
-	done
-	fail "sshd did not start: $(cat "$tmp/sshd.log")"
-}
-start_sshd
-export KKCTL_SSH="ssh -T -i $tmp/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
+trap 'ssh_lib_stop; cleanup' EXIT
+ssh_lib_require
+ssh_lib_setup
+start_sshd 1
 export KKCTL_REMOTE="$B/kkctl"
 H1=root@127.0.0.1:$port H2=127.0.0.1:$port
 start

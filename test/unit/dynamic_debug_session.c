@@ -37,14 +37,7 @@ __attribute__((noinline)) void sess_unit_b(void)
 /* A write to dynamic_debug/session; *reply (may be NULL) its text. */
 static int sess(const char *text, char **reply)
 {
-	char *r = NULL;
-	int ret = kk_control_write("dynamic_debug/session", text, strlen(text), &r);
-
-	if (reply)
-		*reply = r ? r : strdup("");
-	else
-		free(r);
-	return ret;
+	return control_file_write("dynamic_debug/session", text, reply);
 }
 
 /* Begin with @text; the session's id (16 hex digits) into @id. */

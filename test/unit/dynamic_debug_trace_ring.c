@@ -40,18 +40,6 @@ static char *read_file(const char *name)
 	return t ? t : strdup("");
 }
 
-static int write_file(const char *name, const char *v, char **reply)
-{
-	char *r = NULL;
-	int ret = kk_control_write(name, v, strlen(v), &r);
-
-	if (reply)
-		*reply = r ? r : strdup("");
-	else
-		free(r);
-	return ret;
-}
-
 /* The header's numbers: in buffer, written, overwritten. */
 static void header(const char *t, unsigned long *shown, unsigned long *written,
 		   unsigned long *over)
@@ -141,7 +129,7 @@ Test(dynamic_debug_trace_ring, clearing_resets_the_counts)
 	header(t, &shown, &written, &over);
 	cr_assert(written == 1000 && over > 0 && shown + over == written, "%.300s", t);
 	free(t);
-	cr_assert_eq(write_file("dynamic_debug/trace", "", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace", "", NULL), 0);
 	t = read_file("dynamic_debug/trace");
 	header(t, &shown, &written, &over);
 	cr_assert(shown == 0 && written == 0 && over == 0, "not reset by the clear: %.300s", t);
@@ -248,14 +236,14 @@ Test(dynamic_debug_trace_ring, trace_threads_limits_the_readers)
 	cr_assert_str_eq(t, "", "empty = every thread");
 	free(t);
 	/* by name */
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", "tt-alpha\n", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", "tt-alpha\n", NULL), 0);
 	t = read_file("dynamic_debug/trace");
 	cr_assert(strstr(t, "rseq 50 0\n") && !strstr(t, "rseq 51") && !strstr(t, "rseq 52"),
 		  "%s", t);
 	free(t);
 	/* by tid, and a glob, several at once (commas or lines) */
 	snprintf(list, sizeof(list), "%d, tt-b*", (int)syscall(SYS_gettid));
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", list, NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", list, NULL), 0);
 	t = read_file("dynamic_debug/trace_threads");
 	snprintf(list, sizeof(list), "%d\ntt-b*\n", (int)syscall(SYS_gettid));
 	cr_assert_str_eq(t, list);
@@ -265,16 +253,16 @@ Test(dynamic_debug_trace_ring, trace_threads_limits_the_readers)
 		  "%s", t);
 	free(t);
 	/* a bad list is refused in one line and changes nothing */
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", "12, a-name-longer-than-15", &r),
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", "12, a-name-longer-than-15", &r),
 		     -EINVAL);
 	cr_assert(strstr(r, "longer than 15") && strchr(r, '\n') == r + strlen(r) - 1, "%s", r);
 	free(r);
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", "0", NULL), -EINVAL);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", "0", NULL), -EINVAL);
 	t = read_file("dynamic_debug/trace_threads");
 	cr_assert_str_eq(t, list);
 	free(t);
 	/* empty again: all */
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", "", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", "", NULL), 0);
 	t = read_file("dynamic_debug/trace");
 	cr_assert(strstr(t, "rseq 50 0\n") && strstr(t, "rseq 51 0\n") && strstr(t, "rseq 52 0\n"),
 		  "%s", t);
@@ -295,7 +283,7 @@ Test(dynamic_debug_trace_ring, trace_threads_header_counts_the_shown_threads)
 	start_named(&a, &ta);
 	for (unsigned long i = 0; i < 5; i++)
 		rg_seq(54, i);
-	cr_assert_eq(write_file("dynamic_debug/trace_threads", "tt-gamma", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_threads", "tt-gamma", NULL), 0);
 	t = read_file("dynamic_debug/trace");
 	header(t, &shown, &written, &over);
 	cr_assert(shown == 1 && written == 1 && over == 0, "%.300s", t);
@@ -337,7 +325,7 @@ Test(dynamic_debug_trace_ring, print_time_stamps_printed_lines_as_printk)
 	free(t);
 	rg_seq(60, 0);
 	cr_assert_str_eq(printed, "rseq 60 0\n");
-	cr_assert_eq(write_file("dynamic_debug/print_time", "1\n", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/print_time", "1\n", NULL), 0);
 	rg_seq(60, 1);
 	cr_assert(matches(printed, "^\\[ *[0-9]+\\.[0-9]{6}\\] rseq 60 1\n$"), "%s", printed);
 	/* before the site's decorations, as printk's time is before the message */
@@ -345,13 +333,13 @@ Test(dynamic_debug_trace_ring, print_time_stamps_printed_lines_as_printk)
 	rg_seq(60, 2);
 	cr_assert(matches(printed, "^\\[ *[0-9]+\\.[0-9]{6}\\] \\[[0-9]+\\] rg_seq: rseq 60 2\n$"),
 		  "%s", printed);
-	cr_assert_eq(write_file("dynamic_debug/print_time", "yes", &r), -EINVAL);
+	cr_assert_eq(control_file_write("dynamic_debug/print_time", "yes", &r), -EINVAL);
 	cr_assert_str_eq(r, "expected 1 or 0\n");
 	free(r);
 	t = read_file("dynamic_debug/print_time");
 	cr_assert_str_eq(t, "1\n", "a refused write changed it");
 	free(t);
-	cr_assert_eq(write_file("dynamic_debug/print_time", "0", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/print_time", "0", NULL), 0);
 	rg_seq(60, 3);
 	cr_assert(matches(printed, "^\\[[0-9]+\\] rg_seq: rseq 60 3\n$"), "%s", printed);
 	kk_dyndbg_set_sink(NULL, NULL);
@@ -386,7 +374,7 @@ Test(dynamic_debug_trace_ring, trace_clock_shows_wall_clock_time_on_request)
 	t = read_file("dynamic_debug/trace");
 	cr_assert_leq(first_seconds(t), (long long)mono.tv_sec, "%s", t);
 	free(t);
-	cr_assert_eq(write_file("dynamic_debug/trace_clock", "realtime\n", NULL), 0);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_clock", "realtime\n", NULL), 0);
 	t = read_file("dynamic_debug/trace_clock");
 	cr_assert_str_eq(t, "mono [realtime]\n");
 	free(t);
@@ -396,7 +384,7 @@ Test(dynamic_debug_trace_ring, trace_clock_shows_wall_clock_time_on_request)
 	cr_assert(llabs(first_seconds(t) - (long long)real.tv_sec) < 600, "%s", t);
 	cr_assert(strstr(t, "rseq 70 0\n"), "a change of clock cleared the trace: %s", t);
 	free(t);
-	cr_assert_eq(write_file("dynamic_debug/trace_clock", "local", &r), -EINVAL);
+	cr_assert_eq(control_file_write("dynamic_debug/trace_clock", "local", &r), -EINVAL);
 	cr_assert_str_eq(r, "expected mono or realtime\n");
 	free(r);
 	t = read_file("dynamic_debug/trace_clock");

@@ -12,17 +12,24 @@
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
 
-/* A write to dynamic_debug/control; *reply (may be NULL) is the text back. */
-static inline int dynamic_debug_write(const char *q, char **reply)
+/* A write of @text to control file @file; *reply (may be NULL) is the text
+ * back, malloc'ed, "" when there is none. */
+static inline int control_file_write(const char *file, const char *text, char **reply)
 {
 	char *r = NULL;
-	int ret = kk_control_write("dynamic_debug/control", q, strlen(q), &r);
+	int ret = kk_control_write(file, text, strlen(text), &r);
 
 	if (reply)
 		*reply = r ? r : strdup("");
 	else
 		free(r);
 	return ret;
+}
+
+/* A write to dynamic_debug/control. */
+static inline int dynamic_debug_write(const char *q, char **reply)
+{
+	return control_file_write("dynamic_debug/control", q, reply);
 }
 
 #if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)

@@ -37,7 +37,7 @@
  * closes at once, as after a batch (kk_sync_done()). */
 static int plan_done(bool traps, char *err, size_t errlen)
 {
-	int how = kk_sync_plan(traps, err, errlen);
+	int how = kk_sync_plan(traps, NULL, NULL, err, errlen);
 
 	kk_sync_done();
 	return how;
