@@ -49,7 +49,7 @@ long=$(head -c 5000 /dev/zero | tr '\0' a)
 	> "$tmp/out" 2> "$tmp/err"
 [ $? -eq 1 ] || fail "long query: exit status"
 [ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "long query: not one line: $(head -c 300 "$tmp/err")"
-grep -q '^kkctl: query 2 is 50[0-9][0-9] bytes, more than dynamic_debug/control takes in one write (4095 bytes): nothing was written$' "$tmp/err" ||
+grep -q '^kkctl: write dynamic_debug/control: Argument list too long: query 2 is 50[0-9][0-9] bytes, more than one write takes (4095 bytes): nothing was written$' "$tmp/err" ||
 	fail "long query: $(head -c 300 "$tmp/err")"
 listing | cmp -s - "$tmp/before" || fail "a query too long changed sites"
 

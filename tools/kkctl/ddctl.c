@@ -16,6 +16,7 @@
  * - A query that matched no site in any process reached (a mistyped file
  *   name) is named on stderr; with --strict that is exit status 3.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +123,10 @@ static int cut(const char *text, size_t len)
 
 		k += real;
 		if (n > DD_PIECE_MAX) {
-			fprintf(stderr, "%s: query %u is %zu bytes, more than %s takes in one "
-				"write (%d bytes): nothing was written\n", kkctl_prog, k, n,
-				DD_CONTROL, DD_PIECE_MAX);
+			/* (as a process's refusal reads: "write FILE: strerror: why") */
+			fprintf(stderr, "%s: write %s: %s: query %u is %zu bytes, more than one "
+				"write takes (%d bytes): nothing was written\n", kkctl_prog,
+				DD_CONTROL, strerror(E2BIG), k, n, DD_PIECE_MAX);
 			return -1;
 		}
 		if (pos + n - cur.off > DD_PIECE_MAX) {	/* this one starts the next */
