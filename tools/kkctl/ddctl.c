@@ -279,6 +279,7 @@ static void request_pieces(const struct target *t, struct result *res)
 		res->body = NULL;
 	}
 	if (!f) {
+		memset(res, 0, sizeof(*res));
 		snprintf(res->err, sizeof(res->err), "out of memory");
 		return;
 	}
