@@ -159,8 +159,12 @@ FORCE:
 # kkctl does not link the library (it must not start an endpoint of its own);
 # it shares only the socket-path rules.  tools/kkctl.c is its entry point,
 # tools/kkctl/ the rest (one file per job, kkctl/kkctl.h their header).
-KKCTL_SRCS := tools/kkctl.c $(sort $(wildcard tools/kkctl/*.c)) src/control_path.c
-$(B)/kkctl: $(KKCTL_SRCS) $(wildcard tools/kkctl/*.h) src/control_path.h $(B)/.flags
+# (and the query parser, pure functions over strings: kkctl checks a long
+# dynamic_debug/control write before it sends the first piece)
+KKCTL_SRCS := tools/kkctl.c $(sort $(wildcard tools/kkctl/*.c)) src/control_path.c \
+	src/dynamic_debug/query.c
+$(B)/kkctl: $(KKCTL_SRCS) $(wildcard tools/kkctl/*.h) src/control_path.h src/dynamic_debug/query.h \
+		$(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \
 		$(KKCTL_SRCS) $(KK_LDFLAGS)

@@ -26,7 +26,9 @@
  * is never taken for another given its pid.  One a selector matched that
  * exits during the command is reported as gone, and is no failure.
  *
- * Exit status: 0 success, 1 the operation failed (for any target), 2 usage.
+ * Exit status: 0 success, 1 the operation failed (for any target), 2 usage,
+ * 3 with --strict: a dynamic_debug/control query matched no site (in any
+ * process reached), and nothing else failed.
  *
  * This file is the entry point: the tables of commands and options below
  * drive the parsing, the dispatch and --help (as the kernel's
@@ -79,6 +81,16 @@ static int opt_all(struct args *a, int key, char *arg);
 static int opt_json(struct args *a, int key, char *arg);
 static int opt_follow(struct args *a, int key, char *arg);
 static int opt_bound(struct args *a, int key, char *arg);
+static int opt_strict(struct args *a, int key, char *arg);
+static int opt_strict(struct args *a, int key, char *arg)
+{
+	(void)a;
+	(void)key;
+	(void)arg;
+	kkctl_strict = true;
+	return -1;
+}
+
 static int opt_version(struct args *a, int key, char *arg);
 static int opt_help(struct args *a, int key, char *arg);
 
@@ -141,6 +153,10 @@ static const struct option_def {
 	{ "jobs", KKCTL_OPT_JOBS, "N", "--jobs", opt_bound, false,
 	  "serve up to N targets at once (1 to 64; default 8, or\n"
 	  "$KKCTL_JOBS); replies still print in target order" },
+	{ "strict", KKCTL_OPT_STRICT, NULL, "--strict", opt_strict, false,
+	  "with write dynamic_debug/control: a query that matched\n"
+	  "no site in any process reached is an error (exit status\n"
+	  "3), not only a warning" },
 	{ "version", 'V', NULL, NULL, opt_version, false, "print the version" },
 	{ "help", 'h', NULL, NULL, opt_help, false, "show this help" },
 };
@@ -349,7 +365,7 @@ static void usage(FILE *f)
 	      "A matched process kkctl cannot reach is reported, not skipped.  Processes in\n"
 	      "containers are found and reached by the pid you see them as.  Process PID\n"
 	      "serves the abstract Unix socket @kernelkit/PID.  Exit status: 0 ok, 1 failed\n"
-	      "(for any target), 2 usage.\n", f);
+	      "(for any target), 2 usage, 3 --strict: a query matched no site.\n", f);
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -598,7 +614,7 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	static char *stdin_text;	/* static: reachable on an early exit */
 	const char *file = argv[0], *text = NULL;
 	size_t tlen = 0;
-	bool failed;
+	bool failed, unmatched;
 
 	if (file && strlen(file) >= KK_CONTROL_NAME_MAX) {
 		fprintf(stderr, "%s: file name too long: %s\n", kkctl_prog, file);
@@ -622,9 +638,13 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 		free(stdin_text);
 		return st;
 	}
+	/* a dynamic_debug/control write: checked, maybe cut (kkctl/ddctl.c) */
+	if (c->text && kkctl_dd_prepare(c->verb, file, text, tlen))
+		return 1;
 	if (kkctl_select(&a->sel))
 		return 1;
 	failed = kkctl_serve_all(&a->sel.targets, c->verb, file, text, tlen);
+	unmatched = kkctl_dd_finish();
 	/* -f follows processes, not pids: one that exits ends it, with its
 	 * line ("exited"), and is never taken for another with its pid. */
 	while (a->follow && !failed && !fflush(stdout) && drop_gone(&a->sel.targets))
@@ -633,7 +653,7 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	args_free(a);
 	if (fflush(stdout))
 		return 1;
-	return failed ? 1 : 0;
+	return failed ? 1 : unmatched && kkctl_strict ? 3 : 0;
 }
 
 int main(int argc, char **argv)

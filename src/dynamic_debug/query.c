@@ -441,6 +441,35 @@ static int parse_terms(char *words[], int nwords, struct ddebug_query *q, const 
 	return 0;
 }
 
+static bool is_flag_op(char c)
+{
+	return c && strchr("+-=", c);
+}
+
+/*
+ * A query whose last word is no flags word: 'file kkd.c', or '+p file kkd.c'
+ * (the flags first).  The kernel says "bad flag-op k, at start of kkd.c",
+ * about a word the user did not mean as flags; one line here names the
+ * query and says what it lacks (and the kernel's words, for those who grep
+ * for them).  @text is the query as written.
+ */
+static void no_flags_word(const char *text, char *words[], int nwords, struct ddebug_msgs *m)
+{
+	const char *last = words[nwords - 1], *rest;
+	size_t fl = strlen(words[0]);
+
+	if (nwords > 1 && is_flag_op(words[0][0]) && !strncmp(text, words[0], fl)) {
+		for (rest = text + fl; kk_is_space((unsigned char)*rest); rest++)
+			;
+		ddebug_msg(m, "query \"%s\" does not end in a flags word such as +p: the flags go "
+			   "last, \"%s %s\" (bad flag-op %c, at start of %s)", text, rest,
+			   words[0], last[0], last);
+	}
+	else
+		ddebug_msg(m, "query \"%s\" does not end in a flags word such as +p "
+			   "(bad flag-op %c, at start of %s)", text, last[0], last);
+}
+
 static int parse_query(char *s, struct ddebug_query *q, const char *modname, struct ddebug_msgs *m)
 {
 	char *words[DDQ_MAXWORDS];
@@ -451,6 +480,10 @@ static int parse_query(char *s, struct ddebug_query *q, const char *modname, str
 		return -EINVAL;
 	}
 	/* the flags word first, as the kernel does: a flags error hides the rest */
+	if (!is_flag_op(words[nwords - 1][0])) {
+		no_flags_word(q->text, words, nwords, m);
+		return -EINVAL;
+	}
 	if (ddebug_parse_flags(words[nwords - 1], &q->flags, &q->mask, m)) {
 		ddebug_msg(m, "flags parse failed");
 		return -EINVAL;

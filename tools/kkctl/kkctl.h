@@ -15,6 +15,8 @@
  *   tools/kkctl/output.c   text and --json, nothing a process sent raw
  *   tools/kkctl/bounds.c   --timeout, --max-reply, --jobs and their $KKCTL_*
  *   tools/kkctl/remote.c   -H: the same command on other hosts, over ssh
+ *   tools/kkctl/ddctl.c    dynamic_debug/control writes: pieces, what matched
+ *   tools/kkctl/trace.c    --json read dynamic_debug/trace: one object a record
  *   tools/kkctl/record*.c  kkctl record: sessions, merge, format writers
  *                          (record.h, record_int.h)
  */
@@ -40,7 +42,7 @@ extern struct kkctl_bounds {
 	unsigned jobs;		/* targets served at once */
 } kkctl_bounds;
 
-enum { KKCTL_OPT_MAX_REPLY = 256, KKCTL_OPT_JOBS, KKCTL_OPT_USER_UNIT };	/* long options without a short one */
+enum { KKCTL_OPT_MAX_REPLY = 256, KKCTL_OPT_JOBS, KKCTL_OPT_USER_UNIT, KKCTL_OPT_STRICT };	/* long options without a short one */
 
 int kkctl_bound_option(int key, const char *value);
 int kkctl_bounds_from_env(void);
@@ -142,6 +144,7 @@ struct result {
 	char err[512];		/* our own one-line error */
 	char note[192];		/* why we could not enter its user namespace */
 	char via[128];		/* the name we used after passing a foreign socket */
+	int trace_clock;	/* --json read dynamic_debug/trace: 1 mono, 2 realtime; 0 not */
 };
 
 int kkctl_wait_fd(int fd, short events, uint64_t deadline);
@@ -195,6 +198,21 @@ void kkctl_put_json(FILE *f, const char *s, size_t n);
 void kkctl_report(const struct target *t, const struct result *r, bool many);
 void kkctl_report_ls_header(void);
 void kkctl_report_ls(const struct target *t, bool ok, const struct result *r);
+
+/* ---- ddctl.c: dynamic_debug/control writes ---------------------------------- */
+
+extern bool kkctl_strict;	/* --strict */
+int kkctl_dd_prepare(const char *verb, const char *file, const char *text, size_t len);
+void kkctl_dd_request(const struct target *t, const char *verb, const char *file,
+		      const char *body, size_t blen, struct result *res);
+void kkctl_dd_count(const struct result *r);
+bool kkctl_dd_finish(void);
+
+/* ---- trace.c: --json read dynamic_debug/trace -------------------------------- */
+
+int kkctl_trace_clock(const struct target *t, const char *verb, const char *file);
+void kkctl_report_trace(const struct target *t, const struct result *r);
+void kkctl_put_json_head(const struct target *t, bool ok);
 
 /* ---- record.c: kkctl record ------------------------------------------------- */
 

@@ -92,7 +92,7 @@ static void put_json_field(const char *key, const char *s, size_t n)
 
 /* A target's JSON object up to its "ok": {"pid":..,"name":..,"uid":..,
  * its container, "ok":BOOL -- the same for ls and for a reply. */
-static void put_json_head(const struct target *t, bool ok)
+void kkctl_put_json_head(const struct target *t, bool ok)
 {
 	printf("{\"pid\":%d,\"name\":", (int)t->pid);
 	kkctl_put_json(stdout, t->name, strlen(t->name));
@@ -103,7 +103,7 @@ static void put_json_head(const struct target *t, bool ok)
 
 static void report_json(const struct target *t, const struct result *r)
 {
-	put_json_head(t, r->ok);
+	kkctl_put_json_head(t, r->ok);
 	if (r->ok) {
 		put_json_field("reply", r->body, r->len);
 	} else {
@@ -146,6 +146,10 @@ static void report_failure(const struct target *t, const struct result *r, bool 
  * after a "==> PID NAME <==" line. */
 void kkctl_report(const struct target *t, const struct result *r, bool many)
 {
+	if (kkctl_json && r->ok && r->trace_clock) {
+		kkctl_report_trace(t, r);	/* one object a record */
+		return;
+	}
 	if (kkctl_json) {
 		report_json(t, r);
 		return;
@@ -173,7 +177,7 @@ void kkctl_report_ls_header(void)
 void kkctl_report_ls(const struct target *t, bool ok, const struct result *r)
 {
 	if (kkctl_json) {
-		put_json_head(t, ok);
+		kkctl_put_json_head(t, ok);
 		if (!ok) {
 			put_json_field("error", r->err, strlen(r->err));
 			if (r->note[0])

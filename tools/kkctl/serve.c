@@ -28,6 +28,17 @@ static struct {
 } pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, NULL, 0, 0,
 	   NULL, NULL, NULL, 0 };
 
+/* Serve target @i: the request (in pieces: kkctl/ddctl.c), and for --json
+ * read dynamic_debug/trace, the clock its times are in (kkctl/trace.c). */
+static void serve_one(size_t i)
+{
+	const struct target *t = &pool.l->v[i];
+	int clock = kkctl_trace_clock(t, pool.verb, pool.file);
+
+	kkctl_dd_request(t, pool.verb, pool.file, pool.body, pool.blen, &pool.res[i]);
+	pool.res[i].trace_clock = clock;
+}
+
 /* A worker: take the next target while fewer than --jobs replies wait to be
  * printed, and serve it. */
 static void *serve_worker(void *arg)
@@ -43,8 +54,7 @@ static void *serve_worker(void *arg)
 			break;
 		i = pool.next++;
 		pthread_mutex_unlock(&pool.lock);
-		kkctl_request(&pool.l->v[i], pool.verb, pool.file, pool.body, pool.blen,
-			      &pool.res[i]);
+		serve_one(i);
 		pthread_mutex_lock(&pool.lock);
 		pool.done[i] = true;
 		pthread_cond_broadcast(&pool.cond);
@@ -60,6 +70,7 @@ static bool report_one(size_t i)
 	struct target *t = &pool.l->v[i];
 	bool failed = kkctl_settle_gone(t, &pool.res[i]);
 
+	kkctl_dd_count(&pool.res[i]);
 	kkctl_report(t, &pool.res[i], pool.l->n > 1);
 	t->reached |= pool.res[i].ok;
 	t->gone = pool.res[i].gone;
@@ -74,8 +85,7 @@ static bool serve_in_turn(void)
 	bool failed = false;
 
 	for (size_t i = 0; i < pool.l->n; i++) {
-		kkctl_request(&pool.l->v[i], pool.verb, pool.file, pool.body, pool.blen,
-			      &pool.res[i]);
+		serve_one(i);
 		failed |= report_one(i);
 	}
 	return failed;
