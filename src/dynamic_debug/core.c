@@ -220,7 +220,7 @@ static bool site_matches(const struct ddebug_query *q, const struct _ddebug *dp)
 		.function = dp->function,
 		.format = dp->format,
 		.lineno = dp->lineno,
-		.qname = q->function || q->qname ? kk_dd_cxx_name(dp) : NULL,
+		.qname = q->function || q->qname ? kk_dd_cxx_name_locked(dp) : NULL,
 	};
 
 	return ddebug_match(q, &s);
@@ -1011,7 +1011,7 @@ static void del_table(const void *id, const void *id2)
 			if (t->sites[j]->modname == t->objname)
 				t->sites[j]->modname = NULL;
 		kk_dd_session_forget_locked(t->sites, t->nsites);
-		kk_dd_cxx_names_forget(t->sites, t->nsites);
+		kk_dd_cxx_names_forget_locked(t->sites, t->nsites);
 	}
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t) {
@@ -1093,7 +1093,7 @@ static size_t *listing_order(const struct ddebug_table *t)
 /* A C++ site's instantiation: ` func:"Ring<int>::push"`, escaped as a format. */
 static void show_qname(struct kk_buf *out, const struct _ddebug *dp)
 {
-	const char *qn = kk_dd_cxx_name(dp);
+	const char *qn = kk_dd_cxx_name_locked(dp);
 	size_t need;
 	char *esc;
 

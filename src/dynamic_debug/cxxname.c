@@ -19,7 +19,6 @@
  */
 #include <errno.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,9 +246,9 @@ struct cxx_name {
 	char *name;
 };
 
+/* Under the sites' lock (ddebug_lock), which fork already takes care of. */
 static struct cxx_name *names;	/* sorted by desc */
 static size_t nnames;
-static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int name_cmp(const void *a, const void *b)
 {
@@ -319,7 +318,7 @@ KK_EXPORT int kk_dyndbg_add_names(const struct kk_dyndbg_name *start, const stru
 	if (!n)
 		return 0;
 	add = make_names(start, n, &k);
-	pthread_mutex_lock(&names_lock);
+	kk_dd_sites_lock();
 	if (add && k)
 		all = realloc(names, (nnames + k) * sizeof(*names));
 	if (all) {
@@ -328,7 +327,7 @@ KK_EXPORT int kk_dyndbg_add_names(const struct kk_dyndbg_name *start, const stru
 		nnames += k;
 		sort_unique_locked();
 	}
-	pthread_mutex_unlock(&names_lock);
+	kk_dd_sites_unlock();
 	if (add && (all || !k)) {
 		free(add);
 		return 0;
@@ -341,22 +340,18 @@ KK_EXPORT int kk_dyndbg_add_names(const struct kk_dyndbg_name *start, const stru
 	return -ENOMEM;
 }
 
-const char *kk_dd_cxx_name(const struct _ddebug *d)
+const char *kk_dd_cxx_name_locked(const struct _ddebug *d)
 {
-	const struct cxx_name *c;
+	const struct cxx_name *c = find_locked(d);
 
-	pthread_mutex_lock(&names_lock);
-	c = find_locked(d);
-	pthread_mutex_unlock(&names_lock);
 	return c ? c->name : NULL;
 }
 
 /* @sites (sorted by address) are going away with their object. */
-void kk_dd_cxx_names_forget(struct _ddebug *const *sites, size_t n)
+void kk_dd_cxx_names_forget_locked(struct _ddebug *const *sites, size_t n)
 {
 	size_t k = 0;
 
-	pthread_mutex_lock(&names_lock);
 	for (size_t i = 0; i < nnames; i++) {
 		const struct _ddebug *d = names[i].desc;
 
@@ -366,5 +361,4 @@ void kk_dd_cxx_names_forget(struct _ddebug *const *sites, size_t n)
 			names[k++] = names[i];
 	}
 	nnames = k;
-	pthread_mutex_unlock(&names_lock);
 }
