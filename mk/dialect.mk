@@ -24,9 +24,22 @@ $(B)/test/dialect/$(1)-$(2): $(DIALECT_SRCS) $(wildcard test/dialect/*.h) $(HDRS
 DIALECT_BINS += $(B)/test/dialect/$(1)-$(2)
 endef
 
+# The same at -O0, for one C and one C++ standard: clang -O0 emits the dead
+# branch of an if when it holds a label (an asm goto's), which pr_debug_if()
+# must not list (test/dialect/dynamic_debug_level.c).
+define DIALECT_O0_RULES
+$(B)/test/dialect/$(1)-$(2)-O0: $(DIALECT_SRCS) $(wildcard test/dialect/*.h) $(HDRS) $(B)/libkernelkit.so
+	@mkdir -p $$(dir $$@)
+	$(if $(filter c++,$(3)),$(call dialect_cxx,$(1)),$(1)) -x $(3) -std=$(2) $$(DIALECT_FLAGS) -O0 \
+		-o $$@ $(DIALECT_SRCS) -x none $$(LINK_KK) -ldl
+DIALECT_BINS += $(B)/test/dialect/$(1)-$(2)-O0
+endef
+
 DIALECT_BINS :=
 $(foreach cc,$(DIALECT_CCS),$(foreach s,$(DIALECT_C),$(eval $(call DIALECT_RULES,$(cc),$(s),c))))
 $(foreach cc,$(DIALECT_CCS),$(foreach s,$(DIALECT_CXX),$(eval $(call DIALECT_RULES,$(cc),$(s),c++))))
+$(foreach cc,$(DIALECT_CCS),$(eval $(call DIALECT_O0_RULES,$(cc),c11,c)))
+$(foreach cc,$(DIALECT_CCS),$(eval $(call DIALECT_O0_RULES,$(cc),c++17,c++)))
 EXTRA_TESTS += $(DIALECT_BINS)
 
 .PHONY: dialects

@@ -427,25 +427,25 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 		(flags),							\
 		_DPRINTK_KEY_INIT						\
 	}
-#ifndef __cplusplus
-#define __KK_DD_DEFINE(name, cls, fmt, flags)					\
-	static struct _ddebug name						\
-	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) =	\
-		__KK_DD_DESC_INIT(cls, fmt, flags)
-#else
 /*
+ * A site listed by address (C++ sites, and pr_debug_if() sites in C too): the
+ * descriptor stays where the compiler puts it, and an asm statement adds its
+ * address to kk_dyndbg_ptrs, in the section group of the code ("?").
+ *
  * C++: a site in an inline function or a template is a COMDAT variable, and
  * g++ both ignores a section attribute on it in a template (the site was
  * lost) and refuses one section for COMDAT and plain variables (a "section
  * type conflict" between an inline and a static function of one unit).  So
- * the descriptor stays where the compiler puts it, and an asm statement adds
- * its address to kk_dyndbg_ptrs in the section group of the code ("?"): the
- * linker keeps the entries of the copy it keeps, the dynamic linker resolves
- * every object's entry to the one descriptor the process uses, and the
- * library registers each descriptor once.  The operand is a symbol even in
- * -fPIC for a preemptible (vague-linkage) descriptor, where "i" is refused:
- * aarch64 takes it as "S", x86_64 as "s" (clang++) or "X" printed with %p
- * (g++).
+ * every C++ site is listed by address: the linker keeps the entries of the
+ * copy it keeps, the dynamic linker resolves every object's entry to the one
+ * descriptor the process uses, and the library registers each descriptor
+ * once.  The operand is a symbol even in -fPIC for a preemptible
+ * (vague-linkage) descriptor, where "i" is refused: aarch64 takes it as "S",
+ * x86_64 as "s" (clang) or "X" printed with %p (gcc).
+ *
+ * pr_debug_if(): a site that is not in the code the compiler emits (its
+ * condition is false) must not be listed.  A descriptor in kk_dyndbg is
+ * __used__ and stays; a listed one goes with the dead code that lists it.
  */
 #if defined(__aarch64__)
 #define __KK_DD_SYM(op)		"%c" op
@@ -469,21 +469,54 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
  * require_constant_initialization.  Error: "does not have a constant
  * initializer".
  */
-#if defined(__clang__)
+#if !defined(__cplusplus)
+#define __KK_DD_CONSTINIT
+#elif defined(__clang__)
 #define __KK_DD_CONSTINIT	__attribute__((__require_constant_initialization__))
 #elif defined(__GNUC__) && __GNUC__ >= 10
 #define __KK_DD_CONSTINIT	__constinit
 #else
 #define __KK_DD_CONSTINIT
 #endif
-#define __KK_DD_DEFINE(name, cls, fmt, flags)					\
+/*
+ * C++ only: the instantiation's name.  __func__ is the kernel's "push" for
+ * Ring<int>::push and Ring<std::string>::push alike; __PRETTY_FUNCTION__
+ * names the instantiation.  It goes into kk_dyndbg_names next to the
+ * descriptor's address (the descriptor keeps its C layout), and the library
+ * shows the qualified name it makes of it ("Ring<int>::push") in the
+ * listing and matches `func` against it (docs/dynamic_debug.md, "C++").
+ */
+#ifdef __cplusplus
+#define __KK_DD_NAME_ENTRY							\
+	".pushsection kk_dyndbg_names, \"aw?\"\n\t"				\
+	".balign 8\n\t"								\
+	".quad " __KK_DD_SYM("[d]") ", " __KK_DD_SYM("[n]") "\n\t"		\
+	".popsection"
+#define __KK_DD_NAME_OPERAND	, [n] __KK_DD_SYM_CONSTRAINT(&__PRETTY_FUNCTION__[0])
+#else
+#define __KK_DD_NAME_ENTRY	""
+#define __KK_DD_NAME_OPERAND
+#endif
+/* @listed: a constant; 0 lists nothing (clang emits dead code at -O0 when it holds a label). */
+#define __KK_DD_DEFINE_LISTED(name, cls, fmt, flags, listed)		\
 	static __KK_DD_CONSTINIT struct _ddebug name __attribute__((__aligned__(8))) = \
 		__KK_DD_DESC_INIT(cls, fmt, flags);				\
-	__asm__(".pushsection kk_dyndbg_ptrs, \"aw?\"\n\t"			\
+	__asm__(".if %c[on]\n\t"						\
+		".pushsection kk_dyndbg_ptrs, \"aw?\"\n\t"			\
 		".balign 8\n\t"							\
 		".quad " __KK_DD_SYM("[d]") "\n\t"				\
-		".popsection"							\
-		: : [d] __KK_DD_SYM_CONSTRAINT(&name))
+		".popsection\n\t"						\
+		__KK_DD_NAME_ENTRY "\n\t"					\
+		".endif"							\
+		: : [d] __KK_DD_SYM_CONSTRAINT(&name), [on] "n"((listed) ? 1 : 0)	\
+		__KK_DD_NAME_OPERAND)
+#ifndef __cplusplus
+#define __KK_DD_DEFINE(name, cls, fmt, flags)					\
+	static struct _ddebug name						\
+	__attribute__((__used__, __section__("kk_dyndbg"), __aligned__(8))) =	\
+		__KK_DD_DESC_INIT(cls, fmt, flags)
+#else
+#define __KK_DD_DEFINE(name, cls, fmt, flags) __KK_DD_DEFINE_LISTED(name, cls, fmt, flags, 1)
 #endif
 #define DEFINE_DYNAMIC_DEBUG_METADATA_CLS(name, cls, fmt)			\
 	__KK_DD_DEFINE(name, cls, fmt, _DPRINTK_FLAGS_DEFAULT)
@@ -556,6 +589,56 @@ void __dynamic_hex_dump(struct _ddebug *descriptor, const char *prefix_str, int 
 #define pr_debug_cls(...)		dynamic_pr_debug_cls(__VA_ARGS__)
 #define __pr_debug_cls(...)		dynamic_pr_debug_cls(__VA_ARGS__)
 
+/*
+ * pr_debug_if(cond, fallback, fmt, ...): the adoption form of a program's own
+ * log macro with a level, in its header:
+ *
+ *	#define serverLog(level, ...) \
+ *		pr_debug_if((level) == LL_DEBUG, _serverLog(level, __VA_ARGS__), __VA_ARGS__)
+ *
+ * Where @cond is a compile-time constant that is true, the call is a
+ * pr_debug(fmt, ...) site and @fallback is not evaluated.  Everywhere else,
+ * @cond false or not a constant, the call is @fallback, exactly as before:
+ * no site, no descriptor, no cost.  "Constant" is decided by the compiler,
+ * in every dialect and at every -O: an integer constant expression in C (a
+ * literal, an enumerator, a macro of one), a constant expression in C++
+ * (also a constexpr variable, a template parameter); a variable level is
+ * never a site, even one that inlining would make constant.
+ * __KK_DD_CONST_TRUE(c) is that test; the expression @c is not evaluated.
+ */
+#ifndef __cplusplus
+/* A null pointer constant only when @c is an integer constant expression. */
+#define __KK_DD_CONST_TRUE(c)							\
+	(__builtin_types_compatible_p(__typeof__(1 ? (void *)((long)!!(c) * 0l) : (int *)1), \
+				      int *) && (c))
+#else
+}	/* extern "C" */
+/* A template argument is constant-evaluated: there __builtin_constant_p of a
+ * non-constant is false, at once, rather than whatever inlining makes of it. */
+template <bool B> struct __kk_dd_const { static const bool value = B; };
+extern "C" {
+#define __KK_DD_CONST_TRUE(c) (__kk_dd_const<__builtin_constant_p(c)>::value && (c))
+#endif
+#define __kk_dd_lsite(id, on, fmt, args) do {				\
+	__KK_DD_DEFINE_LISTED(id, _DPRINTK_CLASS_DFLT, fmt, _DPRINTK_FLAGS_DEFAULT, on); \
+	if (DYNAMIC_DEBUG_BRANCH(id))						\
+		__dynamic_pr_debug args;					\
+} while (0)
+#define __kk_dd_lpr_1(id, on, fmt) __kk_dd_lsite(id, on, fmt, (&id, pr_fmt(fmt)))
+#define __kk_dd_lpr_9(id, on, fmt, ...)						\
+	__kk_dd_lsite(id, on, fmt, (&id, pr_fmt(fmt), __VA_ARGS__))
+#define __kk_dd_lpr(id, on, ...)						\
+	__KK_DD_CAT_A(__kk_dd_lpr_, __KK_DD_SEL1(__VA_ARGS__))(id, on, __VA_ARGS__)
+/* The test twice: in the if, for the optimiser; in the site's list entry,
+ * for clang -O0, which emits the dead branch (it holds the asm goto's label). */
+#define pr_debug_if(cond, fallback, ...) do {					\
+	if (__KK_DD_CONST_TRUE(cond))						\
+		__kk_dd_lpr(__KK_DD_UNIQUE(__kk_ddebug_), __KK_DD_CONST_TRUE(cond), \
+			    __VA_ARGS__);					\
+	else									\
+		fallback;							\
+} while (0)
+
 /* pr_debug_ratelimited(fmt, ...): the rate limit is consulted only once the site is on. */
 #define __kk_dd_ratelimited(id, rs, fmt, args) do {				\
 	static struct ratelimit_state rs =					\
@@ -612,6 +695,21 @@ extern struct _ddebug *const __start_kk_dyndbg_ptrs[]
 	__attribute__((__weak__, __visibility__("hidden")));
 extern struct _ddebug *const __stop_kk_dyndbg_ptrs[]
 	__attribute__((__weak__, __visibility__("hidden")));
+/*
+ * C++ units also list each site's __PRETTY_FUNCTION__ in kk_dyndbg_names:
+ * the library names the instantiation from it (docs/dynamic_debug.md,
+ * "C++").  Call before kk_dyndbg_add_ptrs(); 0 or -ENOMEM (then the sites
+ * are listed and matched by __func__ only).  A name goes with its site.
+ */
+struct kk_dyndbg_name {
+	const struct _ddebug *desc;
+	const char *pretty;
+};
+int kk_dyndbg_add_names(const struct kk_dyndbg_name *start, const struct kk_dyndbg_name *stop);
+extern const struct kk_dyndbg_name __start_kk_dyndbg_names[]
+	__attribute__((__weak__, __visibility__("hidden")));
+extern const struct kk_dyndbg_name __stop_kk_dyndbg_names[]
+	__attribute__((__weak__, __visibility__("hidden")));
 
 #ifndef KK_LIBRARY_BUILD	/* see jump_label.h */
 /* After the jump-label constructor (101), so the sites' keys are known. */
@@ -621,9 +719,12 @@ __attribute__((__constructor__(102), __used__)) static void __kk_dyndbg_ctor(voi
 	struct ddebug_class_map *cstart = __start_kk_dyndbg_classes;
 	struct ddebug_class_map *cstop = __stop_kk_dyndbg_classes;
 	struct _ddebug *const *pstart = __start_kk_dyndbg_ptrs, *const *pstop = __stop_kk_dyndbg_ptrs;
+	const struct kk_dyndbg_name *nstart = __start_kk_dyndbg_names, *nstop = __stop_kk_dyndbg_names;
 
 	if (start != stop || cstart != cstop)
 		kk_dyndbg_add_object(start, stop, cstart, cstop);
+	if (nstart != nstop)
+		kk_dyndbg_add_names(nstart, nstop);
 	if (pstart != pstop)
 		kk_dyndbg_add_ptrs(pstart, pstop, cstart, cstop);
 }

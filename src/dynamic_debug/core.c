@@ -220,6 +220,7 @@ static bool site_matches(const struct ddebug_query *q, const struct _ddebug *dp)
 		.function = dp->function,
 		.format = dp->format,
 		.lineno = dp->lineno,
+		.qname = q->function || q->qname ? kk_dd_cxx_name_locked(dp) : NULL,
 	};
 
 	return ddebug_match(q, &s);
@@ -1010,6 +1011,7 @@ static void del_table(const void *id, const void *id2)
 			if (t->sites[j]->modname == t->objname)
 				t->sites[j]->modname = NULL;
 		kk_dd_session_forget_locked(t->sites, t->nsites);
+		kk_dd_cxx_names_forget_locked(t->sites, t->nsites);
 	}
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t) {
@@ -1088,6 +1090,26 @@ static size_t *listing_order(const struct ddebug_table *t)
 	return order;
 }
 
+/* A C++ site's instantiation: ` func:"Ring<int>::push"`, escaped as a format. */
+static void show_qname(struct kk_buf *out, const struct _ddebug *dp)
+{
+	const char *qn = kk_dd_cxx_name_locked(dp);
+	size_t need;
+	char *esc;
+
+	if (!qn)
+		return;
+	need = ddebug_escape(qn, NULL, 0) + 1;
+	esc = malloc(need);
+	if (!esc) {
+		out->error = -ENOMEM;
+		return;
+	}
+	ddebug_escape(qn, esc, need);
+	kk_buf_printf(out, " func:\"%s\"", esc);
+	free(esc);
+}
+
 static int control_show(struct kk_buf *out, void *priv)
 {
 	char flags[16], *esc = NULL;
@@ -1133,6 +1155,7 @@ static int control_show(struct kk_buf *out, void *priv)
 					kk_buf_printf(out, " class unknown, _id:%u",
 						      (unsigned int)dp->class_id);
 			}
+			show_qname(out, dp);
 			kk_buf_write(out, "\n", 1);
 		}
 		free(order);

@@ -31,6 +31,12 @@ void kk_dd_inherit_init(void);
 int kk_dd_inherit_spawn(char *const envp[], int (*call)(char *const env[], void *arg), void *arg);
 
 
+/* ---- cxxname.c: the C++ names of sites, under ddebug_lock ---- */
+/* The qualified name of a C++ site's instantiation ("Ring<int>::push"), or NULL. */
+const char *kk_dd_cxx_name_locked(const struct _ddebug *d);
+/* @sites (sorted by address) go away with their object: drop their names. */
+void kk_dd_cxx_names_forget_locked(struct _ddebug *const *sites, size_t n);
+
 /* ---- core.c, for trace.c: is @d a registered site (under the lock) ---- */
 void kk_dd_sites_lock(void);
 void kk_dd_sites_unlock(void);

@@ -631,8 +631,27 @@ static char *listing_class(char *p, struct ddebug_query *q, struct ddebug_msgs *
 	return skip_spaces(e);
 }
 
+/* A C++ site's qualified name: func:"Ring<int>::push", escaped as the format is. */
+static char *listing_qname(char *p, struct ddebug_query *q)
+{
+	char *e;
+
+	if (strncmp(p, "func:\"", 6))
+		return p;
+	for (e = p += 6; *e && *e != '"'; e++)
+		if (*e == '\\' && e[1])
+			e++;
+	if (*e != '"' || e == p)
+		return NULL;
+	*e = '\0';
+	ddebug_unescape(p);
+	q->qname = p;
+	return skip_spaces(e + 1);
+}
+
 /*
  *   path:line [module]function =flags "format"[ class:NAME | class unknown, _id:N]
+ *   [ func:"C++ name"]
  * Every term is exact; the flags are set as listed.  Nothing but a comment
  * may follow.
  */
@@ -648,6 +667,8 @@ static int parse_listing_line(char *s, struct ddebug_query *q, struct ddebug_msg
 		p = listing_format(p, q);
 	if (p)
 		p = listing_class(p, q, m);
+	if (p)
+		p = listing_qname(p, q);
 	if (!p || (*p && *p != '#')) {
 		ddebug_msg(m, "malformed control line (expected 'path:line [module]function "
 			"=flags \"format\"')");
@@ -786,7 +807,8 @@ bool ddebug_match(const struct ddebug_query *q, const struct ddebug_site *s)
 		return !strcmp(q->module, s->module) &&
 		       (!strcmp(q->filename, s->filename) || !strcmp(q->filename, s->filename_rel)) &&
 		       !strcmp(q->function, s->function) && q->first_lineno == s->lineno &&
-		       !strcmp(q->format, s->format);
+		       !strcmp(q->format, s->format) &&
+		       (!q->qname || (s->qname && !strcmp(q->qname, s->qname)));
 	}
 	if (q->module) {
 		hit = ddebug_glob(q->module, s->module);
@@ -801,7 +823,8 @@ bool ddebug_match(const struct ddebug_query *q, const struct ddebug_site *s)
 			return false;
 	}
 	if (q->function) {
-		hit = ddebug_glob(q->function, s->function);
+		hit = ddebug_glob(q->function, s->function) ||
+		      (s->qname && ddebug_glob(q->function, s->qname));
 		if (hit == q->neg_func)
 			return false;
 	}

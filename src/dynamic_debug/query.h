@@ -39,6 +39,7 @@ struct ddebug_query {
 	unsigned int first_lineno, last_lineno;	/* 0 = don't care */
 	/* A line of the control listing written back: every term is exact. */
 	bool exact;
+	const char *qname;		/* its func:"..." term (C++ sites); NULL: any */
 	int exact_class_id;		/* exact lines: "class unknown, _id:N"; else -1 */
 	/* new flags = (old & mask) | flags */
 	unsigned int flags, mask;
@@ -82,10 +83,13 @@ struct ddebug_site {
 	const char *function;
 	const char *format;
 	unsigned int lineno;
+	/* C++: the instantiation's qualified name ("Ring<int>::push"); NULL in C */
+	const char *qname;
 };
 
 /*
- * Everything but the class: modules, file, func, format and lines.  The
+ * Everything but the class: modules, file, func, format and lines.  `func`
+ * matches the function (__func__) or, in C++, the qualified name.  The
  * caller does the class rule (a site's class must equal the class the query
  * resolves to in the site's module, _DPRINTK_CLASS_DFLT without a class).
  */

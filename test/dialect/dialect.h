@@ -18,6 +18,7 @@ extern "C" {
 
 int dialect_jump_label(void);
 int dialect_dynamic_debug(void);
+int dialect_dynamic_debug_level(void);	/* a log macro with a level: pr_debug_if() */
 int dialect_debugobjects(void);
 int dialect_misc(void);		/* panic, shazptr, ratelimit, control, kernelkit */
 

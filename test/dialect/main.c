@@ -16,6 +16,7 @@ int main(void)
 
 	bad |= dialect_jump_label();
 	bad |= dialect_dynamic_debug();
+	bad |= dialect_dynamic_debug_level();
 	bad |= dialect_debugobjects();
 	bad |= dialect_misc();
 #ifdef __cplusplus

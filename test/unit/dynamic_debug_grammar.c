@@ -336,3 +336,38 @@ Test(dynamic_debug_grammar, api_exec_queries)
 	free(big);
 	cr_assert_str_eq(dynamic_debug_flags_of("beta"), "_");
 }
+
+/* The listing line of the site whose line contains @needle (malloc'ed). */
+static char *listing_line_of(const char *needle)
+{
+	char *l = dynamic_debug_listing(), *p, *line = NULL;
+
+	for (p = strtok(l, "\n"); p && !line; p = strtok(NULL, "\n"))
+		if (p[0] != '#' && strstr(p, needle))
+			line = strdup(p);
+	free(l);
+	cr_assert(line, "no listing line with %s", needle);
+	return line;
+}
+
+/*
+ * Issue 40 item 4: a C++ site's listing line ends in func:"<qualified name>"
+ * (test/dialect/cxx); a C site has none, so a line that names one matches no
+ * C site, and a broken func: term is a malformed line.
+ */
+Test(dynamic_debug_grammar, listing_line_func_term)
+{
+	char *line = listing_line_of("beta"), *all = dynamic_debug_listing(), q[512];
+
+	reset();
+	cr_assert_null(strstr(all, " func:\""), "a C site has a C++ name: %s", all);
+	free(all);
+	cr_assert_eq(matched(line), 1, "%s", line);
+	snprintf(q, sizeof(q), "%s func:\"beta\"", line);
+	cr_assert_eq(matched(q), 0, "%s", q);
+	snprintf(q, sizeof(q), "%s func:\"beta", line);
+	rejected(q, "malformed control line");
+	snprintf(q, sizeof(q), "%s func:\"\"", line);
+	rejected(q, "malformed control line");
+	free(line);
+}

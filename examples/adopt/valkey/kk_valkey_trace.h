@@ -3,7 +3,9 @@
  * Force-included (-include) into every Valkey object instead of Valkey's own trace headers:
  * it claims their include guards, so src/trace/ is untouched and USE_LTTNG stays off.
  * Each tracepoint call becomes one pr_debug site (module "valkey") whose format prints the
- * event as LTTng's text output would: "valkey_server:module_acquire_gil: { duration = %llu }". */
+ * event as LTTng's text output would: "valkey_server:module_acquire_gil: { duration = %llu }".
+ * Also kk_valkey_serverLog(): serverLog(LL_DEBUG, ...) as a site, the other levels as before
+ * (serverlog.sh puts it in server.h's serverLog). */
 #ifndef KK_VALKEY_TRACE_H
 #define KK_VALKEY_TRACE_H
 
@@ -40,5 +42,26 @@
 		 "duration = %llu }", (int)(prot), (addr), (laddr), (name), (unsigned long long)(d))
 
 #define latencyTraceIfNeeded(type, event, var) valkey_##type##_trace(valkey_##type, event, (var))
+
+/*
+ * Valkey's log macro, adopted in its header (issue 40): serverLog(LL_DEBUG, ...)
+ * becomes a pr_debug site, and every other level logs as before, with no site
+ * and no cost.  server.h defines serverLog after this header is included, so
+ * the adoption is its one definition there (serverlog.sh puts it in):
+ *
+ *	#define serverLog(level, ...) kk_valkey_serverLog(level, __VA_ARGS__)
+ *
+ * A level that is not a compile-time constant (module.c's `level`) logs as
+ * before too.  Valkey's own `loglevel debug` then no longer prints the debug
+ * lines: `module valkey format ... +p` does, at run time.
+ */
+#define kk_valkey_serverLog_as_before(level, ...)				\
+	do {									\
+		if (((level) & 0xff) < server.verbosity)			\
+			break;							\
+		_serverLog(level, __VA_ARGS__);					\
+	} while (0)
+#define kk_valkey_serverLog(level, ...)						\
+	pr_debug_if((level) == LL_DEBUG, kk_valkey_serverLog_as_before(level, __VA_ARGS__), __VA_ARGS__)
 
 #endif /* KK_VALKEY_TRACE_H */

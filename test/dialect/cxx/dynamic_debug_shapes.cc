@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <string>
 #include <kernelkit/control.h>
 #include <kernelkit/dynamic_debug.h>
 #include "dynamic_debug_lib.h"
@@ -54,6 +55,16 @@ template <class T> struct holder {
 	{
 		pr_debug("S:classtmpl %d\n", (int)v);
 		return v;
+	}
+};
+
+/* Issue 40 item 4: Ring<int>::push and Ring<std::string>::push, told apart. */
+template <class T> struct ring {
+	unsigned n;
+	void push(const T &v)
+	{
+		pr_debug("S:ring %u\n", (unsigned)sizeof(v));
+		n++;
 	}
 };
 
@@ -129,11 +140,15 @@ static int run_shapes(int x)
 	holder<int> hi = { x };
 	holder<char> hc = { 'c' };
 	widget w = { x };
+	ring<int> ri = { 0 };
+	ring<std::string> rs = { 0 };
 	int (*lam)(int) = [](int y) {
 		pr_debug("S:lambda %d\n", y);
 		return y;
 	};
 
+	ri.push(x);
+	rs.push(std::string("s"));
 	return f_static(x) + f_inline(x) + twice(x) + (int)twice(2L) + hi.fetch() + hc.fetch() +
 	       w.poke() + f_anon(x) + named::f_named(x) + lam(x) + dynamic_debug_lib::hdr_all(x) +
 	       (int)dynamic_debug_lib::hdr_twice(1.5) + f_scopes(x);
@@ -158,6 +173,7 @@ static const struct expect expects[] = {
 	{ "S:template", 2, 2 },		/* twice<int>, twice<long> */
 	{ "S:classtmpl", 2, 2 },	/* holder<int>, holder<char> */
 	{ "S:member", 1, 1 },
+	{ "S:ring", 2, 2 },		/* ring<int>, ring<std::string> */
 	{ "S:anon", 1, 1 },
 	{ "S:named", 1, 1 },
 	{ "S:lambda", 1, 1 },
@@ -247,6 +263,77 @@ static int check_query(const char *q, int want)
 	if (n != want)
 		return fail("matched sites of query", q, n, want);
 	return 0;
+}
+
+/* The listing line of the site whose format has @token and whose C++ name is @name. */
+static int listing_line(const char *token, const char *name, char *line, size_t size)
+{
+	char *text = NULL, want[128];
+	size_t len = 0;
+	int found = 0;
+
+	if (kk_control_read("dynamic_debug/control", &text, &len))
+		return 0;
+	snprintf(want, sizeof(want), " func:\"%s\"", name);
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+		if (strstr(l, token) && strstr(l, want) && !found++)
+			snprintf(line, size, "%s", l);
+	free(text);
+	if (found != 1)
+		fprintf(stderr, "dynamic_debug_shapes: %d listing lines with %s and%s\n", found, token, want);
+	return found == 1;
+}
+
+/*
+ * Issue 40 item 4: each instantiation is listed with its name (func:"..."),
+ * a func query on that name selects it alone, and its listing line written
+ * back matches it alone.  func NAME still selects all of them.
+ */
+static int check_instantiations(void)
+{
+	static const struct { const char *query; int sites; } q[] = {
+		{ "func 'twice<int>'", 1 },
+		{ "func 'twice<long*>'", 1 },
+		{ "func 'twice<*>'", 2 },
+		{ "func 'holder<char>::fetch'", 1 },
+		{ "func 'ring<int>::push'", 1 },
+		{ "func 'ring<std::*>::push'", 1 },
+		{ "func ring*", 2 },
+		{ "func !ring<int>::push format S:ring", 1 },
+		{ "func push", 2 },
+		{ "func 'named::f_named'", 1 },
+		{ "func 'widget::poke'", 1 },
+		{ "func 'run_shapes(int)::*'", 1 },	/* the lambda */
+		{ "func 'dynamic_debug_lib::hdr_twice<int>'", 1 },
+		{ "func 'dynamic_debug_lib::hdr_twice<double>'", 1 },
+		{ "func 'dynamic_debug_lib::box<int>::get'", 1 },
+	};
+	char line[512], *eq;
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		char text[160];
+
+		snprintf(text, sizeof(text), "%s +p", q[i].query);
+		bad |= check_query(text, q[i].sites);
+		snprintf(text, sizeof(text), "%s -p", q[i].query);
+		bad |= check_query(text, q[i].sites);
+	}
+	/* only ring<int>'s message */
+	bad |= check_query("func 'ring<int>::push' +p", 1);
+	out_len = 0;
+	out[0] = 0;
+	run_shapes(3);
+	if (count(out, "S:ring 4") != 1 || count(out, "S:ring") != 1)
+		bad |= fail("messages of ring<int> alone", "S:ring", count(out, "S:ring"), 1);
+	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
+	/* a listing line written back is its one instantiation */
+	if (!listing_line("S:template", "twice<int>", line, sizeof(line)) || !(eq = strstr(line, " =_ ")))
+		return 1;
+	eq[2] = 'p';
+	bad |= check_query(line, 1);
+	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
+	return bad;
 }
 
 /* dlopen a third copy: the library's sites are not listed again. */
@@ -352,6 +439,7 @@ int main(int argc, char **argv)
 	bad |= check_query("func operator() +p", 1);
 	bad |= check_query("func hdr_twice +p", 2);
 	bad |= check_query("-p", (int)kk_dyndbg_count_sites(NULL));
+	bad |= check_instantiations();
 	/* the library's inline site, switched once, prints from all three objects */
 	bad |= check_query("format dynamic_debug_lib:inline +p", 1);
 	out_len = 0;
