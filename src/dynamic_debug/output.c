@@ -154,33 +154,66 @@ static pid_t my_tid(void)
 	return cached_tid;
 }
 
+/*
+ * The prefix's text, snprintf()'s way: what fits is written, everything is
+ * counted (kk_dynamic_emit_prefix() with no room measures).  Its fields are
+ * copied, not formatted: five snprintf() calls cost more than the line.
+ */
+struct pfx {
+	char *buf;
+	size_t len, pos;
+};
+
+static void pfx_put(struct pfx *p, const char *s, size_t n)
+{
+	if (p->pos < p->len)
+		memcpy(p->buf + p->pos, s, p->len - p->pos < n ? p->len - p->pos : n);
+	p->pos += n;
+}
+
+/* @s (as %s prints it: NULL is "(null)"), then @sep. */
+static void pfx_str(struct pfx *p, const char *s, const char *sep)
+{
+	if (!s)
+		s = "(null)";
+	pfx_put(p, s, strlen(s));
+	pfx_put(p, sep, strlen(sep));
+}
+
+static void pfx_num(struct pfx *p, const char *open, unsigned int v, const char *close)
+{
+	char num[12], *d = num + sizeof(num);
+
+	do
+		*--d = (char)('0' + v % 10);
+	while (v /= 10);
+	pfx_put(p, open, strlen(open));
+	pfx_put(p, d, (size_t)(num + sizeof(num) - d));
+	pfx_put(p, close, strlen(close));
+}
+
 /* "[tid] module:func:file:line: " for the decoration flags set in @flags. */
 static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, size_t len)
 {
-	size_t pos = 0, after_tid;
-	int n;
+	struct pfx p = { buf, len, 0 };
+	size_t after_tid;
 
-#define ADD(...) do {								\
-		n = snprintf(pos < len ? buf + pos : NULL, pos < len ? len - pos : 0, \
-			     __VA_ARGS__);					\
-		if (n > 0)							\
-			pos += (size_t)n;					\
-	} while (0)
 	if (flags & _DPRINTK_FLAGS_INCL_TID)
-		ADD("[%d] ", (int)my_tid());
-	after_tid = pos;
+		pfx_num(&p, "[", (unsigned int)my_tid(), "] ");	/* a tid is > 0 */
+	after_tid = p.pos;
 	if (flags & _DPRINTK_FLAGS_INCL_MODNAME)
-		ADD("%s:", d->modname ? d->modname : "?");
+		pfx_str(&p, d->modname ? d->modname : "?", ":");
 	if (flags & _DPRINTK_FLAGS_INCL_FUNCNAME)
-		ADD("%s:", d->function);
+		pfx_str(&p, d->function, ":");
 	if (flags & _DPRINTK_FLAGS_INCL_SOURCENAME)
-		ADD("%s:", kk_dd_rel_name(d->filename));
+		pfx_str(&p, kk_dd_rel_name(d->filename), ":");
 	if (flags & _DPRINTK_FLAGS_INCL_LINENO)
-		ADD("%u:", (unsigned int)d->lineno);
-	if (pos != after_tid)
-		ADD(" ");
-#undef ADD
-	return pos;
+		pfx_num(&p, "", (unsigned int)d->lineno, ":");
+	if (p.pos != after_tid)
+		pfx_put(&p, " ", 1);
+	if (len)
+		buf[p.pos < len ? p.pos : len - 1] = '\0';
+	return p.pos;
 }
 
 KK_EXPORT size_t kk_dynamic_emit_prefix(const struct _ddebug *desc, char *buf, size_t len)

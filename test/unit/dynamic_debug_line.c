@@ -192,3 +192,26 @@ Test(dynamic_debug_line, errno_is_kept)
 	print_one(3);
 	cr_assert_eq(errno, 4242);
 }
+
+static int deco_line;
+
+__attribute__((noinline)) static void deco_site(int v)
+{
+	deco_line = __LINE__ + 1;
+	pr_debug("deco %d", v);
+}
+
+/* The decoration "[tid] module:func:line: ", as snprintf() would make it. */
+Test(dynamic_debug_line, decoration_as_snprintf)
+{
+	char want[256];
+
+	kk_dyndbg_set_sink(capture, NULL);
+	cr_assert_gt(dynamic_debug_exec_queries("func deco_site =pmflt", KK_MODNAME), 0);
+	got_n = 0;
+	deco_site(7);
+	snprintf(want, sizeof(want), "[%d] %s:%s:%d: deco 7\n", (int)gettid(), KK_MODNAME,
+		     "deco_site", deco_line);
+	cr_assert_eq(got_n, 1);
+	cr_assert_str_eq(got, want);
+}
