@@ -19,6 +19,9 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <kernelkit/dynamic_debug.h>
 #include "bench.h"
@@ -219,35 +222,142 @@ __attribute__((noinline)) static void dynamic_debug_print_site(int i)
 }
 
 #define DD_RING_ITERS 2000000
+#define DD_ROUNDS 5
 
-/* ns per event of the same site to the trace ring (T), best of 3 rounds. */
-static double dynamic_debug_ring_cost(void)
+/*
+ * The floor of a recorded event (issue 41): what any ring must do for this
+ * site's event, and nothing else: read the time stamp (the counter the ring
+ * reads, trace.c), store a record header as the ring's (length, counts,
+ * thread, number, time, site, format), the int, and the string's length and
+ * bytes, and move the head.  No format, no varargs, no wrap-around padding.
+ */
+struct dd_floor_rec {
+	uint32_t len;
+	uint16_t nconv, flags;
+	int32_t tid;
+	uint32_t seq;
+	uint64_t ts;
+	const void *desc;
+	const char *fmt;
+};
+
+static unsigned char dd_floor_buf[1 << 20] __attribute__((aligned(64)));
+static uint64_t dd_floor_head;
+static int32_t dd_floor_tid;
+
+static inline uint64_t dd_floor_stamp(void)
 {
-	double best = 0;
+#if defined(__x86_64__)
+	return __rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+#else
+	return kkb_now_ns();
+#endif
+}
+
+__attribute__((noinline)) static void dd_floor_record(const void *desc, const char *fmt, int v,
+						      const char *str)
+{
+	uint64_t pos = dd_floor_head;
+	struct dd_floor_rec *h;
+	unsigned char *w;
+	uint16_t l = (uint16_t)strnlen(str, 256);
+
+	if ((pos & (sizeof(dd_floor_buf) - 1)) + 1024 > sizeof(dd_floor_buf))
+		pos = (pos | (sizeof(dd_floor_buf) - 1)) + 1;
+	h = (struct dd_floor_rec *)(void *)(dd_floor_buf + (pos & (sizeof(dd_floor_buf) - 1)));
+	w = (unsigned char *)(h + 1);
+	h->ts = dd_floor_stamp();
+	h->tid = dd_floor_tid;
+	h->desc = desc;
+	h->fmt = fmt;
+	h->seq = (uint32_t)pos;
+	h->nconv = 2;
+	h->flags = 0;
+	memcpy(w, &v, sizeof(v));
+	memcpy(w + sizeof(v), &l, sizeof(l));
+	memcpy(w + sizeof(v) + sizeof(l), str, l);
+	h->len = (uint32_t)((sizeof(*h) + sizeof(v) + sizeof(l) + l + 7) & ~(size_t)7);
+	dd_floor_head = pos + h->len;
+}
+
+static const int dd_floor_desc;
+
+__attribute__((noinline)) static void dynamic_debug_floor_site(int i)
+{
+	dd_floor_record(&dd_floor_desc, "bench message %d: %s\n", i, "some payload text");
+}
+
+static double dd_loop_ns(void (*fn)(int), int iters)
+{
+	uint64_t t0 = kkb_now_ns();
+
+	for (int i = 0; i < iters; i++)
+		fn(i);
+	return (double)(kkb_now_ns() - t0) / iters;
+}
+
+/*
+ * ns per event of the same site to the trace ring (T), and of the floor,
+ * in DD_ROUNDS interleaved rounds: the medians, and the median of the
+ * rounds' ratios.
+ */
+static int dynamic_debug_ring_cost(double *ring, double *floor, double *ratio)
+{
+	double r[DD_ROUNDS], f[DD_ROUNDS], q[DD_ROUNDS];
 
 	if (dynamic_debug_exec_queries("func dynamic_debug_print_site =T", "kkbench") != 1)
 		return -1;
+	dd_floor_tid = (int32_t)gettid();
 	dynamic_debug_print_site(0);		/* the thread's first event maps its ring */
-	for (int r = 0; r < 3; r++) {
-		uint64_t t0 = kkb_now_ns();
-		double ns;
-
-		for (int i = 0; i < DD_RING_ITERS; i++)
-			dynamic_debug_print_site(i);
-		ns = (double)(kkb_now_ns() - t0) / DD_RING_ITERS;
-		if (!r || ns < best)
-			best = ns;
+	dd_loop_ns(dynamic_debug_floor_site, DD_RING_ITERS);	/* and the floor's pages */
+	for (int k = 0; k < DD_ROUNDS; k++) {
+		f[k] = dd_loop_ns(dynamic_debug_floor_site, DD_RING_ITERS);
+		r[k] = dd_loop_ns(dynamic_debug_print_site, DD_RING_ITERS);
+		q[k] = r[k] / f[k];
 	}
 	dynamic_debug_exec_queries("func dynamic_debug_print_site -T", "kkbench");
 	kk_dyndbg_trace_clear();
-	return best;
+	*ring = kkb_median(r, DD_ROUNDS);
+	*floor = kkb_median(f, DD_ROUNDS);
+	*ratio = kkb_median(q, DD_ROUNDS);
+	return 0;
 }
 
-/* ns per call, stderr (unbuffered) pointing at /dev/null. */
-static int dynamic_debug_print_costs(double *pr_ns, double *fp_ns, double *fpbuf_ns, double *dec_ns)
+/* The baseline of a printed line: the same text by snprintf() and one write(). */
+__attribute__((noinline)) static void dynamic_debug_bare_site(int i)
+{
+	char b[512];
+	int n = snprintf(b, sizeof(b), "bench message %d: %s\n", i, "some payload text");
+
+	if (n > 0 && write(2, b, (size_t)n) < 0)
+		kkb_dynamic_debug_out = i;
+}
+
+__attribute__((noinline)) static void dynamic_debug_fprintf_site(int i)
+{
+	fprintf(stderr, "bench message %d: %s\n", i, "some payload text");
+}
+
+struct dd_print_costs {
+	double pr, fp, bare, fpbuf, dec;	/* ns per line, medians */
+	double vs_fp, vs_bare;			/* medians of the rounds' ratios */
+};
+
+/*
+ * ns per call, stderr (unbuffered) pointing at /dev/null: the printing site,
+ * fprintf() and snprintf()+write() of the same line, in DD_ROUNDS
+ * interleaved rounds after one to warm up.
+ */
+static int dynamic_debug_print_costs(struct dd_print_costs *c)
 {
 	int devnull = open("/dev/null", O_WRONLY), saved = dup(2);
 	FILE *nul = fopen("/dev/null", "w");
+	double pr[DD_ROUNDS], fp[DD_ROUNDS], bare[DD_ROUNDS], q1[DD_ROUNDS], q2[DD_ROUNDS];
 	uint64_t t0;
 
 	if (devnull < 0 || saved < 0 || !nul)
@@ -256,26 +366,27 @@ static int dynamic_debug_print_costs(double *pr_ns, double *fp_ns, double *fpbuf
 	dup2(devnull, 2);
 	kk_dyndbg_set_sink(NULL, NULL);		/* the default: stderr */
 	dynamic_debug_exec_queries("func dynamic_debug_print_site =p", "kkbench");
-	for (int r = 0; r < 2; r++) {		/* second round counts */
-		t0 = kkb_now_ns();
-		for (int i = 0; i < DD_PRINT_ITERS; i++)
-			dynamic_debug_print_site(i);
-		*pr_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
-		t0 = kkb_now_ns();
-		for (int i = 0; i < DD_PRINT_ITERS; i++)
-			fprintf(stderr, "bench message %d: %s\n", i, "some payload text");
-		*fp_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	for (int r = -1; r < DD_ROUNDS; r++) {	/* round -1 warms up */
+		double a = dd_loop_ns(dynamic_debug_print_site, DD_PRINT_ITERS);
+		double b = dd_loop_ns(dynamic_debug_fprintf_site, DD_PRINT_ITERS);
+		double d = dd_loop_ns(dynamic_debug_bare_site, DD_PRINT_ITERS);
+
+		if (r < 0)
+			continue;
+		pr[r] = a, fp[r] = b, bare[r] = d, q1[r] = a / b, q2[r] = a / d;
 	}
+	c->pr = kkb_median(pr, DD_ROUNDS);
+	c->fp = kkb_median(fp, DD_ROUNDS);
+	c->bare = kkb_median(bare, DD_ROUNDS);
+	c->vs_fp = kkb_median(q1, DD_ROUNDS);
+	c->vs_bare = kkb_median(q2, DD_ROUNDS);
 	t0 = kkb_now_ns();
 	for (int i = 0; i < DD_PRINT_ITERS; i++)
 		fprintf(nul, "bench message %d: %s\n", i, "some payload text");
 	fflush(nul);
-	*fpbuf_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	c->fpbuf = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
 	dynamic_debug_exec_queries("func dynamic_debug_print_site =pmflt", "kkbench");
-	t0 = kkb_now_ns();
-	for (int i = 0; i < DD_PRINT_ITERS; i++)
-		dynamic_debug_print_site(i);
-	*dec_ns = (double)(kkb_now_ns() - t0) / DD_PRINT_ITERS;
+	c->dec = dd_loop_ns(dynamic_debug_print_site, DD_PRINT_ITERS);
 	dynamic_debug_exec_queries("func dynamic_debug_print_site -pmflt", "kkbench");
 	fflush(stderr);
 	dup2(saved, 2);
@@ -290,7 +401,8 @@ static int dynamic_debug_print_costs(double *pr_ns, double *fp_ns, double *fpbuf
 static int dynamic_debug_bench(struct kkb_ctx *ctx)
 {
 	struct dynamic_debug_pass on[DD_RUNS], off, un_on, un_off;
-	double ms[DD_RUNS], pr_ns = 0, fp_ns = 0, fpbuf_ns = 0, dec_ns = 0;
+	double ms[DD_RUNS], ring_ns = 0, floor_ns = 0, ring_ratio = 0;
+	struct dd_print_costs pc = { 0 };
 	long long ipis[DD_RUNS];
 	unsigned long long max_syncs = 0;
 	size_t sites;
@@ -334,9 +446,10 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 	qsort(ms, DD_RUNS, sizeof(ms[0]), cmp_double);
 	qsort(ipis, DD_RUNS, sizeof(ipis[0]), cmp_ll);
 
-	if (dynamic_debug_print_costs(&pr_ns, &fp_ns, &fpbuf_ns, &dec_ns))
+	if (dynamic_debug_print_costs(&pc))
 		ret = 1;
-	double ring_ns = dynamic_debug_ring_cost();
+	if (dynamic_debug_ring_cost(&ring_ns, &floor_ns, &ring_ratio))
+		ret = 1;
 
 	kkb_json_num(ctx, "sites", (double)sites);
 	kkb_json_num(ctx, "all_on_syncs", (double)max_syncs);
@@ -358,14 +471,18 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 		kkb_json_num(ctx, "loop_with_site_insns", s);
 		kkb_json_num(ctx, "loop_empty_insns", e);
 	}
-	kkb_json_num(ctx, "enabled_pr_debug_ns", pr_ns);
-	kkb_json_num(ctx, "fprintf_ns", fp_ns);
-	kkb_json_num(ctx, "enabled_vs_fprintf", fp_ns > 0 ? pr_ns / fp_ns : 0);
-	kkb_json_num(ctx, "enabled_decorated_pr_debug_ns", dec_ns);
-	kkb_json_num(ctx, "fprintf_buffered_ns", fpbuf_ns);
+	kkb_json_num(ctx, "enabled_pr_debug_ns", pc.pr);
+	kkb_json_num(ctx, "fprintf_ns", pc.fp);
+	kkb_json_num(ctx, "enabled_vs_fprintf", pc.vs_fp);
+	kkb_json_num(ctx, "snprintf_write_ns", pc.bare);
+	kkb_json_num(ctx, "enabled_vs_snprintf_write", pc.vs_bare);
+	kkb_json_num(ctx, "enabled_decorated_pr_debug_ns", pc.dec);
+	kkb_json_num(ctx, "fprintf_buffered_ns", pc.fpbuf);
 	if (ring_ns > 0) {
 		kkb_json_num(ctx, "ring_ns", ring_ns);
-		kkb_json_num(ctx, "stderr_vs_ring", pr_ns / ring_ns);
+		kkb_json_num(ctx, "ring_floor_ns", floor_ns);
+		kkb_json_num(ctx, "ring_vs_floor", ring_ratio);
+		kkb_json_num(ctx, "stderr_vs_ring", pc.pr / ring_ns);
 	} else {
 		kkb_json_null(ctx, "ring_ns");
 		ret = 1;
@@ -375,11 +492,14 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 	kkb_note(ctx, "IPIs: CAL line of /proc/interrupts, whole machine, during the command");
 	kkb_note(ctx, "disabled_pr_debug_insns: per iteration, loop with a disabled pr_debug "
 		 "minus the empty loop");
-	kkb_note(ctx, "enabled_pr_debug_ns (+p) and fprintf_ns: the same line to stderr = "
-		 "/dev/null, unbuffered; fprintf_buffered_ns: to a buffered FILE on /dev/null");
+	kkb_note(ctx, "enabled_pr_debug_ns (+p), fprintf_ns and snprintf_write_ns (snprintf, "
+		 "one write): the same line to stderr = /dev/null, unbuffered, medians of %d "
+		 "interleaved rounds of %d, ratios: medians of the rounds' ratios; "
+		 "fprintf_buffered_ns: to a buffered FILE on /dev/null", DD_ROUNDS, DD_PRINT_ITERS);
 	kkb_note(ctx, "ring_ns: the same site with T (its line recorded in binary into this "
-		 "thread's trace ring, %%d and %%s), best of 3 x %d; stderr_vs_ring: "
-		 "enabled_pr_debug_ns / ring_ns, same run", DD_RING_ITERS);
+		 "thread's trace ring, %%d and %%s); ring_floor_ns: a time stamp and the stores "
+		 "of the same record, nothing else; medians of %d interleaved rounds of %d; "
+		 "stderr_vs_ring: enabled_pr_debug_ns / ring_ns", DD_ROUNDS, DD_RING_ITERS);
 	kkb_note(ctx, "worker rounds over all sites during the run: %lu; messages %lu",
 		 (unsigned long)atomic_load(&dynamic_debug_rounds), msgs);
 	for (int i = 0; i < dynamic_debug_nmods; i++)

@@ -5,13 +5,17 @@
  * flag, and the rate limit of pr_debug_ratelimited().
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +79,54 @@ KK_EXPORT void kk_dyndbg_sink_syslog(const struct _ddebug *desc, const char *msg
 	syslog(prio ? prio : LOG_DEBUG, "%.*s", (int)len, msg);
 }
 
+#ifdef __GLIBC__
+#define STDIO_UNBUFFERED 0x0002		/* glibc's _IO_UNBUFFERED, part of its ABI */
+
+/*
+ * @msg to stderr in one write(), as fwrite() writes it, without fwrite().
+ * On an unbuffered, byte-oriented stderr with nothing pending (glibc's
+ * stderr unless the program changed it), fwrite() is one write() of the
+ * line and about 250 instructions of stdio around it.  Under the stream's
+ * lock, as fwrite() is, so that a line never lands inside another thread's
+ * flockfile()d stderr output.  errno is kept: a debug print does not
+ * change it.  Anything else (a buffered or wide stderr, bytes pending)
+ * goes through fwrite(), which keeps the stream's order.
+ */
+static void emit_stderr(const char *msg, size_t len)
+{
+	FILE *f = stderr;
+	int e = errno;
+
+	flockfile(f);
+	if ((f->_flags & STDIO_UNBUFFERED) && f->_mode <= 0 && f->_IO_write_ptr == f->_IO_write_base) {
+		int fd = fileno_unlocked(f);
+
+		while (len) {
+			ssize_t n = write(fd, msg, len);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			msg += n;
+			len -= (size_t)n;
+		}
+	} else {
+		fwrite_unlocked(msg, 1, len, f);
+	}
+	funlockfile(f);
+	errno = e;
+}
+#else
+static void emit_stderr(const char *msg, size_t len)
+{
+	int e = errno;
+
+	fwrite(msg, 1, len, stderr);	/* one fwrite: not torn by other threads' stdio */
+	errno = e;
+}
+#endif
+
 static void emit(const struct _ddebug *desc, const char *msg, size_t len)
 {
 	struct sink *s = atomic_load_explicit(&cur_sink, memory_order_acquire);
@@ -83,8 +135,7 @@ static void emit(const struct _ddebug *desc, const char *msg, size_t len)
 		s->fn(desc, msg, len, s->arg);
 		return;
 	}
-	/* one fwrite: the line is not torn by other threads' stdio on stderr */
-	fwrite(msg, 1, len, stderr);
+	emit_stderr(msg, len);
 }
 
 /* ---- the prefix ------------------------------------------------------------------------ */
@@ -103,33 +154,66 @@ static pid_t my_tid(void)
 	return cached_tid;
 }
 
+/*
+ * The prefix's text, snprintf()'s way: what fits is written, everything is
+ * counted (kk_dynamic_emit_prefix() with no room measures).  Its fields are
+ * copied, not formatted: five snprintf() calls cost more than the line.
+ */
+struct pfx {
+	char *buf;
+	size_t len, pos;
+};
+
+static void pfx_put(struct pfx *p, const char *s, size_t n)
+{
+	if (p->pos < p->len)
+		memcpy(p->buf + p->pos, s, p->len - p->pos < n ? p->len - p->pos : n);
+	p->pos += n;
+}
+
+/* @s (as %s prints it: NULL is "(null)"), then @sep. */
+static void pfx_str(struct pfx *p, const char *s, const char *sep)
+{
+	if (!s)
+		s = "(null)";
+	pfx_put(p, s, strlen(s));
+	pfx_put(p, sep, strlen(sep));
+}
+
+static void pfx_num(struct pfx *p, const char *open, unsigned int v, const char *close)
+{
+	char num[12], *d = num + sizeof(num);
+
+	do
+		*--d = (char)('0' + v % 10);
+	while (v /= 10);
+	pfx_put(p, open, strlen(open));
+	pfx_put(p, d, (size_t)(num + sizeof(num) - d));
+	pfx_put(p, close, strlen(close));
+}
+
 /* "[tid] module:func:file:line: " for the decoration flags set in @flags. */
 static size_t prefix(const struct _ddebug *d, unsigned int flags, char *buf, size_t len)
 {
-	size_t pos = 0, after_tid;
-	int n;
+	struct pfx p = { buf, len, 0 };
+	size_t after_tid;
 
-#define ADD(...) do {								\
-		n = snprintf(pos < len ? buf + pos : NULL, pos < len ? len - pos : 0, \
-			     __VA_ARGS__);					\
-		if (n > 0)							\
-			pos += (size_t)n;					\
-	} while (0)
 	if (flags & _DPRINTK_FLAGS_INCL_TID)
-		ADD("[%d] ", (int)my_tid());
-	after_tid = pos;
+		pfx_num(&p, "[", (unsigned int)my_tid(), "] ");	/* a tid is > 0 */
+	after_tid = p.pos;
 	if (flags & _DPRINTK_FLAGS_INCL_MODNAME)
-		ADD("%s:", d->modname ? d->modname : "?");
+		pfx_str(&p, d->modname ? d->modname : "?", ":");
 	if (flags & _DPRINTK_FLAGS_INCL_FUNCNAME)
-		ADD("%s:", d->function);
+		pfx_str(&p, d->function, ":");
 	if (flags & _DPRINTK_FLAGS_INCL_SOURCENAME)
-		ADD("%s:", kk_dd_rel_name(d->filename));
+		pfx_str(&p, kk_dd_rel_name(d->filename), ":");
 	if (flags & _DPRINTK_FLAGS_INCL_LINENO)
-		ADD("%u:", (unsigned int)d->lineno);
-	if (pos != after_tid)
-		ADD(" ");
-#undef ADD
-	return pos;
+		pfx_num(&p, "", (unsigned int)d->lineno, ":");
+	if (p.pos != after_tid)
+		pfx_put(&p, " ", 1);
+	if (len)
+		buf[p.pos < len ? p.pos : len - 1] = '\0';
+	return p.pos;
 }
 
 KK_EXPORT size_t kk_dynamic_emit_prefix(const struct _ddebug *desc, char *buf, size_t len)
@@ -172,16 +256,287 @@ __attribute__((noinline)) static void dump_stack(const struct _ddebug *d)
 	free(names);
 }
 
+/* ---- the message's text ------------------------------------------------------------------ */
+
+/*
+ * The message without stdio.  glibc's vsnprintf() spends about 1150
+ * instructions on "bench message %d: %s\n": it sets up a FILE on the
+ * buffer, and copies literal text and short strings a byte at a time.  That
+ * was three quarters of a printed line (issue 41).  The kernel formats with
+ * a vsnprintf() of its own too (lib/vsprintf.c).  This one does the common
+ * conversions, d i u o x X c s p and %%, with the flags '-' and '0', a width
+ * (or '*'), a precision for s (or '*'), and the lengths hh h l ll z j t, as
+ * glibc prints them.  For anything else (other flags or conversions, a NULL
+ * string, a line that does not fit) it gives up, and vsnprintf() formats the
+ * whole message again: a line never mixes the two.
+ */
+struct lbuf {
+	char *p, *end;
+};
+
+struct fspec {
+	bool left, zero;
+	int width, prec;		/* -1: none */
+	char lmod;			/* 0, 'H' (hh), 'h', 'l', 'q' (ll), 'z', 'j', 't' */
+	char c;
+};
+
+static bool lb_put(struct lbuf *b, const char *s, size_t n)
+{
+	if ((size_t)(b->end - b->p) < n)
+		return false;
+	memcpy(b->p, s, n);
+	b->p += n;
+	return true;
+}
+
+static bool lb_pad(struct lbuf *b, char c, int n)
+{
+	if (n <= 0)
+		return true;
+	if (b->end - b->p < n)
+		return false;
+	memset(b->p, c, (size_t)n);
+	b->p += n;
+	return true;
+}
+
+/* @pre (a sign, "0x") and @body in a field of the spec's width. */
+static bool lb_field(struct lbuf *b, const struct fspec *s, const char *pre, size_t npre,
+		     const char *body, size_t n)
+{
+	int pad = s->width - (int)(npre + n);
+
+	if (s->left)
+		return lb_put(b, pre, npre) && lb_put(b, body, n) && lb_pad(b, ' ', pad);
+	if (s->zero)
+		return lb_put(b, pre, npre) && lb_pad(b, '0', pad) && lb_put(b, body, n);
+	return lb_pad(b, ' ', pad) && lb_put(b, pre, npre) && lb_put(b, body, n);
+}
+
+/* A width or precision: digits, or '*' (an int argument).  NULL: not one we take. */
+static const char *spec_num(const char *p, int *v, va_list *ap)
+{
+	int n = 0;
+
+	if (*p == '*') {
+		n = va_arg(*ap, int);
+		if (n < 0)
+			return NULL;	/* "-" or "no precision": vsnprintf()'s */
+		*v = n;
+		return p + 1;
+	}
+	while (*p >= '0' && *p <= '9') {
+		n = n * 10 + (*p++ - '0');
+		if (n > 4096)
+			return NULL;
+	}
+	*v = n;
+	return p;
+}
+
+/* The length modifier at @p into *@lmod ('H' for hh, 'q' for ll).  Returns its end. */
+static const char *spec_lmod(const char *p, char *lmod)
+{
+	switch (*p) {
+	case 'h': case 'l':
+		if (p[1] == *p) {
+			*lmod = *p == 'h' ? 'H' : 'q';
+			return p + 2;
+		}
+		/* fall through */
+	case 'z': case 'j': case 't':
+		*lmod = *p;
+		return p + 1;
+	default:
+		return p;
+	}
+}
+
+/* Parse the conversion after a '%' into @s.  The end, or NULL: not one of ours. */
+static const char *spec_parse(const char *p, struct fspec *s, va_list *ap)
+{
+	*s = (struct fspec){ .width = 0, .prec = -1 };
+	for (;; p++) {
+		if (*p == '-')
+			s->left = true;
+		else if (*p == '0')
+			s->zero = true;
+		else
+			break;
+	}
+	if ((*p == '*' || (*p >= '1' && *p <= '9')) && !(p = spec_num(p, &s->width, ap)))
+		return NULL;
+	if (*p == '.' && !(p = spec_num(p + 1, &s->prec, ap)))
+		return NULL;
+	p = spec_lmod(p, &s->lmod);
+	switch ((s->c = *p)) {
+	case 'd': case 'i': case 'u': case 'o': case 'x': case 'X':
+		return s->prec < 0 ? p + 1 : NULL;
+	case 's':
+		return !s->lmod && !s->zero ? p + 1 : NULL;
+	case 'c': case 'p':
+		return !s->lmod && !s->zero && s->prec < 0 ? p + 1 : NULL;
+	default:			/* %m, %n, floating point, ...: vsnprintf()'s */
+		return NULL;
+	}
+}
+
+/* The integer argument of @s, as unsigned; *@neg for a negative signed one. */
+static unsigned long long int_arg(const struct fspec *s, va_list *ap, bool *neg)
+{
+	long long v;
+
+	if (s->c != 'd' && s->c != 'i') {
+		switch (s->lmod) {
+		case 'H': return (unsigned char)va_arg(*ap, unsigned int);
+		case 'h': return (unsigned short)va_arg(*ap, unsigned int);
+		case 'l': return va_arg(*ap, unsigned long);
+		case 'q': return va_arg(*ap, unsigned long long);
+		case 'z': return va_arg(*ap, size_t);
+		case 'j': return va_arg(*ap, uintmax_t);
+		case 't': return (size_t)va_arg(*ap, ptrdiff_t);	/* its own width */
+		default: return va_arg(*ap, unsigned int);
+		}
+	}
+	switch (s->lmod) {
+	case 'H': v = (signed char)va_arg(*ap, int); break;
+	case 'h': v = (short)va_arg(*ap, int); break;
+	case 'l': v = va_arg(*ap, long); break;
+	case 'q': v = va_arg(*ap, long long); break;
+	case 'z': v = va_arg(*ap, ssize_t); break;
+	case 'j': v = va_arg(*ap, intmax_t); break;
+	case 't': v = va_arg(*ap, ptrdiff_t); break;
+	default: v = va_arg(*ap, int); break;
+	}
+	*neg = v < 0;
+	return *neg ? -(unsigned long long)v : (unsigned long long)v;
+}
+
+/* @v in base 8, 10 or 16, ending at @end.  Returns its first digit. */
+static char *utoa(char *end, unsigned long long v, char c)
+{
+	const char *dig = c == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+
+	if (c == 'o')
+		do *--end = (char)('0' + (v & 7)); while (v >>= 3);
+	else if (c == 'x' || c == 'X' || c == 'p')
+		do *--end = dig[v & 15]; while (v >>= 4);
+	else
+		do *--end = (char)('0' + v % 10); while (v /= 10);
+	return end;
+}
+
+/* One conversion of @s.  False: it did not fit. */
+static bool conv_one(struct lbuf *b, const struct fspec *s, va_list *ap)
+{
+	char num[24], *end = num + sizeof(num), *d;
+	bool neg = false;
+	const char *str;
+
+	switch (s->c) {
+	case 'c':
+		num[0] = (char)(unsigned char)va_arg(*ap, int);
+		return lb_field(b, s, "", 0, num, 1);
+	case 's':
+		str = va_arg(*ap, const char *);
+		if (!str)
+			return false;	/* "(null)", or not, by precision: vsnprintf()'s */
+		return lb_field(b, s, "", 0, str, s->prec >= 0 ? strnlen(str, (size_t)s->prec) :
+							    strlen(str));
+	case 'p': {
+		void *v = va_arg(*ap, void *);
+
+		if (!v)
+			return lb_field(b, s, "", 0, "(nil)", 5);
+		d = utoa(end, (uintptr_t)v, 'p');
+		return lb_field(b, s, "0x", 2, d, (size_t)(end - d));
+	}
+	default:
+		d = utoa(end, int_arg(s, ap, &neg), s->c);
+		return lb_field(b, s, "-", neg, d, (size_t)(end - d));
+	}
+}
+
+/*
+ * @fmt into @buf (@cap bytes, none of them a NUL).  Returns the length, or
+ * -1: vsnprintf() must do it.
+ */
+static int line_fmt(char *buf, size_t cap, const char *fmt, va_list *ap)
+{
+	struct lbuf b = { buf, buf + cap };
+	struct fspec s;
+
+	for (const char *p = fmt;;) {
+		const char *q = strchrnul(p, '%');
+
+		if (!lb_put(&b, p, (size_t)(q - p)))
+			return -1;
+		if (!*q)
+			return (int)(b.p - buf);
+		if (q[1] == '%') {
+			if (!lb_put(&b, "%", 1))
+				return -1;
+			p = q + 2;
+			continue;
+		}
+		p = spec_parse(q + 1, &s, ap);
+		if (!p || !conv_one(&b, &s, ap))
+			return -1;
+	}
+}
+
 #define LINE_BUF 512
+
+/*
+ * The message after the @pre bytes of prefix already in @stack (@cap
+ * bytes): into @stack, or a malloc'ed buffer when it is longer.  Returns
+ * the buffer, with room for a newline and a NUL after *@len; NULL when
+ * vsnprintf() fails.
+ */
+static char *format_msg(char *stack, size_t cap, size_t pre, const char *fmt, va_list ap,
+			size_t *len)
+{
+	char *buf = stack;
+	va_list aq;
+	int n = -1;
+
+	if (pre + 2 < cap) {
+		va_copy(aq, ap);
+		n = line_fmt(stack + pre, cap - pre - 2, fmt, &aq);
+		va_end(aq);
+	}
+	if (n >= 0) {
+		*len = pre + (size_t)n;
+		return stack;
+	}
+	va_copy(aq, ap);
+	n = vsnprintf(stack + pre, cap - pre, fmt, ap);
+	if (n < 0) {
+		va_end(aq);
+		return NULL;
+	}
+	*len = pre + (size_t)n;
+	if (*len + 2 > cap) {
+		buf = malloc(*len + 2);
+		if (buf) {
+			memcpy(buf, stack, pre);
+			vsnprintf(buf + pre, (size_t)n + 1, fmt, aq);
+		} else {
+			buf = stack;	/* truncated is better than nothing */
+			*len = cap - 2;
+		}
+	}
+	va_end(aq);
+	return buf;
+}
 
 /* Print one message, decorated as @flags (the call's one load of them) say. */
 __attribute__((noinline)) static void vprint(struct _ddebug *d, unsigned int flags, const char *fmt,
 					     va_list ap)
 {
-	char stack[LINE_BUF], *buf = stack;
+	char stack[LINE_BUF], *buf;
 	size_t pre, len;
-	va_list ap2;
-	int n;
 
 	/* the time first, as printk puts it before everything (print_time.c) */
 	pre = kk_dd_time_prefix(stack, sizeof(stack));
@@ -189,24 +544,9 @@ __attribute__((noinline)) static void vprint(struct _ddebug *d, unsigned int fla
 		pre += prefix(d, flags, stack + pre, sizeof(stack) - pre);
 	if (pre >= sizeof(stack))
 		pre = sizeof(stack) - 1;
-	va_copy(ap2, ap);
-	n = vsnprintf(stack + pre, sizeof(stack) - pre, fmt, ap);
-	if (n < 0) {
-		va_end(ap2);
+	buf = format_msg(stack, sizeof(stack), pre, fmt, ap, &len);
+	if (!buf)
 		return;
-	}
-	len = pre + (size_t)n;
-	if (len + 2 > sizeof(stack)) {
-		buf = malloc(len + 2);
-		if (buf) {
-			memcpy(buf, stack, pre);
-			vsnprintf(buf + pre, (size_t)n + 1, fmt, ap2);
-		} else {
-			buf = stack;	/* truncated is better than nothing */
-			len = sizeof(stack) - 2;
-		}
-	}
-	va_end(ap2);
 	if (!len || buf[len - 1] != '\n')
 		buf[len++] = '\n';
 	buf[len] = '\0';
