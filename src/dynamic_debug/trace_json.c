@@ -437,8 +437,9 @@ static int json_show(struct kk_buf *out, void *priv)
 	(void)priv;
 	kk_dd_session_touch();	/* its reader holds the session's lease (spec part B) */
 	kk_dd_tr_pipe_wait();
-	/* no record's JSON is shorter than its bytes in the ring: copying more is waste */
-	ret = kk_dd_tr_read_pipe(&s, JSON_READ_MAX);
+	/* a record's JSON is several times its bytes in the ring (the header alone is 40 bytes,
+	 * its line 150 or more): copying, ordering and walking more of each ring is waste */
+	ret = kk_dd_tr_read_pipe(&s, JSON_READ_MAX / 4);
 	if (ret) {
 		kk_dd_tr_snap_free(&s);
 		return ret;
