@@ -3,8 +3,8 @@
 # program built with their sources (test/scripts/record_writers.sh).  This
 # rule takes the place of test/progs/'s pattern rule (mk/jump_label.mk).
 RECORD_WRITERS_SRCS := test/progs/record_writers.c tools/kkctl/record_ctf.c \
-	tools/kkctl/record_perfetto.c
-$(B)/test/progs/record_writers: $(RECORD_WRITERS_SRCS) tools/kkctl/record.h $(B)/.flags
+	tools/kkctl/record_perfetto.c tools/kkctl/record_out.c
+$(B)/test/progs/record_writers: $(RECORD_WRITERS_SRCS) $(wildcard tools/kkctl/*.h) $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Itools/kkctl $(CFLAGS) $(KK_CFLAGS) -o $@ $(RECORD_WRITERS_SRCS) \
 		$(KK_LDFLAGS) -lm

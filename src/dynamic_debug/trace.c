@@ -1118,25 +1118,31 @@ static uint64_t full_seq(uint64_t w, uint32_t seq)
 struct ring_copy {
 	unsigned char *c;
 	uint64_t start, head, from;	/* from: where the records not overwritten begin */
+	uint64_t top;			/* the ring's head (above head: a bounded copy) */
 	uint64_t w;			/* the ring's count of records, loaded after head */
 	uint64_t first, last, n;	/* the numbers of the records copied, and how many */
+	uint64_t end;			/* the end of the last whole record */
+	uint64_t last_ts;		/* its time, ordered (see walk_copy()) */
 };
 
 /*
- * Copy @r's bytes from @start_min (or its tail, if later) up to its head.
- * 0; 1 when they were all overwritten while copied; -ENOMEM.
+ * Copy @r's bytes from @start_min (or its tail, if later) up to its head,
+ * at most @limit of them (0: no limit).  0; 1 when they were all
+ * overwritten while copied; -ENOMEM.
  */
-static int copy_once(struct ring *r, uint64_t start_min, struct ring_copy *rc)
+static int copy_once(struct ring *r, uint64_t start_min, uint64_t limit, struct ring_copy *rc)
 {
 	unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_acquire);
 	uint64_t size = r->size, mask = size - 1, tail, res, p;
 
-	rc->head = atomic_load_explicit(&r->head, memory_order_acquire);
+	rc->top = rc->head = atomic_load_explicit(&r->head, memory_order_acquire);
 	rc->w = atomic_load_explicit(&r->written, memory_order_relaxed);
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	rc->start = rc->from = tail > start_min ? tail : start_min;
 	if (rc->head <= rc->start)
 		return 0;
+	if (limit && rc->head - rc->start > limit)
+		rc->head = rc->start + limit;
 	rc->c = malloc(rc->head - rc->start);
 	if (!rc->c)
 		return -ENOMEM;
@@ -1152,17 +1158,17 @@ static int copy_once(struct ring *r, uint64_t start_min, struct ring_copy *rc)
 	/* what was overwritten while we copied is below tail (the seqlock rule) */
 	if (tail > rc->from)
 		rc->from = tail;
-	return res > rc->from + size;
+	return res > rc->from + size || (rc->from >= rc->head && rc->head < rc->top);
 }
 
 /* copy_once(), again while a writer overwrote the whole copy (a slow reader, a tiny ring). */
-static int copy_ring(struct ring *r, uint64_t start_min, struct ring_copy *rc)
+static int copy_ring(struct ring *r, uint64_t start_min, uint64_t limit, struct ring_copy *rc)
 {
 	int ret;
 
 	for (int tries = 0;; tries++) {
 		memset(rc, 0, sizeof(*rc));
-		ret = copy_once(r, start_min, rc);
+		ret = copy_once(r, start_min, limit, rc);
 		if (ret <= 0 || tries == 3)
 			return ret < 0 ? ret : 0;
 		free(rc->c);
@@ -1182,7 +1188,8 @@ static void ring_thread(struct snap_ring *sr, pid_t tid)
 	sr->shown = kk_dd_tr_thread_shown(tid, sr->comm);
 }
 
-static int snap_push(struct snap *s, const struct trec *h, unsigned int ri, unsigned int seq)
+static int snap_push(struct snap *s, const struct trec *h, unsigned int ri, unsigned int seq,
+		     const struct ring_copy *rc)
 {
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? 2 * s->cap : 256;
@@ -1193,34 +1200,47 @@ static int snap_push(struct snap *s, const struct trec *h, unsigned int ri, unsi
 		s->v = v;
 		s->cap = ncap;
 	}
-	s->v[s->n++] = (struct snap_rec){ h->ts, ri, seq, h };
+	s->v[s->n++] = (struct snap_rec){ rc->last_ts, ri, seq, h, { rc->end, rc->last + 1 } };
 	return 0;
 }
 
-/* Number the whole records of @rc; add those the filter shows to @s (if any) as ring @ri. */
+/*
+ * Number the whole records of @rc; add those the filter shows to @s (if
+ * any) as ring @ri.  A record is ordered by its time, or by its ring's
+ * previous record's if that is later (a stamp may step back a little
+ * across CPUs): so a ring's records stay in their order, and a bounded
+ * read that shows the first K records in time order shows a prefix of
+ * every ring.  (h->ts, the time shown, is left as it is.)
+ */
 static int walk_copy(struct ring_copy *rc, struct snap *s, unsigned int ri)
 {
 	struct snap_ring *sr = s ? &s->rings[ri] : NULL;
 	uint64_t p = rc->from;
 	unsigned int k = 0;
 
+	rc->end = rc->from;
 	while (p < rc->head) {
 		const struct trec *h = (const void *)(rc->c + (p - rc->start));
 
 		if (!rec_ok(h, rc->head - p))
-			break;	/* cannot happen for a whole record: stop */
+			break;	/* the end of a bounded copy, or a record cut: stop */
 		p += h->len;
+		rc->end = p;
 		if (h->flags & TR_PAD)
 			continue;
 		rc->last = full_seq(rc->w, h->seq);
 		if (!rc->n++)
 			rc->first = rc->last;
+		if (h->ts > rc->last_ts)
+			rc->last_ts = h->ts;
 		if (!s)
 			continue;
 		ring_thread(sr, h->tid);
-		if (sr->shown && snap_push(s, h, ri, k++))
+		if (sr->shown && snap_push(s, h, ri, k++, rc))
 			return -ENOMEM;
 	}
+	if (sr)
+		sr->nshown = k;
 	return 0;
 }
 
@@ -1254,6 +1274,33 @@ static void count_ring(struct ring *r, const struct ring_copy *rc, struct snap_r
 	}
 }
 
+/*
+ * A bounded read's positions in @r, to be taken by kk_dd_tr_consume():
+ * nothing moves now.  "skip" passes the records overwritten (said lost),
+ * "all" every whole record copied.
+ */
+static void pipe_marks(struct ring *r, const struct ring_copy *rc, struct snap_ring *sr)
+{
+	sr->ring = r;
+	sr->buf = atomic_load_explicit(&r->buf, memory_order_relaxed);
+	sr->base = (struct pipe_at){ r->pipe_pos, r->pipe_seq };
+	sr->more = rc->head < rc->top;
+	sr->last_ts = rc->last_ts;
+	sr->in_buffer = rc->n;
+	if (rc->n) {
+		uint64_t first = rc->last + 1 - rc->n;
+
+		sr->lost = first - r->pipe_seq;
+		sr->skip = (struct pipe_at){ rc->from, first };
+		sr->all = (struct pipe_at){ rc->end, rc->last + 1 };
+		sr->all_ok = true;
+	} else if (rc->head > rc->start && !sr->more) {	/* all overwritten while copied */
+		sr->lost = rc->w - r->pipe_seq;
+		sr->skip = sr->all = (struct pipe_at){ rc->head, rc->w };
+		sr->all_ok = true;
+	}
+}
+
 static int snap_grow(struct snap *s)
 {
 	unsigned char **nc = realloc(s->copies, (s->nrings + 1) * sizeof(*nc));
@@ -1280,8 +1327,8 @@ static void check_positions_locked(struct ring *r)
 		r->clear_pos = r->pipe_pos = r->clear_seq = r->pipe_seq = 0;
 }
 
-/* Ring @r into @s.  Under trace_lock. */
-static int snap_ring_locked(struct snap *s, struct ring *r, bool consume)
+/* Ring @r into @s (at most @limit bytes of it: a bounded read, which consumes later).  Under trace_lock. */
+static int snap_ring_locked(struct snap *s, struct ring *r, bool consume, uint64_t limit)
 {
 	struct ring_copy rc;
 	struct snap_ring *sr;
@@ -1290,7 +1337,7 @@ static int snap_ring_locked(struct snap *s, struct ring *r, bool consume)
 	check_positions_locked(r);
 	if (snap_grow(s))
 		return -ENOMEM;
-	ret = copy_ring(r, consume ? r->pipe_pos : r->clear_pos, &rc);
+	ret = copy_ring(r, consume ? r->pipe_pos : r->clear_pos, limit, &rc);
 	if (ret)
 		return ret;
 	s->copies[s->nrings] = rc.c;
@@ -1300,7 +1347,10 @@ static int snap_ring_locked(struct snap *s, struct ring *r, bool consume)
 		return ret;
 	if (!sr->known)
 		ring_thread(sr, atomic_load(&r->tid));
-	count_ring(r, &rc, sr, consume);
+	if (limit)
+		pipe_marks(r, &rc, sr);
+	else
+		count_ring(r, &rc, sr, consume);
 	return 0;
 }
 
@@ -1315,7 +1365,7 @@ static int rec_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int kk_dd_tr_read(struct snap *s, bool consume)
+static int read_rings(struct snap *s, bool consume, uint64_t limit)
 {
 	int ret = 0;
 
@@ -1324,11 +1374,84 @@ int kk_dd_tr_read(struct snap *s, bool consume)
 	sweep_locked();
 	for (struct ring *r = atomic_load(&rings); r && !ret; r = r->next)
 		if (atomic_load_explicit(&r->buf, memory_order_acquire))
-			ret = snap_ring_locked(s, r, consume);
+			ret = snap_ring_locked(s, r, consume, limit);
 	pthread_mutex_unlock(&trace_lock);
 	if (!ret && s->n)	/* s->v is NULL when the trace is empty */
 		qsort(s->v, s->n, sizeof(*s->v), rec_cmp);
+	s->ready = s->n;
 	return ret;
+}
+
+int kk_dd_tr_read(struct snap *s, bool consume)
+{
+	return read_rings(s, consume, 0);
+}
+
+/*
+ * A ring whose copy stopped short has records after its last copied one,
+ * none earlier (its order is kept: see walk_copy()): the records of the
+ * other rings up to that time may be shown, not after it.
+ */
+int kk_dd_tr_read_pipe(struct snap *s, size_t limit)
+{
+	uint64_t cut = UINT64_MAX;
+	int ret = read_rings(s, true, limit);
+
+	for (size_t i = 0; i < s->nrings; i++)
+		if (s->rings[i].more && s->rings[i].last_ts < cut)
+			cut = s->rings[i].last_ts;
+	s->ready = 0;
+	while (s->ready < s->n && s->v[s->ready].ts <= cut)
+		s->ready++;
+	return ret;
+}
+
+/* Move @sr's ring to @to, unless it was cleared, resized or consumed by another read since. */
+static void consume_ring_locked(const struct snap_ring *sr, const struct pipe_at *to)
+{
+	struct ring *r = sr->ring;
+
+	if (atomic_load_explicit(&r->buf, memory_order_relaxed) != sr->buf ||
+	    r->pipe_pos != sr->base.pos || r->pipe_seq != sr->base.seq)
+		return;
+	r->pipe_pos = to->pos;
+	r->pipe_seq = to->seq;
+}
+
+/* Where a bounded read moves @sr's ring, or NULL: nowhere. */
+static const struct pipe_at *consume_to(const struct snap_ring *sr)
+{
+	if (sr->took)			/* past its last record shown (and the lost before it) */
+		return &sr->upto;
+	if (!sr->nshown && sr->all_ok)	/* none to show (the filter hides them): all copied */
+		return &sr->all;
+	if (sr->lost && sr->shown)	/* its lost said, its records left for the next read */
+		return &sr->skip;
+	return NULL;
+}
+
+/*
+ * v[0..k) of a bounded read were shown: each ring moves past its last one
+ * shown (a prefix of the ring: see walk_copy()), or as consume_to() says;
+ * what is left is the next read's.
+ */
+void kk_dd_tr_consume(struct snap *s, size_t k)
+{
+	for (size_t i = 0; i < k && i < s->n; i++) {
+		struct snap_ring *sr = &s->rings[s->v[i].ring];
+
+		sr->upto = s->v[i].next;
+		sr->took = true;
+	}
+	pthread_mutex_lock(&trace_lock);
+	for (size_t i = 0; i < s->nrings; i++) {
+		const struct snap_ring *sr = &s->rings[i];
+		const struct pipe_at *to = sr->ring ? consume_to(sr) : NULL;
+
+		if (to)
+			consume_ring_locked(sr, to);
+	}
+	pthread_mutex_unlock(&trace_lock);
 }
 
 /* The header of dynamic_debug/trace: the numbers of the rings whose thread is shown. */
@@ -1532,7 +1655,7 @@ static void clear_ring_locked(struct ring *r)
 	struct ring_copy rc;
 
 	check_positions_locked(r);
-	if (copy_ring(r, r->pipe_pos, &rc)) {	/* no memory: near enough */
+	if (copy_ring(r, r->pipe_pos, 0, &rc)) {	/* no memory: near enough */
 		r->clear_pos = atomic_load_explicit(&r->head, memory_order_acquire);
 		r->clear_seq = atomic_load_explicit(&r->written, memory_order_relaxed);
 	} else if (rc.head > rc.start) {

@@ -113,12 +113,22 @@ struct snap_ring {
 	uint64_t written, overwritten;	/* since the last clear: in_buffer + overwritten == written */
 	uint64_t lost;			/* consuming read: overwritten before this reader had them */
 	char comm[16];			/* the thread's name, read with the snapshot ("" if gone) */
+	/* A bounded read (kk_dd_tr_read_pipe()): where kk_dd_tr_consume() moves its position. */
+	struct pipe_at {
+		uint64_t pos, seq;
+	} base, skip, all, upto;	/* as read; past the lost; past all copied; past those shown */
+	void *ring;			/* (struct ring, trace.c's) */
+	const void *buf;		/* its buffer when read: a new one means a clear */
+	size_t nshown;			/* its records in snap.v */
+	bool more, all_ok, took;	/* records after the copy; "all" is set; some were shown */
+	uint64_t last_ts;		/* the (ordered) time of its last record copied */
 };
 
 struct snap_rec {
-	uint64_t ts;
+	uint64_t ts;			/* the record's, or its ring's previous one if later */
 	unsigned int ring, seq;
 	const struct trec *h;
+	struct pipe_at next;		/* its ring's position after it */
 };
 
 struct snap {
@@ -127,6 +137,7 @@ struct snap {
 	size_t nrings;
 	struct snap_rec *v;
 	size_t n, cap;
+	size_t ready;			/* bounded read: v[0..ready) may be shown (all before a cut ring's rest) */
 };
 
 /*
@@ -137,6 +148,16 @@ struct snap {
  */
 int kk_dd_tr_read(struct snap *s, bool consume);
 void kk_dd_tr_snap_free(struct snap *s);
+/*
+ * The bounded consuming read of trace_pipe_json: at most @limit bytes of
+ * each ring are copied after its pipe position, and nothing is consumed
+ * yet; s->ready says how many of s->v (in time order) come before every
+ * record left uncopied.  kk_dd_tr_consume(s, k) then consumes what v[0..k)
+ * took (k <= ready), the lost records said, and the records the thread
+ * filter hides before them; the rest stays for the next read.
+ */
+int kk_dd_tr_read_pipe(struct snap *s, size_t limit);
+void kk_dd_tr_consume(struct snap *s, size_t k);
 /* A consuming read with nothing to show waits (bounded) for a record first. */
 void kk_dd_tr_pipe_wait(void);
 

@@ -393,29 +393,64 @@ static void json_lost(struct kk_buf *b, const struct snap *s)
 	}
 }
 
+/*
+ * At most this much JSON a read (one record more if a single one is
+ * larger): the reply is rendered in a moment and fits a Unix socket's
+ * default send buffer (208 KiB), so the endpoint's deadline (2 s from
+ * accept() to the reply's last byte) never falls inside it, whatever the
+ * rings hold.  What does not fit stays for the next read; a reader reads
+ * again at once (kkctl record does).
+ */
+#define JSON_READ_MAX	(128u << 10)
+
+/* The events of @s up to the bound; how many of s->v were taken. */
+static size_t json_events(struct kk_buf *out, const struct snap *s, const struct tr_conv *tc)
+{
+	size_t start = out->len, i, shown = 0;
+
+	/* a site's strings are read only while its object is loaded */
+	kk_dd_sites_lock();
+	for (i = 0; i < s->ready; i++) {
+		size_t mark = out->len;
+
+		if (!kk_dd_site_known_locked(s->v[i].h->desc))
+			continue;
+		json_event(out, s, &s->v[i], tc);
+		if (shown++ && out->len - start > JSON_READ_MAX) {
+			out->len = mark;	/* the next read's */
+			if (out->data)
+				out->data[mark] = '\0';
+			break;
+		}
+	}
+	kk_dd_sites_unlock();
+	return i;
+}
+
 static int json_show(struct kk_buf *out, void *priv)
 {
 	struct tr_conv tc;
 	struct snap s;
+	size_t taken;
 	int ret;
 
 	(void)priv;
 	kk_dd_session_touch();	/* its reader holds the session's lease (spec part B) */
 	kk_dd_tr_pipe_wait();
-	ret = kk_dd_tr_read(&s, true);
+	/* a record's JSON is several times its bytes in the ring (the header alone is 40 bytes,
+	 * its line 150 or more): copying, ordering and walking more of each ring is waste */
+	ret = kk_dd_tr_read_pipe(&s, JSON_READ_MAX / 4);
 	if (ret) {
 		kk_dd_tr_snap_free(&s);
 		return ret;
 	}
 	kk_dd_tr_conv_setup(&tc);
 	json_lost(out, &s);
-	/* a site's strings are read only while its object is loaded */
-	kk_dd_sites_lock();
-	for (size_t i = 0; i < s.n; i++)
-		if (kk_dd_site_known_locked(s.v[i].h->desc))
-			json_event(out, &s, &s.v[i], &tc);
-	kk_dd_sites_unlock();
+	taken = json_events(out, &s, &tc);
+	if (!out->error)	/* a reply that cannot be made consumes nothing */
+		kk_dd_tr_consume(&s, taken);
 	kk_dd_tr_snap_free(&s);
+	kk_dd_session_touch();	/* and again at its end: a read may take a while */
 	return out->error;
 }
 

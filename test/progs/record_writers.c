@@ -26,6 +26,9 @@
 
 #include "record.h"
 
+/* record_out.c (built in for kkr_utf8_len) says why under kkctl's name. */
+const char kkctl_prog[] = "kkctl";
+
 static const struct kkr_writer_ops *const writers[] = { &kkr_ctf_ops, &kkr_perfetto_ops };
 
 static struct kkr_proc procs[] = {

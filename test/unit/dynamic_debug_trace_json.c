@@ -282,3 +282,84 @@ Test(dynamic_debug_trace_json, limited_to_threads)
 	read_json("mine");
 	check("valid mine");
 }
+
+/* The events of one read: each thread's "jseq N" must be the next it wrote. */
+static size_t take_read(const char *t, const struct wrapper *w, unsigned long *next,
+			unsigned long long *last_mono)
+{
+	size_t events = 0;
+
+	for (const char *l = t; l && *l; l = strchr(l, '\n') + 1) {
+		unsigned long long ts;
+		unsigned long v;
+		int tid, k;
+		const char *m = strstr(l, "\"message\":\"jseq ");
+
+		cr_assert(strchr(l, '\n'), "a line cut: %.80s", l);
+		cr_assert(!strncmp(l, "{\"type\":\"event\"", 15), "not an event (lost?): %.120s", l);
+		/* (mono: ts is mono plus the wall clock's offset as each read saw it) */
+		cr_assert(sscanf(l, "{\"type\":\"event\",\"ts\":%*u,\"mono\":%llu,", &ts) == 1 && m,
+			  "%.120s", l);
+		cr_assert(sscanf(strstr(l, "\"tid\":"), "\"tid\":%d", &tid) == 1);
+		cr_assert(sscanf(m, "\"message\":\"jseq %lu", &v) == 1);
+		/* each read converts the stamps anew: across reads, allow its rounding (1 ms is
+		 * far less than the 10 ms between the two threads' records) */
+		cr_assert_geq(ts + (events ? 0 : 1000000ull), *last_mono,
+			      "out of time order (%llu before): %.120s", *last_mono, l);
+		*last_mono = ts;
+		for (k = 0; k < 2 && w[k].tid != tid; k++)
+			;
+		cr_assert_lt(k, 2, "a record of another thread: %.120s", l);
+		cr_assert_eq(v, next[k], "thread %d: jseq %lu, want %lu (read twice or skipped)", tid,
+			     v, next[k]);
+		next[k]++;
+		events++;
+	}
+	return events;
+}
+
+/*
+ * A read sends at most 128 KiB of JSON, the oldest records first, and
+ * consumes only what it sent: reads one after another give every record
+ * once, each thread's in order, all in time order, none lost.
+ */
+Test(dynamic_debug_trace_json, bounded_reads_consume_only_what_they_send)
+{
+	struct wrapper w[2] = { { .n = 6000 }, { .n = 6000 } };
+	unsigned long next[2] = { 0, 0 };
+	unsigned long long last_mono = 0;
+	pthread_t th[2];
+	size_t reads = 0, events;
+	char c;
+
+	enable("func js_seq +T");
+	for (int i = 0; i < 2; i++) {
+		int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+		/* 10 ms between the threads' records: shown before the first's, the second's would
+		 * be out of order by far more than a clock's rounding */
+		while (i && clock_ns(CLOCK_MONOTONIC) - t0 < 10000000)
+			;
+		cr_assert_eq(pipe(w[i].go), 0);
+		cr_assert_eq(pipe(w[i].done), 0);
+		pthread_create(&th[i], NULL, wrap_thread, &w[i]);
+		cr_assert_eq(read(w[i].done[0], &c, 1), 1);
+	}
+	do {
+		char *t = NULL;
+		size_t n = 0;
+
+		cr_assert_eq(kk_control_read("dynamic_debug/trace_pipe_json", &t, &n), 0);
+		cr_assert_leq(n, 128u << 10, "read %zu: %zu bytes", reads, n);
+		events = take_read(t, w, next, &last_mono);
+		free(t);
+		reads++;
+	} while (events && reads < 1000);
+	cr_assert_eq(next[0], 6000, "thread 1: %lu of 6000", next[0]);
+	cr_assert_eq(next[1], 6000, "thread 2: %lu of 6000", next[1]);
+	cr_assert_gt(reads, 2, "%zu reads: not bounded", reads);
+	for (int i = 0; i < 2; i++) {
+		(void)!write(w[i].go[1], "x", 1);
+		pthread_join(th[i], NULL);
+	}
+}

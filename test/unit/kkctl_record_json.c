@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "../../tools/kkctl/record_json.c"
+#include "../../tools/kkctl/record_out.c"	/* kkr_utf8_len() */
+
+const char kkctl_prog[] = "kkctl";
 
 static struct kkr_line l;
 static char buf[4096];

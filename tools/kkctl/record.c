@@ -10,15 +10,18 @@
  * dynamic_debug/session (the library remembers what it changed, and puts it
  * back by itself when 1000 ms pass with no renew: a kkctl killed with
  * SIGKILL leaves nothing switched on); then reads of
- * dynamic_debug/trace_pipe_json in rounds, by one thread per process (each
- * read waits up to 250 ms for a record, and renews the lease); at the end
- * `end` in every process, and one last read.  Every exchange is one
+ * dynamic_debug/trace_pipe_json back to back, by one thread per process
+ * (a read sends at most 128 KiB, the oldest records first, and keeps the
+ * rest for the next; with nothing to send it waits up to 250 ms for a
+ * record; it renews the lease); at the end `end` in every process, and
+ * reads until what is left is later than the `end`.  Every exchange is one
  * kkctl_request(): one deadline, a capped reply; a process that exits is
  * marked so, one that misbehaves is dropped with one line.
  *
  * The merge: records wait in a heap ordered by their wall-clock time (ts)
- * until every live process has been read past it (a read returns every
- * record written before it began), or for at most HOLD_NS, and are then
+ * until every live process has been read past it (a read that brought
+ * events has sent every record up to its last one's time; one that brought
+ * none, every record written before it began), or for at most HOLD_NS, and are then
  * handed to the writer: memory holds about a second of records (and never
  * more than MAX_PENDING of them), the rest is on disk.
  *
@@ -415,10 +418,28 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 	return n;
 }
 
-/* One read of the target's records (it renews the lease). */
-static void target_read(struct rtarget *rt)
+/*
+ * How far the target has been read: a read is bounded (trace_pipe_json
+ * sends at most 128 KiB, in time order, and keeps the rest), so after one
+ * that brought events, every record up to its last event's time is in;
+ * after one that brought none, every record written before it began.
+ * (Less SLACK_NS: a record stamped just before a read may come after it.)
+ */
+static uint64_t last_event(struct kkr_rec **v, size_t n)
 {
-	uint64_t start = wall_ns();
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->kind == KKR_EVENT && v[i]->ts > last)
+			last = v[i]->ts;
+	return last;
+}
+
+/* One read of the target's records (it renews the lease): its last event's
+ * time, 0 if it brought none, or failed. */
+static uint64_t target_read(struct rtarget *rt)
+{
+	uint64_t start = wall_ns(), last;
 	struct result res;
 	size_t n;
 
@@ -426,11 +447,24 @@ static void target_read(struct rtarget *rt)
 	if (!res.ok) {
 		target_failed(rt, &res);
 		free(res.body);
-		return;
+		return 0;
 	}
 	n = take_lines(rt, res.body, res.len, &rt->batch, &rt->bcap, start);
 	free(res.body);
-	kkr_push(&rt->src, rt->batch, n, start - SLACK_NS);
+	last = last_event(rt->batch, n);
+	kkr_push(&rt->src, rt->batch, n, (last ? last : start) - SLACK_NS);
+	return last;
+}
+
+/* After `end` (at @ended): read until the target has nothing older left
+ * (a site somebody else keeps on would give records for ever). */
+static void target_drain(struct rtarget *rt, uint64_t ended)
+{
+	uint64_t last;
+
+	do
+		last = target_read(rt);
+	while (last && last < ended && rt->state == T_LIVE);
 }
 
 static bool stopping(void)
@@ -444,7 +478,7 @@ static bool stopping(void)
 }
 
 /* A target's thread: its session begun (unless it was), its reads, and at
- * the end `end` and one last read. */
+ * the end `end` and the reads of what is left. */
 static void *target_thread(void *arg)
 {
 	struct rtarget *rt = arg;
@@ -454,9 +488,11 @@ static void *target_thread(void *arg)
 	while (rt->state == T_LIVE && !stopping())
 		target_read(rt);
 	if (rt->state == T_LIVE && kkr.begun_ok) {
+		uint64_t ended = wall_ns();
+
 		target_end(rt);
 		if (kkr.final_read)
-			target_read(rt);
+			target_drain(rt, ended);
 	}
 	free(rt->batch);
 	rt->batch = NULL;

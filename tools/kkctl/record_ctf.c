@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "record.h"
+#include "record_int.h"
 
 #define CTF_PACKET (32 << 10)	/* a packet's bytes, header included */
 #define CTF_HEADER 80		/* packet header (32) and context (48) */
@@ -145,42 +145,18 @@ static void ev_u32(struct ctf *c, uint32_t v)
 	ev_put(c, b, 4);
 }
 
-/* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	static const struct { unsigned char lo, hi, n; unsigned min; } lead[] = {
-		{ 0xc2, 0xdf, 2, 0x80 }, { 0xe0, 0xef, 3, 0x800 }, { 0xf0, 0xf4, 4, 0x10000 },
-	};
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	for (size_t k = 0; k < sizeof(lead) / sizeof(lead[0]); k++) {
-		if (s[0] < lead[k].lo || s[0] > lead[k].hi)
-			continue;
-		cp = s[0] & (0x7f >> lead[k].n);
-		for (size_t i = 1; i < lead[k].n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if (cp < lead[k].min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		return lead[k].n;
-	}
-	return 0;
-}
-
 /* A string field: NUL-terminated UTF-8 (a byte that is not becomes U+FFFD). */
 static void ev_str(struct ctf *c, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	const unsigned char *end = s + strlen((const char *)s);
 
 	while (*s) {
 		const unsigned char *run = s;
 		size_t n;
 
-		while (*s && (n = utf8_seq(s)))	/* a run of valid text, put at once */
+		/* a run of valid text, put at once */
+		while (*s && (n = kkr_utf8_len(s, (size_t)(end - s))))
 			s += n;
 		ev_put(c, run, (size_t)(s - run));
 		if (*s) {

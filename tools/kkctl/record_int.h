@@ -144,4 +144,8 @@ int kkr_out_record(struct kkr_out *o);
 int kkr_out_flush(struct kkr_out *o);
 int kkr_out_close(struct kkr_out *o);
 
+/* The length of the valid UTF-8 sequence at @p (@left bytes there), 0 if it
+ * is none: the parser and every writer check UTF-8 with this one. */
+size_t kkr_utf8_len(const unsigned char *p, size_t left);
+
 #endif

@@ -51,34 +51,6 @@ static bool is_digit(char ch)
 
 /* ---- strings ------------------------------------------------------------ */
 
-/* The length of the UTF-8 sequence at @p (@left bytes there), 0 if it is
- * none (overlong forms, surrogates and values past U+10FFFF are none). */
-static size_t utf8_len(const unsigned char *p, size_t left)
-{
-	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c < 0xc2 || c > 0xf4)
-		return 0;
-	n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (left < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 static size_t put_utf8(char *d, uint32_t cp)
 {
 	if (cp < 0x80) {
@@ -182,7 +154,7 @@ static int string(struct cur *c, const char **out)
 				return -1;
 			continue;
 		}
-		if (!(n = utf8_len((const unsigned char *)c->p, (size_t)(c->end - c->p))))
+		if (!(n = kkr_utf8_len((const unsigned char *)c->p, (size_t)(c->end - c->p))))
 			return bad(c, "a string that is not UTF-8");
 		memmove(d, c->p, n);
 		d += n;

@@ -77,6 +77,35 @@ void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
 	o->len += (size_t)n;
 }
 
+/* The length of the UTF-8 sequence at @p (@left bytes there), 0 if it is
+ * none (overlong forms, surrogates and values past U+10FFFF are none).
+ * The parser and every writer check UTF-8 with this one function. */
+size_t kkr_utf8_len(const unsigned char *p, size_t left)
+{
+	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c < 0xc2 || c > 0xf4)
+		return 0;
+	n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (left < n || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 /* A JSON string: quotes, backslashes and control characters escaped (the
  * rest is UTF-8 already: record_json.c checked it). */
 void kkr_out_json(struct kkr_out *o, const char *s)

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "record.h"
+#include "record_int.h"
 
 #define PF_FLUSH (64 << 10)	/* bytes buffered before a write */
 #define PF_HOST_STRIDE 4194304	/* > pid_max: host N's pids are N * this + pid */
@@ -159,36 +159,11 @@ static int pf_flush(struct pf *pf)
 	return err ? pf_fail(pf, pf->path, err) : 0;
 }
 
-/* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	static const struct { unsigned char lo, hi, n; unsigned min; } lead[] = {
-		{ 0xc2, 0xdf, 2, 0x80 }, { 0xe0, 0xef, 3, 0x800 }, { 0xf0, 0xf4, 4, 0x10000 },
-	};
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	for (size_t k = 0; k < sizeof(lead) / sizeof(lead[0]); k++) {
-		if (s[0] < lead[k].lo || s[0] > lead[k].hi)
-			continue;
-		cp = s[0] & (0x7f >> lead[k].n);
-		for (size_t i = 1; i < lead[k].n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if (cp < lead[k].min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		return lead[k].n;
-	}
-	return 0;
-}
-
 /* A JSON string: valid UTF-8 always (a byte that is not becomes U+FFFD). */
 static void pf_str(struct pf *pf, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	const unsigned char *end = s + strlen((const char *)s);
 
 	pf_put(pf, "\"", 1);
 	while (*s) {
@@ -196,12 +171,13 @@ static void pf_str(struct pf *pf, const char *str)
 		size_t n;
 
 		/* A run of what needs no escape, put at once. */
-		while (*s >= 0x20 && *s != '"' && *s != '\\' && *s != 0x7f && (n = utf8_seq(s)))
+		while (*s >= 0x20 && *s != '"' && *s != '\\' && *s != 0x7f &&
+		       (n = kkr_utf8_len(s, (size_t)(end - s))))
 			s += n;
 		pf_put(pf, (const char *)run, (size_t)(s - run));
 		if (!*s)
 			break;
-		n = utf8_seq(s);
+		n = kkr_utf8_len(s, (size_t)(end - s));
 		if (*s == '"' || *s == '\\') {
 			pf_put(pf, "\\", 1);
 			pf_put(pf, (const char *)s, 1);
