@@ -33,7 +33,7 @@ VERSION  := 0.1.0
 # file libkernelkit.so.$(ABI_MAJOR).$(ABI_MINOR).$(ABI_PATCH).  Bump MAJOR when
 # an exported symbol goes away or changes meaning, MINOR when one is added.
 ABI_MAJOR := 1
-ABI_MINOR := 0
+ABI_MINOR := 1
 ABI_PATCH := 0
 KK_SONAME    := libkernelkit.so.$(ABI_MAJOR)
 KK_LIB_REAL  := $(KK_SONAME).$(ABI_MINOR).$(ABI_PATCH)

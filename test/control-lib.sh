@@ -33,7 +33,7 @@ key_line='^target_key 0 '
 if [ "${KK_TEST_LABEL:-default}" = fallback ]; then
 	control_env=KK_CONTROL=1
 	# (and an untouched key is not listed: the reply is the header alone)
-	key_line='^# name enabled count sites module$'
+	key_line='^# name enabled count sites module mode$'
 fi
 n=0
 start() {

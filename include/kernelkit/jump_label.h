@@ -398,6 +398,24 @@ const char *kk_jump_label_method(void);
  * "unused". */
 const char *kk_jump_label_sync_method(void);
 
+/*
+ * Let the control endpoint switch @key: `kkctl write static_keys 'NAME on'`
+ * (or off, 1, 0) calls static_key_enable() or static_key_disable() on it,
+ * for whoever may use the endpoint (who may ptrace the process).  A key
+ * not exported stays read-only from outside.  @name (1-63 bytes of
+ * [A-Za-z0-9_.:-]; NULL: the key's own name) is what `kkctl read
+ * static_keys` lists it by and what a write names; one name is one key in
+ * the process: a name another key holds is -EEXIST, as is a second name
+ * for the same key (the same again is 0).  The export ends with
+ * kk_static_key_unexport() (-ENOENT when not exported) or when the object
+ * that holds the key is unloaded.  0 or -errno; on error nothing changed.
+ * No kernel twin (the kernel's switches are debugfs files written by hand).
+ */
+int kk_static_key_export(struct static_key *key, const char *name);
+int kk_static_key_unexport(struct static_key *key);
+#define kk_static_branch_export(x, name)	kk_static_key_export(&(x)->key, (name))
+#define kk_static_branch_unexport(x)		kk_static_key_unexport(&(x)->key)
+
 /* ---- branch sites ------------------------------------------------------------------ */
 
 /*

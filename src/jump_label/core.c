@@ -123,6 +123,11 @@ static int lock_held(void)
 	return atomic_load(&jump_label_owned) && pthread_equal(atomic_load(&jump_label_owner), pthread_self());
 }
 
+bool jump_label_lock_held(void)
+{
+	return lock_held();
+}
+
 KK_EXPORT void jump_label_lock(void)
 {
 	pthread_mutex_lock(&jump_label_mutex);
@@ -434,6 +439,11 @@ static int key_known(struct static_key *key)
 		return fail(-ENOMEM, "out of memory for the key record");
 	link_record(key, k);
 	return 0;
+}
+
+int jump_label_key_known(struct static_key *key)
+{
+	return key_known(key);
 }
 
 /* Link the run @e of @o's table to its key (registration). */
@@ -807,6 +817,28 @@ KK_EXPORT void kk_static_key_discard_queued(void)
 	jump_label_unlock();
 }
 
+/*
+ * Switch @n keys, each of which changes state (@old: its count now), in one
+ * batch, with the flags in publication order: down before the code, up
+ * after it.  On error every flag is back as it was.
+ */
+static int flip_keys(struct static_key *const *keys, const bool *on, const int *old, size_t n)
+{
+	int ret;
+
+	for (size_t i = 0; i < n; i++)
+		if (!on[i])
+			__atomic_store_n(&keys[i]->enabled, 0, __ATOMIC_RELEASE);
+	ret = patch_keys(keys, on, n);
+	for (size_t i = 0; i < n; i++) {
+		if (ret)
+			__atomic_store_n(&keys[i]->enabled, old[i], __ATOMIC_RELEASE);
+		else if (on[i])
+			__atomic_store_n(&keys[i]->enabled, 1, __ATOMIC_RELEASE);
+	}
+	return ret;
+}
+
 KK_EXPORT int static_key_apply_queued(void)
 {
 	struct static_key **keys = NULL;
@@ -848,22 +880,60 @@ KK_EXPORT int static_key_apply_queued(void)
 		old[n] = v;
 		n++;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!on[i])
-			__atomic_store_n(&keys[i]->enabled, 0, __ATOMIC_RELEASE);
-	ret = patch_keys(keys, on, n);
-	for (size_t i = 0; i < n; i++) {
-		if (ret)
-			__atomic_store_n(&keys[i]->enabled, old[i], __ATOMIC_RELEASE);
-		else if (on[i])
-			__atomic_store_n(&keys[i]->enabled, 1, __ATOMIC_RELEASE);
-	}
+	ret = flip_keys(keys, on, old, n);
 	if (!ret)
 		queue_clear();
 out:
 	jump_label_unlock();
 	free(keys);
 	free(on);
+	free(old);
+	return ret;
+}
+
+/*
+ * static_key_enable() or static_key_disable() of @n distinct keys (a write
+ * of the control endpoint), in one batch: a key already in its state keeps
+ * its count; an off of a key held by more than one reference is refused, as
+ * static_key_disable() refuses it.  All or nothing: on error no key, count
+ * or site changed and no key left the queue.  On success each key leaves
+ * the queue, as after an immediate call.  Under jump_label_mutex.
+ */
+int jump_label_set_keys_locked(struct static_key *const *keys, const bool *on, size_t n)
+{
+	struct static_key **flip = calloc(n + 1, sizeof(*flip));
+	bool *fon = calloc(n + 1, sizeof(*fon));
+	int *old = calloc(n + 1, sizeof(*old));
+	char name[128];
+	size_t m = 0;
+	int ret = 0;
+
+	if (!flip || !fon || !old) {
+		ret = fail(-ENOMEM, "out of memory for %zu keys", n);
+		goto out;
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		int v = static_key_count(keys[i]);
+
+		if (!on[i] && v > 1) {
+			jump_label_key_name(keys[i], name, sizeof(name));
+			ret = fail(-EBUSY, "key %s holds %d references; off needs at most 1", name, v);
+		} else if ((v > 0) != on[i]) {
+			flip[m] = keys[i];
+			fon[m] = on[i];
+			old[m++] = v;
+		}
+	}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = key_known(keys[i]);
+	if (!ret)
+		ret = flip_keys(flip, fon, old, m);
+	for (size_t i = 0; i < n && !ret; i++)
+		if (key_qstate(keys[i]) > JL_Q_IDLE)
+			set_qstate(keys[i], JL_Q_IDLE);	/* it stays in the array, inert */
+out:
+	free(flip);
+	free(fon);
 	free(old);
 	return ret;
 }
@@ -1037,9 +1107,10 @@ KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const st
 		kk_text_forget(lo, hi);
 	}
 	/* Forget the keys that live in the object: their memory goes with it. */
-	if (!hi && self && (records || queue_len))
+	if (!hi && self && (records || queue_len || jump_label_exports_any()))
 		kk_addr_range(self, &base, &lo, &hi);
 	if (hi) {
+		jump_label_exports_forget(lo, hi);
 		for (struct jump_label_key *k = records, *next; k; k = next) {
 			next = k->next;
 			if (!in_range(k->key, lo, hi))
@@ -1061,7 +1132,7 @@ KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const st
 /* ---- listing and stats ------------------------------------------------------------- */
 
 /* Call @fn once for every key the registry knows. */
-static void for_each_key(void (*fn)(struct static_key *key, void *arg), void *arg)
+void jump_label_for_each_key(void (*fn)(struct static_key *key, void *arg), void *arg)
 {
 	for (struct jump_label_object *o = objects; o; o = o->next)
 		for (struct jump_entry *e = o->start; e < o->stop; e = next_run(o, e))
@@ -1094,7 +1165,7 @@ KK_EXPORT void kk_jump_label_get_stats(struct kk_jump_label_stats *st)
 	kk_sync_get_stats(&ss);
 	st->signal_syncs = ss.signal_rounds;
 	jump_label_lock();
-	for_each_key(count_key, &st->keys);
+	jump_label_for_each_key(count_key, &st->keys);
 	for (struct jump_label_object *o = objects; o; o = o->next) {
 		st->objects++;
 		st->sites += (unsigned long long)(o->stop - o->start);
@@ -1113,7 +1184,7 @@ KK_EXPORT const char *kk_jump_label_sync_method(void)
 }
 
 /* No symbol lookup here: this runs under jump_label_mutex (see object_name.c). */
-static void key_name(const struct static_key *key, char *buf, size_t len)
+void jump_label_key_name(const struct static_key *key, char *buf, size_t len)
 {
 	if (key->name && key->array)	/* an element of DEFINE_STATIC_KEY_ARRAY_* */
 		snprintf(buf, len, "%s[%zu]", key->name,
@@ -1126,7 +1197,7 @@ static void key_name(const struct static_key *key, char *buf, size_t len)
 }
 
 /* The module of the object that holds @key, computed now (listing time). */
-static void key_module(const struct static_key *key, char *buf, size_t len)
+void jump_label_key_module(const struct static_key *key, char *buf, size_t len)
 {
 	uintptr_t base;
 
@@ -1139,28 +1210,39 @@ static void key_module(const struct static_key *key, char *buf, size_t len)
 	kk_addr_object(key, buf, len, &base);
 }
 
+/*
+ * An exported key is listed by the name it was exported with, the name a
+ * write takes, and mode "rw"; any other key by its own name, "r-" (as
+ * `kkctl files` marks files).
+ */
 static void show_key(struct static_key *key, void *arg)
 {
 	char name[128], module[64];
+	const char *exported = jump_label_export_name(key);
 	int v = static_key_count(key);
 
-	key_name(key, name, sizeof(name));
-	key_module(key, module, sizeof(module));
-	kk_buf_printf(arg, "%s %d %d %zu %s\n", name, v > 0, v, key_nsites(key), module);
+	if (exported)
+		snprintf(name, sizeof(name), "%s", exported);
+	else
+		jump_label_key_name(key, name, sizeof(name));
+	jump_label_key_module(key, module, sizeof(module));
+	kk_buf_printf(arg, "%s %d %d %zu %s %s\n", name, v > 0, v, key_nsites(key), module,
+		      exported ? "rw" : "r-");
 }
 
 static int static_keys_show(struct kk_buf *out, void *priv)
 {
 	(void)priv;
-	kk_buf_printf(out, "# name enabled count sites module\n");
+	kk_buf_printf(out, "# name enabled count sites module mode\n");
 	jump_label_lock();
-	for_each_key(show_key, out);
+	jump_label_for_each_key(show_key, out);
 	jump_label_unlock();
 	return 0;
 }
 
 static const struct kk_control_file_ops static_keys_fops = {
 	.show = static_keys_show,
+	.write = jump_label_control_write,
 };
 KK_CONTROL_LIB_FILE(static_keys_file, "static_keys", &static_keys_fops);
 

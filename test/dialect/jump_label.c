@@ -4,6 +4,8 @@
  * jump_label_ratelimit.h, and one NOP per disabled site.
  */
 #include <string.h>
+#include <stdlib.h>
+#include <kernelkit/control.h>
 #include <kernelkit/jump_label.h>
 #include <kernelkit/jump_label_ratelimit.h>
 #include "dialect.h"
@@ -192,6 +194,26 @@ static int dialect_queued(void)
 	return 0;
 }
 
+/* A key kkctl may switch: exported by the branch macro, by its own name
+ * (an array element), and the key of a deferred key; a write switches one. */
+static int dialect_export(void)
+{
+	static const char on[] = "dialect_off_ro on\n";
+	char *reply = 0;
+
+	DIALECT_CHECK(kk_static_branch_export(&dialect_off_ro, 0) == 0);
+	DIALECT_CHECK(kk_static_branch_export(&dialect_arr_ro[1], 0) == 0);
+	DIALECT_CHECK(kk_static_key_export(&dialect_def_on.key.key, "dialect.def_on") == 0);
+	DIALECT_CHECK(kk_control_write("static_keys", on, sizeof(on) - 1, &reply) == 0);
+	free(reply);
+	DIALECT_CHECK(static_key_enabled(&dialect_off_ro));
+	DIALECT_CHECK(static_branch_disable(&dialect_off_ro) == 0);
+	DIALECT_CHECK(kk_static_branch_unexport(&dialect_off_ro) == 0);
+	DIALECT_CHECK(kk_static_branch_unexport(&dialect_arr_ro[1]) == 0);
+	DIALECT_CHECK(kk_static_key_unexport(&dialect_def_on.key.key) == 0);
+	return 0;
+}
+
 static int dialect_deferred(void)
 {
 	DIALECT_CHECK(site_maybe() == (1 | 8));
@@ -231,7 +253,8 @@ int dialect_jump_label(void)
 	DIALECT_CHECK(site_off() == 0);
 	DIALECT_CHECK(static_branch_enable(&dialect_on) == 0);
 	DIALECT_CHECK(site_on() == 1);
-	if (dialect_key_values() || dialect_refcounts() || dialect_queued() || dialect_deferred())
+	if (dialect_key_values() || dialect_refcounts() || dialect_queued() || dialect_export() ||
+	    dialect_deferred())
 		return 1;
 	return 0;
 }

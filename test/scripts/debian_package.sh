@@ -69,8 +69,8 @@ hasnt() {
 	for f; do ! grep -qx "$f" "$tmp/$p.files" || fail "$p holds $f"; done
 }
 L=/usr/lib/$ma
-has libkernelkit1 "$L/libkernelkit.so.1" "$L/libkernelkit.so.1.0.0" "$L/kernelkit/libkernelkit-odebug.so" \
-	"/usr/share/gdb/auto-load$L/libkernelkit.so.1.0.0-gdb.py"
+has libkernelkit1 "$L/libkernelkit.so.1" "$L/libkernelkit.so.1.1.0" "$L/kernelkit/libkernelkit-odebug.so" \
+	"/usr/share/gdb/auto-load$L/libkernelkit.so.1.1.0-gdb.py"
 hasnt libkernelkit1 "$L/libkernelkit.so" "$L/libkernelkit.a"
 has libkernelkit-dev "$L/libkernelkit.so" "$L/libkernelkit.a" "$L/pkgconfig/kernelkit.pc" \
 	"$L/cmake/kernelkit/kernelkitConfig.cmake" "$L/cmake/kernelkit/kernelkitConfigVersion.cmake" \

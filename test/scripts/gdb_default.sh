@@ -11,7 +11,7 @@
 #
 # Then with the gdb helper (tools/gdb/libkernelkit.so-gdb.py) auto-loaded the
 # way an installed copy is: the build puts it next to the library as
-# $KK_BUILD/libkernelkit.so.1.0.0-gdb.py, and `add-auto-load-safe-path $KK_BUILD`
+# $KK_BUILD/libkernelkit.so.1.1.0-gdb.py, and `add-auto-load-safe-path $KK_BUILD`
 # lets gdb load it.  Then `run` alone must finish too.
 set -u
 . "${KK_SRC:?}/test/gdb-lib.sh"

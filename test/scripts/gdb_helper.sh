@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The gdb helper (tools/gdb/libkernelkit.so-gdb.py), auto-loaded from the
-# build directory as an installed copy would be ($KK_BUILD/libkernelkit.so.1.0.0-gdb.py
+# build directory as an installed copy would be ($KK_BUILD/libkernelkit.so.1.1.0-gdb.py
 # next to the library, `add-auto-load-safe-path $KK_BUILD`).
 #  1. test/progs/gdb_park_prog announces a signal with kk_gdb_stop_signal()
 #     and sends it to two threads, as stop_machine does: without the helper

@@ -70,15 +70,15 @@ check_install() {	# libdir
 		 share/doc/kernelkit/README.md; do
 		[ -f "$root/usr/$f" ] || fail "missing /usr/$f"
 	done
-	for f in libkernelkit.a libkernelkit.so.1.0.0 pkgconfig/kernelkit.pc kernelkit/libkernelkit-odebug.so; do
+	for f in libkernelkit.a libkernelkit.so.1.1.0 pkgconfig/kernelkit.pc kernelkit/libkernelkit-odebug.so; do
 		[ -f "$root$libdir/$f" ] || fail "missing $libdir/$f"
 	done
 
-	[ "$(readlink "$root$libdir/libkernelkit.so.1")" = libkernelkit.so.1.0.0 ] ||
-		fail "libkernelkit.so.1 does not link to libkernelkit.so.1.0.0"
+	[ "$(readlink "$root$libdir/libkernelkit.so.1")" = libkernelkit.so.1.1.0 ] ||
+		fail "libkernelkit.so.1 does not link to libkernelkit.so.1.1.0"
 	[ "$(readlink "$root$libdir/libkernelkit.so")" = libkernelkit.so.1 ] ||
 		fail "libkernelkit.so does not link to libkernelkit.so.1"
-	readelf -d "$root$libdir/libkernelkit.so.1.0.0" | grep -q 'SONAME.*\[libkernelkit\.so\.1\]' ||
+	readelf -d "$root$libdir/libkernelkit.so.1.1.0" | grep -q 'SONAME.*\[libkernelkit\.so\.1\]' ||
 		fail "soname is not libkernelkit.so.1"
 	for p in "$SRC"/man/*.[1-8] "$SRC"/man/man*/*.[1-8]; do
 		[ -e "$p" ] || continue
@@ -93,7 +93,7 @@ check_install() {	# libdir
 	else
 		echo "skip part: installed docs' links not checked (no python3)"
 	fi
-	gdbpy=$root/usr/share/gdb/auto-load$libdir/libkernelkit.so.1.0.0-gdb.py
+	gdbpy=$root/usr/share/gdb/auto-load$libdir/libkernelkit.so.1.1.0-gdb.py
 	[ -f "$gdbpy" ] || fail "gdb helper not at $gdbpy"
 	pc=$root$libdir/pkgconfig/kernelkit.pc
 	grep -q '^prefix=/usr$' "$pc" && grep -q "^libdir=\${prefix}${libdir#/usr}\$" "$pc" &&
@@ -123,7 +123,7 @@ check_install() {	# libdir
 			-iex "set auto-load scripts-directory $tmp/al" -iex "add-auto-load-safe-path $tmp/al" \
 			-ex "info auto-load python-scripts" -ex "help kk-status" \
 			"$root$libdir/libkernelkit.so.1" >"$tmp/gdb.log" 2>&1
-		grep -q "^Yes .*libkernelkit.so.1.0.0-gdb.py" "$tmp/gdb.log" && grep -q "^kk-status:" "$tmp/gdb.log" ||
+		grep -q "^Yes .*libkernelkit.so.1.1.0-gdb.py" "$tmp/gdb.log" && grep -q "^kk-status:" "$tmp/gdb.log" ||
 			{ cat "$tmp/gdb.log"; fail "gdb does not auto-load the installed helper"; }
 		rm -rf "$tmp/al"
 	else

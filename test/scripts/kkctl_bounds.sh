@@ -31,7 +31,7 @@ control_env=
 # The fallback build has no sites, so an untouched key is not listed: its
 # reply is the header alone.
 key_line='^target_key '
-[ "${KK_TEST_LABEL:-default}" = fallback ] && key_line='^# name enabled count sites module$'
+[ "${KK_TEST_LABEL:-default}" = fallback ] && key_line='^# name enabled count sites module mode$'
 start ok env $control_env "$B/test/progs/jump_label_prog"
 start drip "$B/test/progs/control_endless" drip 500
 start flood "$B/test/progs/control_endless" flood

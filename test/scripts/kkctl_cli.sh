@@ -32,19 +32,25 @@ grep -q " @kernelkit/$pid\$" /proc/net/unix || fail "@kernelkit/$pid is not in /
 "$KKCTL" ls | grep -Eq "^$pid +[0-9]+ +jump_label_prog\$" || fail "ls does not list $pid: $("$KKCTL" ls)"
 "$KKCTL" -p "$pid" files | grep -q "static_keys" || fail "files"
 out=$("$KKCTL" -p "$pid" read static_keys) || fail "read exit $?"
-echo "$out" | grep -q '^# name enabled count sites module$' || fail "listing header: $out"
+echo "$out" | grep -q '^# name enabled count sites module mode$' || fail "listing header: $out"
 # The fallback build has no sites, so untouched keys are unknown to the registry.
 if [ "${KK_TEST_LABEL:-default}" != fallback ]; then
-	echo "$out" | grep -q '^target_key 0 0 1 jump_label_prog$' || fail "listing: $out"
-	echo "$out" | grep -q '^target_true_key 1 1 1 jump_label_prog$' || fail "listing: $out"
+	echo "$out" | grep -q '^target_key 0 0 1 jump_label_prog r-$' || fail "listing: $out"
+	echo "$out" | grep -q '^target_true_key 1 1 1 jump_label_prog r-$' || fail "listing: $out"
 fi
 
 "$KKCTL" -p "$pid" read no/such/file 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "missing file: exit $rc"
 grep -q "No such file or directory" "$tmp/err" || fail "message: $(cat "$tmp/err")"
-echo hi | "$KKCTL" -p "$pid" write static_keys 2>"$tmp/err"; rc=$?
+echo hi | "$KKCTL" -p "$pid" write debug_objects/stats 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] || fail "read-only write: exit $rc"
 grep -q "Permission denied" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+# a key the program did not export (kk_static_key_export()) is read-only
+if [ "${KK_TEST_LABEL:-default}" != fallback ]; then
+	echo "target_key on" | "$KKCTL" -p "$pid" write static_keys 2>"$tmp/err"; rc=$?
+	[ $rc -eq 1 ] || fail "write of a key not exported: exit $rc"
+	grep -q "Permission denied.*target_key.*read-only" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+fi
 "$KKCTL" -p "$pid" 2>/dev/null; [ $? -eq 2 ] || fail "usage exit"
 "$KKCTL" bogus 2>/dev/null; [ $? -eq 2 ] || fail "usage exit"
 "$KKCTL" -p notapid read x 2>/dev/null; [ $? -eq 2 ] || fail "bad pid exit"

@@ -311,13 +311,13 @@ Test(jump_label_api, listing_static_keys_file)
 
 	cr_assert_eq(static_branch_enable(&kf), 0);
 	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
-	cr_expect(!strncmp(txt, "# name enabled count sites module\n", 34));
+	cr_expect(!strncmp(txt, "# name enabled count sites module mode\n", 39));
 #ifndef KK_NO_JUMP_LABEL
-	snprintf(line, sizeof(line), "\nkf 1 1 2 jump_label_api\n");
+	snprintf(line, sizeof(line), "\nkf 1 1 2 jump_label_api r-\n");
 	cr_expect(strstr(txt, line), "listing:\n%s", txt);
-	snprintf(line, sizeof(line), "\nkt 1 1 2 jump_label_api\n");
+	snprintf(line, sizeof(line), "\nkt 1 1 2 jump_label_api r-\n");
 	cr_expect(strstr(txt, line), "listing:\n%s", txt);
-	cr_expect(strstr(txt, "\nkarr[2] 0 0 1 jump_label_api\n"), "listing:\n%s", txt);
+	cr_expect(strstr(txt, "\nkarr[2] 0 0 1 jump_label_api r-\n"), "listing:\n%s", txt);
 #else
 	(void)line;
 #endif

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """gdb helper for programs that use kernelkit (libkernelkit.so).
 
-Installed as $(DATADIR)/gdb/auto-load$(LIBDIR)/libkernelkit.so.1.0.0-gdb.py
+Installed as $(DATADIR)/gdb/auto-load$(LIBDIR)/libkernelkit.so.1.1.0-gdb.py
 (gdb's auto-load convention: the library's real path, links resolved, plus
 "-gdb.py"; the build copies it next to the library the same way), so gdb
 loads it by itself once that directory is on the auto-load safe path (it is,
