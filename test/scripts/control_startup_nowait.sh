@@ -17,7 +17,7 @@ B=${KK_BUILD:?}
 PROG=$B/test/progs/dynamic_debug_target
 [ -x "$PROG" ] && [ -x "$B/kkctl" ] || { echo "skip: not built"; exit 77; }
 [ "${KK_TEST_LABEL:-}" = "asan+ubsan" ] &&
-	{ echo "skip: ASan's own pthread_create interceptor comes before a preload"; exit 77; }
+	{ echo "skip: the preload would come before the ASan runtime, which ASan refuses"; exit 77; }
 tmp=$(mktemp -d /tmp/kk-nowait.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
