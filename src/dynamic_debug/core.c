@@ -958,18 +958,35 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 	return 0;
 }
 
+/*
+ * Whether the table @id is registered.  Every unit of an object calls us
+ * (nginx: ~100 units, 1313 sites): only the first may copy the table and
+ * look up the object's name, or registration costs units x sites.
+ */
+static bool table_known(const void *id)
+{
+	bool known = false;
+
+	pthread_mutex_lock(&ddebug_lock);
+	for (const struct ddebug_table *t = tables; t && !known; t = t->next)
+		known = t->id == id;
+	pthread_mutex_unlock(&ddebug_lock);
+	return known;
+}
+
 /* A C object: its sites are the array kk_dyndbg. */
 KK_EXPORT int kk_dyndbg_add_object(struct _ddebug *start, struct _ddebug *stop,
 			 struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
 {
 	const void *id = start != stop ? (const void *)start : (const void *)cstart;
 	size_t n = start && stop ? (size_t)(stop - start) : 0;
-	struct _ddebug **v = n ? malloc(n * sizeof(*v)) : NULL;
+	struct _ddebug **v;
 
-	if (!id || (stop < start) || (cstop < cstart)) {
-		free(v);
+	if (!id || (stop < start) || (cstop < cstart))
 		return -EINVAL;
-	}
+	if (table_known(id))
+		return 0;
+	v = n ? malloc(n * sizeof(*v)) : NULL;
 	for (size_t j = 0; v && j < n; j++)
 		v[j] = &start[j];
 	return add_table(id, v, n, 0, cstart, cstop);
@@ -984,6 +1001,8 @@ KK_EXPORT int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *c
 
 	if (!n || (cstop < cstart))
 		return -EINVAL;
+	if (table_known(start))
+		return 0;
 	v = malloc(n * sizeof(*v));
 	if (v)
 		memcpy(v, start, n * sizeof(*v));

@@ -4,9 +4,11 @@
  *
  * Data structures first.  They are the kernel's (kernel/jump_label.c), so
  * that registering an object costs no allocation per key or per site:
- *  - Each ELF object's own kk_jump_table is sorted in place when the object
- *    registers, by key and then by address (jump_label_sort_entries), so the
- *    sites of one key are one run of entries.  No copy of the table is kept.
+ *  - In each ELF object's own kk_jump_table the sites of one key are one run
+ *    of entries.  The linker's order usually is such (link_runs() checks it
+ *    as it links, O(n)); otherwise the table is sorted in place when the
+ *    object registers, by key and then by address (jump_label_sort_entries).
+ *    No copy of the table is kept.
  *  - jump_label_object: one per object with a table: where the table is, the
  *    object's address range, and its module name (computed when a listing or
  *    an error message first needs it).
@@ -28,8 +30,8 @@
  * jump_label_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
  *
- * Differences from the kernel: a table whose keys are already grouped (in
- * ascending or descending order) is not rewritten, so its pages stay as the
+ * Differences from the kernel: a table in which every key's sites are one
+ * run (in any order of keys) is not rewritten, so its pages stay as the
  * loader left them (shared with the file when nothing relocated them); an entry's key is absolute (bit 1 set,
  * relocated at load, so a site can sit anywhere, also in a C++ inline
  * function in a shared object), or, in objects built with the headers before
@@ -228,31 +230,9 @@ static void sift_down(struct jump_entry *v, size_t root, size_t n)
 }
 
 /*
- * Whether the table already keeps the entries of each key together: true
- * when the keys come in ascending or in descending order.  Compilers emit
- * the sites of a unit in source order or in reverse (GCC does the latter for
- * static functions), and keys in declaration order, so most tables qualify.
- */
-static bool keys_grouped(const struct jump_entry *v, size_t n)
-{
-	int dir = 0;
-
-	for (size_t i = 1; i < n; i++) {
-		uintptr_t a = (uintptr_t)entry_key(&v[i - 1]), b = (uintptr_t)entry_key(&v[i]);
-		int d = a < b ? 1 : a > b ? -1 : 0;
-
-		if (!d)
-			continue;
-		if (dir && d != dir)
-			return false;
-		dir = d;
-	}
-	return true;
-}
-
-/*
- * jump_label_sort_entries(): heapsort in place, no memory.  A table whose
- * keys are already grouped is not written at all, so its pages stay clean
+ * jump_label_sort_entries(): heapsort in place, no memory.  Only for a table
+ * in which some key has more than one run (see link_runs()): a table whose
+ * keys each come in one run is not written at all, so its pages stay clean
  * and shared with the file; the order of the sites within a key does not
  * matter here (each batch sorts its sites by address).
  */
@@ -260,8 +240,6 @@ static void sort_entries(struct jump_entry *v, size_t n)
 {
 	size_t i;
 
-	if (keys_grouped(v, n))
-		return;
 	for (i = n / 2; i-- > 0;)
 		sift_down(v, i, n);
 	for (i = n; --i > 0;) {
@@ -450,10 +428,16 @@ int jump_label_key_known(struct static_key *key)
 static int link_run(struct jump_label_object *o, const struct jump_entry *e)
 {
 	struct static_key *key = entry_key(e);
-	const struct jump_entry *other = key_entries(key);
-	struct jump_label_key *k = key_record(key);
+	const struct jump_entry *other;
+	struct jump_label_key *k;
 
-	if (!other && !k) {			/* the common case */
+	if (!priv_of(key)) {			/* the common case: nothing links it yet */
+		priv_set(key, (uintptr_t)e | JL_ENTRIES);
+		return 0;
+	}
+	other = key_entries(key);
+	k = key_record(key);
+	if (!other && !k) {			/* a stale value, or queue bits only */
 		link_entries(key, e);
 		return 0;
 	}
@@ -495,6 +479,61 @@ static void unlink_run(struct jump_label_object *o, const struct jump_entry *e)
 		record_free(k);
 		priv_set(key, (uintptr_t)first | JL_ENTRIES | q);
 	}
+}
+
+/* Whether @key already has a run in @o's table (linked by link_runs()). */
+static bool linked_here(const struct jump_label_object *o, struct static_key *key)
+{
+	const struct jump_entry *x;
+	struct jump_label_key *k;
+
+	if (!priv_of(key))
+		return false;
+	if ((x = key_entries(key)))
+		return x >= o->start && x < o->stop;
+	k = key_record(key);
+	return k && k->nuses && k->uses[k->nuses - 1].obj == o;
+}
+
+/* Unlink the runs of @o's table before @end. */
+static void unlink_runs(struct jump_label_object *o, const struct jump_entry *end)
+{
+	for (const struct jump_entry *e = o->start; e < end; e += run_len(o, e))
+		unlink_run(o, e);
+}
+
+/*
+ * Link every run of @o's table to its key, in one pass, unsorted: a key whose
+ * entries form one run is all the registry needs.  The linker concatenates
+ * the units' tables, so a key used by one unit is one run whatever order the
+ * compiler gave the unit's sites (a dynamic-debug site's key always is).
+ * Returns 1, with nothing linked, when some key has a second run (a key
+ * shared by units, sites interleaved): the table must be sorted first.
+ */
+static int link_runs(struct jump_label_object *o)
+{
+	struct static_key *prev = NULL;
+	struct jump_entry *e;
+	int ret = 0;
+
+	for (e = o->start; e < o->stop; e++) {
+		struct static_key *key = entry_key(e);
+
+		if (key == prev)
+			continue;
+		prev = key;
+		if (linked_here(o, key)) {
+			ret = 1;
+			break;
+		}
+		if (link_run(o, e)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	if (ret)		/* all or nothing: unlink what we linked */
+		unlink_runs(o, e);
+	return ret;
 }
 
 /* ---- the queue -------------------------------------------------------------------- */
@@ -952,14 +991,25 @@ static void sync_new_sites(struct jump_label_object *o)
 	size_t np, bad = 0;
 	char err[200];
 
+	struct static_key *prev = NULL;
+	bool type = false, on = false;
+
 	for (struct jump_entry *e = o->start; e < o->stop; e++) {
 		struct static_key *key = entry_key(e);
-		bool init = (key->type != 0) ^ entry_branch(e);
-		bool want = (static_key_count(key) > 0) ^ entry_branch(e);
-		uintptr_t code = entry_code(e), target = entry_target(e);
+		bool init, want;
+		uintptr_t code, target;
 
-		if (init == want)
+		if (key != prev) {	/* once a run: the key's fields are shared data */
+			prev = key;
+			type = key->type != 0;
+			on = static_key_count(key) > 0;
+		}
+		if (type == on)		/* init == want, whichever the branch */
 			continue;
+		init = type ^ entry_branch(e);
+		want = on ^ entry_branch(e);
+		code = entry_code(e);
+		target = entry_target(e);
 		if (kk_arch_jump_label_state(code, target) != (int)init) {
 			bad++;
 			continue;
@@ -1026,7 +1076,6 @@ static struct jump_entry *next_run(struct jump_label_object *o, struct jump_entr
 
 KK_EXPORT int kk_jump_label_add_object(const struct jump_entry *start, const struct jump_entry *stop)
 {
-	struct jump_entry *e, *end;
 	struct jump_label_object *o;
 	uintptr_t base;
 	int ret = 0;
@@ -1047,20 +1096,15 @@ KK_EXPORT int kk_jump_label_add_object(const struct jump_entry *start, const str
 	o->start = (struct jump_entry *)start;
 	o->stop = (struct jump_entry *)stop;
 	kk_addr_range(start, &base, &o->lo, &o->hi);
-	sort_entries(o->start, (size_t)(stop - start));
 	o->next = objects;
 	objects = o;
-	for (e = o->start; e < o->stop; e = next_run(o, e)) {
-		if (link_run(o, e)) {
-			ret = -ENOMEM;
-			break;
-		}
+	ret = link_runs(o);
+	if (ret > 0) {		/* some key in several runs: sort, then link */
+		sort_entries(o->start, (size_t)(stop - start));
+		ret = link_runs(o);
 	}
-	if (ret) {		/* all or nothing: unlink what we linked */
+	if (ret) {
 		kk_warn("out of memory registering %zu static-key sites", (size_t)(stop - start));
-		end = e;
-		for (e = o->start; e < end; e = next_run(o, e))
-			unlink_run(o, e);
 		objects = o->next;
 		free(o);
 		goto out;

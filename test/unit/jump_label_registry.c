@@ -165,6 +165,55 @@ Test(jump_label_registry, sorting_grouped_table_is_not_written)
 	kk_jump_label_del_object(tab, tab + 4, NULL);
 }
 
+/*
+ * Issue 41: what registration needs is each key's sites in one run, not the
+ * keys in order.  A program's table is its units' tables end to end: keys
+ * ascending from unit to unit and, within a unit, often descending.  Such a
+ * table (here keys 1, 0, 2: neither order) was heap-sorted, nginx's 1313
+ * sites for ~800 instructions each; it must not be written at all.  The
+ * table is read-only, so a write crashes.
+ */
+Test(jump_label_registry, sorting_runs_in_any_key_order_are_not_written)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct jump_entry *tab = (struct jump_entry *)(code + pg);
+	struct static_key **slot = (struct static_key **)(code + 2 * pg);
+	uint8_t *target = code + 256;
+	static const struct { int off, key; } in[] = {
+		{ 64, 1 }, { 0, 1 }, { 16, 0 }, { 48, 2 }, { 32, 2 },
+	};
+	const int n = (int)(sizeof(in) / sizeof(in[0]));
+	char *txt = NULL;
+
+	cr_assert_neq(code, MAP_FAILED);
+	memset(code, 0xc3, pg);
+	slot[0] = &sk0.key;
+	slot[1] = &sk1.key;
+	slot[2] = &sk2.key;
+	for (int i = 0; i < n; i++) {
+		kkt_put_nop(code + in[i].off);
+		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0, 0);
+	}
+	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
+	cr_assert_eq(kk_jump_label_add_object(tab, tab + n), 0);
+	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
+	cr_expect(kkt_is_jump_to(code + 64, target) && kkt_is_jump_to(code + 0, target));
+	cr_expect(kkt_is_nop(code + 16) && kkt_is_nop(code + 32) && kkt_is_nop(code + 48));
+	cr_assert_eq(static_branch_enable(&sk2), 0, "%s", kk_jump_label_strerror());
+	cr_expect(kkt_is_jump_to(code + 48, target) && kkt_is_jump_to(code + 32, target));
+	cr_expect(kkt_is_nop(code + 16));
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(strstr(txt, "\nsort_k0 0 0 1 "), "%s", txt);
+	cr_expect(strstr(txt, "\nsort_k1 1 1 2 "), "%s", txt);
+	cr_expect(strstr(txt, "\nsort_k2 1 1 2 "), "%s", txt);
+	free(txt);
+	kk_jump_label_del_object(tab, tab + n, NULL);
+	cr_expect_eq(static_branch_disable(&sk1), 0);
+	cr_expect_eq(static_branch_disable(&sk2), 0);
+}
+
 /* ---- the first patch of many pages ---------------------------------------------- */
 
 DEFINE_STATIC_KEY_FALSE(zk_x);

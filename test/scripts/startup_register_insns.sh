@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Issue 41, start-up: registering a program's sites costs at most 100
+# instructions a site, whatever their number.  nginx (1313 pr_debug sites
+# over its units, all off) spent ~1800 a site: every unit's constructor
+# copied the whole dynamic-debug table and looked up the object's name before
+# finding it registered, and its jump table, whose keys are each one run but
+# not in one order, was heap-sorted.  Programs of 100 and 1000 sites, 10 to a
+# unit (bench/gen-dd-units.sh), and 1000 in one unit, run under callgrind
+# (instruction counts do not depend on the load); what the registration
+# functions execute (kk_jump_label_add_object, kk_dyndbg_add_object and all
+# they call) grows by at most 100 instructions a site from 100 to 1000.
+set -u
+B=${KK_BUILD:?}
+case "${KK_TEST_LABEL:-default}" in
+fallback) flags="-DKK_NO_JUMP_LABEL" ;;
+default) flags="" ;;
+*) echo "skip: callgrind does not run a ${KK_TEST_LABEL} build"; exit 77 ;;
+esac
+command -v valgrind >/dev/null 2>&1 || { echo "skip: no valgrind"; exit 77; }
+[ -f "$B/libkernelkit.so" ] || { echo "skip: not built"; exit 77; }
+src=$(pwd)
+tmp=$(mktemp -d /tmp/kk-reginsns.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+# insns N UNITS: instructions executed inside the registration functions
+insns() {
+	d=$tmp/p$1-$2
+	sh "$src/bench/gen-dd-units.sh" "$1" "$2" "$d" &&
+		${CC:-cc} -O2 -D_GNU_SOURCE $flags -I"$src/include" -o "$d/prog" "$d"/*.c \
+			-L"$B" -lkernelkit -Wl,-rpath,"$B" -pthread || { echo "build failed" >&2; return 1; }
+	env -i KK_CONTROL=0 valgrind --tool=callgrind --callgrind-out-file="$d/cg" \
+		--collect-atstart=no --toggle-collect=kk_dyndbg_add_object \
+		--toggle-collect=kk_jump_label_add_object "$d/prog" 2>"$d/vg" ||
+		{ cat "$d/vg" >&2; return 1; }
+	sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$d/vg"
+}
+# check NAME N1 U1 N2 U2
+check() {
+	a=$(insns "$2" "$3") && b=$(insns "$4" "$5") && [ -n "$a" ] && [ -n "$b" ] ||
+		{ fail "$1: not measured"; return; }
+	per=$(( (b - a) / ($4 - $2) ))
+	echo "$1: $a instructions for $2 sites, $b for $4: $per a site more"
+	[ "$per" -le 100 ] || fail "$1: $per instructions a site (at most 100)"
+}
+check "10 sites a unit" 100 10 1000 100
+check "one unit" 100 1 1000 1
+[ $failed -eq 0 ] || exit 1
+echo "startup_register_insns: ok"
