@@ -1231,12 +1231,8 @@ static void reap_locked(void)
  * is in the namespace they were read in (while our thread ran, the parent
  * could neither unshare(CLONE_NEWUSER) nor setns() to a user namespace), and
  * it saves fork() two /proc reads.
- * @wait: return once the thread runs.  A start at load does not wait: the
- * socket listens before the thread exists, so a client that connects at once
- * is queued and served when the thread first runs; start-up does not pay for
- * a scheduling round trip (issue 41).
  */
-static int start_locked(bool rules_known, bool wait)
+static int start_locked(bool rules_known)
 {
 	int ret;
 
@@ -1256,7 +1252,7 @@ static int start_locked(bool rules_known, bool wait)
 		return ret;
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_serving, 1, __ATOMIC_RELEASE);
-	ret = (wait ? kk_thread_create : kk_thread_create_nowait)(&srv_thread, "kk-control", serve, NULL);
+	ret = kk_thread_create(&srv_thread, "kk-control", serve, NULL);
 	if (ret) {
 		__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&lfd_lock);
@@ -1281,24 +1277,19 @@ static void stop_locked(void)
 	reap_locked();
 }
 
-static int control_start(bool wait)
+KK_EXPORT int kk_control_start(void)
 {
 	int ret;
 
 	register_hooks();
 	pthread_mutex_lock(&srv_lock);
-	ret = start_locked(false, wait);
+	ret = start_locked(false);
 	if (!ret) {
 		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&srv_off, 0, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&srv_lock);
 	return ret;
-}
-
-KK_EXPORT int kk_control_start(void)
-{
-	return control_start(true);
 }
 
 KK_EXPORT void kk_control_stop(void)
@@ -1320,7 +1311,7 @@ void kk_control_autostart(void)
 	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
 		/* Wanted even if it cannot start now: kk_threads_start() retries. */
 		__atomic_store_n(&srv_wanted, 1, __ATOMIC_RELEASE);
-		start_locked(false, false);
+		start_locked(false);
 	}
 	pthread_mutex_unlock(&srv_lock);
 }
@@ -1371,7 +1362,7 @@ static void svc_start(void)
 {
 	pthread_mutex_lock(&srv_lock);
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE))
-		start_locked(false, true);
+		start_locked(false);
 	pthread_mutex_unlock(&srv_lock);
 }
 
@@ -1415,7 +1406,7 @@ static void atfork_child(void)
 	__atomic_store_n(&srv_serving, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&srv_stop, 0, __ATOMIC_RELAXED);
 	if (had)
-		start_locked(true, false);
+		start_locked(true);
 	pthread_mutex_unlock(&srv_lock);
 }
 
@@ -1441,5 +1432,5 @@ KK_INIT(200) static void control_init(void)
 {
 	register_hooks();
 	if (control_mode() == CTL_ALWAYS)
-		control_start(false);
+		kk_control_start();
 }

@@ -273,8 +273,6 @@ struct kk_thread {
  * outlive the thread (it writes its id there).
  */
 int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg);
-/* The same, but returns without waiting for the thread to run (start-up). */
-int kk_thread_create_nowait(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg);
 /*
  * Join library thread @t and return once it has left the thread group too:
  * pthread_join() returns when the kernel clears the thread's tid, a little

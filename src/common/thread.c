@@ -162,28 +162,12 @@ void kk_thread_join(struct kk_thread *t)
 		sched_yield();
 }
 
-/* A start record nobody waits on, or NULL when all are in use. */
-static struct start *start_pooled(const struct start *st)
-{
-	for (size_t i = 0; i < sizeof(start_pool) / sizeof(start_pool[0]); i++) {
-		if (!__atomic_exchange_n(&start_busy[i], 1, __ATOMIC_ACQUIRE)) {
-			start_pool[i] = *st;
-			start_pool[i].pooled = 1;
-			return &start_pool[i];
-		}
-	}
-	return NULL;
-}
-
 /*
- * @wait: return once the thread runs, named and recorded as a library thread
- * (so that /proc and a panic see it as ours from the start).  Otherwise, and
- * always from a fork child's handlers, return at once (see start_pool): the
- * thread names and records itself when it first runs, which on a loaded
- * machine is a scheduling round trip that start-up need not wait for.
+ * Returns once the thread runs, named and recorded as a library thread (so
+ * that /proc and a panic see it as ours from the start) -- except from a fork
+ * child's handlers, where it returns at once (see start_pool).
  */
-static int thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg,
-			 bool wait)
+int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
 	struct start st = { fn, arg, &t->tid, "", 0, 0 };
@@ -191,12 +175,15 @@ static int thread_create(struct kk_thread *t, const char *name, void *(*fn)(void
 	sigset_t all, old;
 	int ret;
 
-	if (!wait || __atomic_load_n(&in_fork_child, __ATOMIC_RELAXED)) {
-		s = start_pooled(&st);
-		if (!s && __atomic_load_n(&in_fork_child, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&in_fork_child, __ATOMIC_RELAXED)) {
+		s = NULL;
+		for (size_t i = 0; !s && i < sizeof(start_pool) / sizeof(start_pool[0]); i++)
+			if (!__atomic_exchange_n(&start_busy[i], 1, __ATOMIC_ACQUIRE))
+				s = &start_pool[i];
+		if (!s)
 			return -EAGAIN;
-		if (!s)			/* every record in use: wait, as before */
-			s = &st;
+		*s = st;
+		s->pooled = 1;
 	}
 	strncpy(s->name, name, sizeof(s->name) - 1);
 	/* The new thread inherits the creator's mask: set it for the creation. */
@@ -218,16 +205,6 @@ static int thread_create(struct kk_thread *t, const char *name, void *(*fn)(void
 	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
 		kk_futex_wait(&st.started, 0, 0);
 	return 0;
-}
-
-int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
-{
-	return thread_create(t, name, fn, arg, true);
-}
-
-int kk_thread_create_nowait(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
-{
-	return thread_create(t, name, fn, arg, false);
 }
 
 /* ---- services ----------------------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 set -u
 [ "${KK_TEST_LABEL:-default}" = default ] || { echo "skip: runs in the default build only"; exit 77; }
 command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
+command -v python3 >/dev/null || { echo "skip: no python3 (checks the installed docs' links)"; exit 77; }
 SRC=${KK_SRC:?}
 CC=${CC:-cc}
 tmp=$(mktemp -d /tmp/kk-install.XXXXXX)
@@ -87,12 +88,8 @@ check_install() {	# libdir
 	done
 	[ -f "$root/usr/share/man/man1/kkctl.1" ] || fail "kkctl(1) not installed"
 	# The installed docs' links name files installed beside them.
-	if command -v python3 >/dev/null; then
-		python3 "$SRC/scripts/doc-links.py" "$root/usr/share/doc/kernelkit" >"$tmp/links" ||
-			{ cat "$tmp/links"; fail "the installed docs have broken links"; }
-	else
-		echo "skip part: installed docs' links not checked (no python3)"
-	fi
+	python3 "$SRC/scripts/doc-links.py" "$root/usr/share/doc/kernelkit" >"$tmp/links" ||
+		{ cat "$tmp/links"; fail "the installed docs have broken links"; }
 	gdbpy=$root/usr/share/gdb/auto-load$libdir/libkernelkit.so.1.1.0-gdb.py
 	[ -f "$gdbpy" ] || fail "gdb helper not at $gdbpy"
 	pc=$root$libdir/pkgconfig/kernelkit.pc

@@ -6,17 +6,9 @@
 # word; in a quoted query too.
 set -u
 command -v bash > /dev/null || { echo "skip: no bash"; exit 77; }
-B=${KK_BUILD:?}
 SRC=${KK_SRC:?}
-TARGET=$B/test/progs/dynamic_debug_target
-[ -x "$TARGET" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-complq.XXXXXX)
-pid=
-fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
-mkfifo "$tmp/f"
-"$TARGET" > "$tmp/f" 2>/dev/null &
-pid=$!
-read -r line < "$tmp/f" || fail "the target did not start"
+KK_TARGET_NAME=complq
+. "${KK_SRC:?}/test/target-lib.sh"
 cat > "$tmp/c.bash" <<EOS
 PATH=$B:\$PATH
 . "$SRC/tools/kkctl.bash-completion"

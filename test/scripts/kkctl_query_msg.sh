@@ -6,17 +6,8 @@
 # says that it ends in a flags word such as +p, and where the flags came
 # first, the query as it was meant.  The kernel's words stay in the line.
 set -u
-B=${KK_BUILD:?}
-K=$B/kkctl
-TARGET=$B/test/progs/dynamic_debug_target
-[ -x "$TARGET" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-qmsg.XXXXXX)
-pid=
-fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
-mkfifo "$tmp/f"
-"$TARGET" > "$tmp/f" 2>/dev/null &
-pid=$!
-read -r line < "$tmp/f" || fail "the target did not start"
+KK_TARGET_NAME=qmsg
+. "${KK_SRC:?}/test/target-lib.sh"
 
 # bad QUERY LINE: the write of QUERY fails (exit 1), and its message has
 # LINE (grep -Fx) and no other line of dyndbg's but the last one's

@@ -32,20 +32,7 @@ ask() {
 	IFS= read -r ans <&4 || fail "record_trio: no answer to '$1'"
 	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
 }
-# until CMD succeeds, at most 30 s (a hang guard: each try waits for the event)
-until_ok() {
-	what=$1
-	shift
-	i=0
-	until "$@"; do
-		i=$((i + 1))
-		[ $i -le 600 ] || fail "$what: not within 30 s"
-		sleep 0.05
-	done
-}
-served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
-session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }
-has_session() { session_of "$1" | grep -q '^session '; }
+. "$KK_SRC/test/record-lib.sh"
 no_session() { session_of "$1" | grep -qx 'no session'; }
 all_sessions() { for p in $procs; do has_session "$p" || return 1; done; }
 no_sessions() { for p in $procs; do no_session "$p" || return 1; done; }

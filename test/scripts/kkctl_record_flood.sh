@@ -24,19 +24,7 @@ NPROC=3
 N=80000
 Q='func flood_tick +T'
 
-# until CMD succeeds, at most 30 s (a hang guard: each try waits for the event)
-until_ok() {
-	what=$1
-	shift
-	i=0
-	until "$@"; do
-		i=$((i + 1))
-		[ $i -le 600 ] || fail "$what: not within 30 s"
-		sleep 0.05
-	done
-}
-served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
-has_session() { "$K" -p "$1" read dynamic_debug/session 2>&1 | grep -q '^session '; }
+. "$KK_SRC/test/record-lib.sh"
 all_sessions() { for p in $procs; do has_session "$p" || return 1; done; }
 
 procs=

@@ -47,19 +47,8 @@ ask 5 6 pids
 set -- $ans
 b=$2 procs_b="$2 $3 $4"
 procs="$procs_a $procs_b"
-until_ok() {
-	what=$1
-	shift
-	i=0
-	until "$@"; do
-		i=$((i + 1))
-		[ $i -le 600 ] || fail "$what: not within 30 s"
-		sleep 0.05
-	done
-}
-served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
+. "$KK_SRC/test/record-lib.sh"
 for p in $procs; do until_ok "endpoint of $p" served "$p"; done
-session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }
 all_sessions() { for p in $procs; do session_of "$p" | grep -q '^session ' || return 1; done; }
 no_sessions() { for p in $procs; do session_of "$p" | grep -qx 'no session' || return 1; done; }
 for p in $procs; do "$K" -p "$p" read dynamic_debug/control > "$tmp/ctl.$p" || fail "control of $p"; done

@@ -9,17 +9,8 @@
 # refuses after that (decorations a site cannot print) it refuses for its
 # piece: the pieces before stay applied, and the line says which queries.
 set -u
-B=${KK_BUILD:?}
-K=$B/kkctl
-TARGET=$B/test/progs/dynamic_debug_target
-[ -x "$TARGET" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-split.XXXXXX)
-pid=
-fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
-mkfifo "$tmp/f"
-"$TARGET" > "$tmp/f" 2>/dev/null &
-pid=$!
-read -r line < "$tmp/f" || fail "the target did not start"
+KK_TARGET_NAME=split
+. "${KK_SRC:?}/test/target-lib.sh"
 listing() { "$K" -p "$pid" read dynamic_debug/control; }
 
 # queries N [BAD]: N queries on line numbers (one per line, 40 bytes each);

@@ -7,17 +7,8 @@
 # keep the documented {"pid":..,"ok":true,"reply":".."} shape.
 set -u
 command -v jq > /dev/null || { echo "skip: no jq"; exit 77; }
-B=${KK_BUILD:?}
-K=$B/kkctl
-TARGET=$B/test/progs/dynamic_debug_target
-[ -x "$TARGET" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-trjson.XXXXXX)
-pid=
-fail() { echo "FAIL: $*"; [ -n "$pid" ] && kill "$pid"; rm -rf "$tmp"; exit 1; }
-mkfifo "$tmp/f"
-"$TARGET" > "$tmp/f" 2>/dev/null &
-pid=$!
-read -r line < "$tmp/f" || fail "the target did not start"
+KK_TARGET_NAME=trjson
+. "${KK_SRC:?}/test/target-lib.sh"
 ctl() { "$K" -p "$pid" "$@"; }
 ctl write dynamic_debug/control 'module dynamic_debug_target +T' > /dev/null || fail "+T"
 ctl write target/run x > /dev/null || fail "run"

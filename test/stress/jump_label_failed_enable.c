@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include <kernelkit/jump_label.h>
+#include "kktest.h"
 
 extern int (*kk_text_write_hook)(int step, unsigned long addr, unsigned long len)
 	__attribute__((__weak__));
@@ -329,6 +330,12 @@ int main(void)
 		printf("no sites (KK_NO_JUMP_LABEL build): no text is written\n");
 		return 77;
 	}
+	/* The steps of the live protocol fail in turn: left to itself, the
+	 * library writes the first change of pages that the readers run by
+	 * page swap, whose copy falls back to another way of writing when
+	 * /proc/self/mem fails (docs/jump_label.md, "Shared pages"). */
+	if (!getenv("KK_TEXT_SYNC"))
+		kkt_live_protocol();
 	if (&kk_text_write_hook) {
 		kk_text_write_hook = inject;
 	} else {
