@@ -928,8 +928,10 @@ static uint8_t *cow_prepare(const struct kk_poke *v, size_t n, struct cow *c)
 	for (size_t i = 0; i < niov; i += 1024) {	/* UIO_MAXIOV per call */
 		size_t k = niov - i < 1024 ? niov - i : 1024;
 
+		/* Before Linux 6.13 a process may not advise itself this:
+		 * nothing was unmapped, so nothing can be seen coming back. */
 		if (process_madvise_self(iov + i, k, MADV_DONTNEED) < 0)
-			break;
+			goto out;
 	}
 	c->runs = 1;
 	for (size_t i = 1; i < npg; i++)
