@@ -491,7 +491,7 @@ static void no_match(const struct kkctl_sel *s)
 			geteuid() ? "of yours " : "");
 	else if (s->nm)
 		fprintf(stderr, "%s: no process with a control endpoint in that container%s\n",
-			kkctl_prog, s->nn || s->nt || s->nmp ? " matches" : "");
+			kkctl_prog, s->nn || s->nt || s->nmp || s->nu ? " matches" : "");
 	else if (s->nu)
 		fprintf(stderr, "%s: no process with a control endpoint in that unit%s\n",
 			kkctl_prog, s->nn || s->nt ? " matches" : "");
