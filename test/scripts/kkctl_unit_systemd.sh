@@ -43,6 +43,7 @@ setenv=
 for h in /sys/fs/cgroup /sys/fs/cgroup/systemd /sys/fs/cgroup/unified; do
 	[ -f "$h/cgroup.procs" ] && cgs="$cgs $h/$M"
 done
+[ -n "$cgs" ] || { echo "skip: no cgroup hierarchy under /sys/fs/cgroup"; exit 77; }
 cgs_gone() {	# removed, leaves first, once their processes have exited
 	for c in $cgs; do
 		[ -d "$c" ] || continue
