@@ -11,12 +11,14 @@
 #   O  kk-other-PID.service                 another system unit, same program
 #   I  kk-inst-PID@1.service                a template's instance, in
 #                                           system-kk\x2dinst\x2dPID.slice
+#   G  kk-long-PID-000...0.service          a name of 249 characters: its
+#                                           cgroup path is longer than 255
 #   U  kk-demo-PID.service of root's user manager (user@0.service/app.slice)
 # Checked, each an exact set of pids: -M NAME -u kk-demo-PID (and .service,
-# and without -M) is D; --user-unit is U; -u with -n narrows the 8 mp_servers
-# to D; the escaped slice and the instance are I; -u system.slice is D, O and
-# I (not U); a write through -u lands in D alone; a unit with no process, with
-# -M and without, is one line and exit 1.
+# and without -M) is D; --user-unit is U; -u with -n narrows the 10
+# mp_servers to D; the escaped slice and the instance are I; the long name is
+# G; -u system.slice is D, O, I and G (not U); a write through -u lands in D
+# alone; a unit with no process, with -M and without, is one line and exit 1.
 #
 # No systemd-machined runs on the host here (pid 1 is not systemd), so
 # `systemctl -M` and `machinectl` cannot reach the machine: commands run in
@@ -142,6 +144,10 @@ D=kk-demo-$$
 run D "$D"
 run O "kk-other-$$"
 run I "kk-inst-$$@1"
+# a long name (249 characters with .service; systemd allows 255): its cgroup
+# path, seen from the host, is longer than 255
+long=kk-long-$$-$(printf '%0*d' $((232 - ${#$})) 0)
+run G "$long"
 user=
 if in_m systemctl start user@0.service 2> "$tmp/user.err"; then
 	run U "$D" --user
@@ -166,7 +172,8 @@ sel "-u $D" "$(pids D)" -u "$D"
 sel "-M $M -u $D -n mp_server" "$(pids D)" -M "$M" -u "$D" -n mp_server
 sel "-M $M -u kk-inst-$$@1" "$(pids I)" -M "$M" -u "kk-inst-$$@1"
 sel "-M $M -u system-kk\\x2dinst\\x2d$$.slice" "$(pids I)" -M "$M" -u "system-kk\\x2dinst\\x2d$$.slice"
-sel "-M $M -u system.slice" "$(cat "$tmp/D.pids" "$tmp/O.pids" "$tmp/I.pids" | sorted)" \
+sel "-M $M -u kk-long-$$-0...0" "$(pids G)" -M "$M" -u "$long"
+sel "-M $M -u system.slice" "$(cat "$tmp/D.pids" "$tmp/O.pids" "$tmp/I.pids" "$tmp/G.pids" | sorted)" \
 	-M "$M" -u system.slice
 [ -n "$user" ] && sel "-M $M --user-unit $D" "$(pids U)" -M "$M" --user-unit "$D"
 
@@ -177,7 +184,7 @@ sel "-M $M -u system.slice" "$(cat "$tmp/D.pids" "$tmp/O.pids" "$tmp/I.pids" | s
 "$KKCTL" -M "$M" -n mp_server read dynamic_debug/control > "$tmp/out" 2> "$tmp/err" ||
 	fail "-n mp_server read: exit $?: $(cat "$tmp/err")"
 [ "$(grep -c 'handle_request =p ' "$tmp/out")" -eq 2 ] &&
-	[ "$(grep -c 'handle_request =_ ' "$tmp/out")" -eq $((${user:+2} + 4)) ] ||
+	[ "$(grep -c 'handle_request =_ ' "$tmp/out")" -eq $((${user:+2} + 6)) ] ||
 	fail "after -u $D write, the flags of every mp_server: $(cat "$tmp/out")"
 
 # none: one line, exit 1 (with -M: the container has processes, none in the unit)
