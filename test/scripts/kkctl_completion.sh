@@ -16,15 +16,7 @@ control_env=
 env $control_env "$B/test/progs/jump_label_prog" > "$tmp/f" &
 pid=$!
 read -r line < "$tmp/f" || fail "jump_label_prog did not start"
-# complete WORDS...: the candidates for the last word, one per line
-cat > "$tmp/c.bash" <<EOS
-PATH=$B:\$PATH
-. "$SRC/tools/kkctl.bash-completion"
-COMP_WORDS=("\$@"); COMP_CWORD=\$((\$# - 1))
-_kkctl
-printf '%s\n' "\${COMPREPLY[@]}"
-EOS
-complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
+. "$SRC/test/completion-lib.sh"
 [ "$(complete kkctl re | tr '\n' ' ')" = "read record " ] || fail "commands: $(complete kkctl re)"
 complete kkctl --j | grep -qx -- --json || fail "options: $(complete kkctl --j)"
 complete kkctl --max | grep -qx -- --max-reply || fail "options: $(complete kkctl --max)"

@@ -9,14 +9,7 @@ command -v bash > /dev/null || { echo "skip: no bash"; exit 77; }
 SRC=${KK_SRC:?}
 KK_TARGET_NAME=complq
 . "${KK_SRC:?}/test/target-lib.sh"
-cat > "$tmp/c.bash" <<EOS
-PATH=$B:\$PATH
-. "$SRC/tools/kkctl.bash-completion"
-COMP_WORDS=("\$@"); COMP_CWORD=\$((\$# - 1))
-_kkctl
-printf '%s\n' "\${COMPREPLY[@]}"
-EOS
-complete() { bash --norc --noprofile "$tmp/c.bash" "$@"; }
+. "$SRC/test/completion-lib.sh"
 # has WANT WORDS...: the candidates for WORDS include the line WANT
 has() {
 	want=$1; shift

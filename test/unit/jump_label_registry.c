@@ -132,6 +132,44 @@ Test(jump_label_registry, sorting_table_sorted_in_place_and_entries_rebased)
 	cr_expect_eq(static_branch_disable(&sk0), 0);
 }
 
+/* A site of a hand-built table: its offset in the code page, and its key (sk0..2). */
+struct hand_site {
+	int off, key;
+};
+
+/* A hand-built object: its code page, the target of its jumps, its table. */
+struct hand_object {
+	uint8_t *code, *target;
+	struct jump_entry *tab;
+};
+
+/*
+ * An object of @n unlikely() sites (NOPs) at @in's offsets, each entry's key
+ * an offset to a slot (as older headers built them).  The code page is made
+ * executable and the table read-only: the tests that use it say that the
+ * registry does not write the table, and a write would crash.
+ */
+static struct hand_object make_table(const struct hand_site *in, int n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hand_object o = { code, code + 256, (struct jump_entry *)(code + pg) };
+	struct static_key **slot = (struct static_key **)(code + 2 * pg);
+
+	cr_assert_neq(code, MAP_FAILED);
+	memset(code, 0xc3, pg);
+	slot[0] = &sk0.key;
+	slot[1] = &sk1.key;
+	slot[2] = &sk2.key;
+	for (int i = 0; i < n; i++) {
+		kkt_put_nop(code + in[i].off);
+		set_entry(&o.tab[i], code + in[i].off, o.target, &slot[in[i].key], 0, 0);
+	}
+	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+	cr_assert_eq(mprotect(o.tab, pg, PROT_READ), 0);
+	return o;
+}
+
 /*
  * A table whose keys are already grouped (here: in descending order, as GCC
  * emits the sites of static functions) is not written: its pages stay clean
@@ -140,29 +178,15 @@ Test(jump_label_registry, sorting_table_sorted_in_place_and_entries_rebased)
  */
 Test(jump_label_registry, sorting_grouped_table_is_not_written)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct jump_entry *tab = (struct jump_entry *)(code + pg);
-	struct static_key **slot = (struct static_key **)(code + 2 * pg);
-	uint8_t *target = code + 256;
-	static const struct { int off, key; } in[] = { { 0, 2 }, { 48, 2 }, { 16, 1 }, { 32, 0 } };
+	static const struct hand_site in[] = { { 0, 2 }, { 48, 2 }, { 16, 1 }, { 32, 0 } };
+	struct hand_object o = make_table(in, 4);
+	uint8_t *code = o.code, *target = o.target;
 
-	cr_assert_neq(code, MAP_FAILED);
-	memset(code, 0xc3, pg);
-	slot[0] = &sk0.key;
-	slot[1] = &sk1.key;
-	slot[2] = &sk2.key;
-	for (int i = 0; i < 4; i++) {
-		kkt_put_nop(code + in[i].off);
-		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0, 0);
-	}
-	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
-	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
-	cr_assert_eq(kk_jump_label_add_object(tab, tab + 4), 0);
+	cr_assert_eq(kk_jump_label_add_object(o.tab, o.tab + 4), 0);
 	cr_assert_eq(static_branch_enable(&sk2), 0, "%s", kk_jump_label_strerror());
 	cr_expect(kkt_is_jump_to(code + 0, target) && kkt_is_jump_to(code + 48, target));
 	cr_expect(kkt_is_nop(code + 16) && kkt_is_nop(code + 32));
-	kk_jump_label_del_object(tab, tab + 4, NULL);
+	kk_jump_label_del_object(o.tab, o.tab + 4, NULL);
 }
 
 /*
@@ -175,29 +199,15 @@ Test(jump_label_registry, sorting_grouped_table_is_not_written)
  */
 Test(jump_label_registry, sorting_runs_in_any_key_order_are_not_written)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	uint8_t *code = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct jump_entry *tab = (struct jump_entry *)(code + pg);
-	struct static_key **slot = (struct static_key **)(code + 2 * pg);
-	uint8_t *target = code + 256;
-	static const struct { int off, key; } in[] = {
+	static const struct hand_site in[] = {
 		{ 64, 1 }, { 0, 1 }, { 16, 0 }, { 48, 2 }, { 32, 2 },
 	};
 	const int n = (int)(sizeof(in) / sizeof(in[0]));
+	struct hand_object o = make_table(in, n);
+	uint8_t *code = o.code, *target = o.target;
 	char *txt = NULL;
 
-	cr_assert_neq(code, MAP_FAILED);
-	memset(code, 0xc3, pg);
-	slot[0] = &sk0.key;
-	slot[1] = &sk1.key;
-	slot[2] = &sk2.key;
-	for (int i = 0; i < n; i++) {
-		kkt_put_nop(code + in[i].off);
-		set_entry(&tab[i], code + in[i].off, target, &slot[in[i].key], 0, 0);
-	}
-	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
-	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
-	cr_assert_eq(kk_jump_label_add_object(tab, tab + n), 0);
+	cr_assert_eq(kk_jump_label_add_object(o.tab, o.tab + n), 0);
 	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
 	cr_expect(kkt_is_jump_to(code + 64, target) && kkt_is_jump_to(code + 0, target));
 	cr_expect(kkt_is_nop(code + 16) && kkt_is_nop(code + 32) && kkt_is_nop(code + 48));
@@ -209,7 +219,7 @@ Test(jump_label_registry, sorting_runs_in_any_key_order_are_not_written)
 	cr_expect(strstr(txt, "\nsort_k1 1 1 2 "), "%s", txt);
 	cr_expect(strstr(txt, "\nsort_k2 1 1 2 "), "%s", txt);
 	free(txt);
-	kk_jump_label_del_object(tab, tab + n, NULL);
+	kk_jump_label_del_object(o.tab, o.tab + n, NULL);
 	cr_expect_eq(static_branch_disable(&sk1), 0);
 	cr_expect_eq(static_branch_disable(&sk2), 0);
 }

@@ -220,26 +220,33 @@ int kkctl_proc_where(pid_t pid, struct where *w)
 }
 
 /* The container @pid belongs to, as the host names it: the path of its
- * cgroup (the unified hierarchy's, else systemd's), e.g.
- * /system.slice/docker-<id>.scope or /kubepods.slice/.../cri-containerd-<id>.scope.
- * "" if unknown. */
+ * cgroup (the unified hierarchy's, else systemd's named v1 one's, where the
+ * unified one is "/" or absent), e.g. /system.slice/docker-<id>.scope or
+ * /kubepods.slice/.../cri-containerd-<id>.scope, cut to @bl.  "" if unknown.
+ * Lines are read whole: a path may be as long as PATH_MAX (a unit's name
+ * alone may be 255), and a cut one names a component that is not there. */
 void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl)
 {
-	char path[64], line[512], uni[256] = "", sysd[256] = "", *q;
+	char path[64], *line = NULL, *q;
+	size_t cap = 0;
+	bool uni = false;	/* buf holds the unified hierarchy's path, not "/" */
 	FILE *f;
 
+	buf[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && getline(&line, &cap, f) > 0) {
 		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, "0::", 3))
-			snprintf(uni, sizeof(uni), "%.255s", line + 3);
-		else if ((q = strstr(line, ":name=systemd:")))
-			snprintf(sysd, sizeof(sysd), "%.255s", q + 14);
+		if (!strncmp(line, "0::", 3) && (strcmp(line + 3, "/") || !buf[0])) {
+			snprintf(buf, bl, "%s", line + 3);
+			uni = strcmp(line + 3, "/") != 0;
+		} else if (!uni && (q = strstr(line, ":name=systemd:"))) {
+			snprintf(buf, bl, "%s", q + 14);
+		}
 	}
+	free(line);
 	if (f)
 		fclose(f);
-	snprintf(buf, bl, "%s", (uni[0] && strcmp(uni, "/")) || !sysd[0] ? uni : sysd);
 }
 
 /* @t's comm and the base name of its argv[0], what -n matches ("?" and ""

@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,7 +415,7 @@ static bool in_unit(const char *cgroup, const struct unit_sel *u)
 
 static bool unit_matches(pid_t pid, const struct kkctl_sel *s)
 {
-	char cg[512];
+	char cg[PATH_MAX];	/* a cut path could name a unit it is not in */
 
 	kkctl_proc_cgroup(pid, cg, sizeof(cg));
 	for (int i = 0; i < s->nu; i++)
@@ -491,7 +492,7 @@ static void no_match(const struct kkctl_sel *s)
 			geteuid() ? "of yours " : "");
 	else if (s->nm)
 		fprintf(stderr, "%s: no process with a control endpoint in that container%s\n",
-			kkctl_prog, s->nn || s->nt || s->nmp ? " matches" : "");
+			kkctl_prog, s->nn || s->nt || s->nmp || s->nu ? " matches" : "");
 	else if (s->nu)
 		fprintf(stderr, "%s: no process with a control endpoint in that unit%s\n",
 			kkctl_prog, s->nn || s->nt ? " matches" : "");
