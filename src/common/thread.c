@@ -163,16 +163,79 @@ void kk_thread_join(struct kk_thread *t)
 }
 
 /*
+ * The mask every library thread starts with: all blocked but the faults and
+ * the park signal.  Where glibc takes it in the attributes (2.32), the thread
+ * starts with it and the creator's own mask is never touched; elsewhere the
+ * creator sets its mask for the call and the thread inherits it (two
+ * rt_sigprocmask() calls more in every start).
+ */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#define KK_ATTR_SIGMASK 1
+#endif
+
+#ifdef KK_ATTR_SIGMASK
+static int create_attr(pthread_t *pt, const sigset_t *mask, struct start *s)
+{
+	pthread_attr_t a;
+	int ret = pthread_attr_init(&a);
+
+	if (ret)
+		return ret;
+	ret = pthread_attr_setsigmask_np(&a, mask);
+	if (!ret)
+		ret = pthread_create(pt, &a, thread_main, s);
+	pthread_attr_destroy(&a);
+	return ret;
+}
+#endif
+
+static int create_masked(pthread_t *pt, struct start *s)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&all, faults[i]);
+	sigdelset(&all, kk_park_signal());
+#ifdef KK_ATTR_SIGMASK
+	ret = create_attr(pt, &all, s);
+	if (ret != ENOMEM)	/* the attribute's own allocation: try without it */
+		return ret;
+#endif
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(pt, NULL, thread_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/*
+ * The creator's wait for the thread's start.  A futex sleep costs the
+ * creator a wake-up and a run queue of its own after the thread's (on a VM,
+ * often a halted vCPU woken by an IPI); a few sched_yield()s keep it
+ * runnable, and on the CPU it shares with the thread they let the thread
+ * run.  Bounded: a thread that has not started by then is waited for asleep.
+ */
+#define START_YIELDS	32
+
+static void start_wait(int *started)
+{
+	for (int i = 0; i < START_YIELDS && !__atomic_load_n(started, __ATOMIC_ACQUIRE); i++)
+		sched_yield();
+	while (!__atomic_load_n(started, __ATOMIC_ACQUIRE))
+		kk_futex_wait(started, 0, 0);
+}
+
+/*
  * Returns once the thread runs, named and recorded as a library thread (so
  * that /proc and a panic see it as ours from the start) -- except from a fork
  * child's handlers, where it returns at once (see start_pool).
  */
 int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
 {
-	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
 	struct start st = { fn, arg, &t->tid, "", 0, 0 };
 	struct start *s = &st;
-	sigset_t all, old;
 	int ret;
 
 	if (__atomic_load_n(&in_fork_child, __ATOMIC_RELAXED)) {
@@ -186,24 +249,15 @@ int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *),
 		s->pooled = 1;
 	}
 	strncpy(s->name, name, sizeof(s->name) - 1);
-	/* The new thread inherits the creator's mask: set it for the creation. */
-	sigfillset(&all);
-	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-		sigdelset(&all, faults[i]);
-	sigdelset(&all, kk_park_signal());
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
-	ret = pthread_create(&t->pt, NULL, thread_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = create_masked(&t->pt, s);
 	if (ret) {
 		if (s->pooled)
 			__atomic_store_n(&start_busy[s - start_pool], 0, __ATOMIC_RELEASE);
 		return -ret;
 	}
-	if (s->pooled)
-		return 0;
-	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
-		kk_futex_wait(&st.started, 0, 0);
+	if (!s->pooled)
+		start_wait(&st.started);
 	return 0;
 }
 
