@@ -211,23 +211,6 @@ static int create_masked(pthread_t *pt, struct start *s)
 }
 
 /*
- * The creator's wait for the thread's start.  A futex sleep costs the
- * creator a wake-up and a run queue of its own after the thread's (on a VM,
- * often a halted vCPU woken by an IPI); a few sched_yield()s keep it
- * runnable, and on the CPU it shares with the thread they let the thread
- * run.  Bounded: a thread that has not started by then is waited for asleep.
- */
-#define START_YIELDS	32
-
-static void start_wait(int *started)
-{
-	for (int i = 0; i < START_YIELDS && !__atomic_load_n(started, __ATOMIC_ACQUIRE); i++)
-		sched_yield();
-	while (!__atomic_load_n(started, __ATOMIC_ACQUIRE))
-		kk_futex_wait(started, 0, 0);
-}
-
-/*
  * Returns once the thread runs, named and recorded as a library thread (so
  * that /proc and a panic see it as ours from the start) -- except from a fork
  * child's handlers, where it returns at once (see start_pool).
@@ -256,8 +239,10 @@ int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *),
 			__atomic_store_n(&start_busy[s - start_pool], 0, __ATOMIC_RELEASE);
 		return -ret;
 	}
-	if (!s->pooled)
-		start_wait(&st.started);
+	if (s->pooled)
+		return 0;
+	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
+		kk_futex_wait(&st.started, 0, 0);
 	return 0;
 }
 
