@@ -86,11 +86,24 @@ struct start {
 };
 
 /*
- * In a fork child's handlers the creator must not wait for the new thread:
- * only the forking thread came along, and a lock another parent thread held
- * at the fork (ASan's allocator, say) can block the new thread before it
- * runs.  Such creations take their start record from here, not the stack.
+ * In a fork child's handlers the creator waits for the new thread's start
+ * too, as at load: a child that installs a seccomp filter for all its
+ * threads (SECCOMP_FILTER_FLAG_TSYNC) right after fork() killed a thread
+ * still in glibc's start (rseq), 168 children of 200.  But boundedly: only
+ * the forking thread came along, and a lock another parent thread held at
+ * the fork (a sanitizer's allocator, say) can keep the new thread from
+ * starting.  So such creations take their start record from here, not the
+ * stack (the thread may outlive a wait that gave up), and a library built
+ * with a sanitizer does not wait there at all.
  */
+#define FORK_START_WAIT_NS	1000000000ull
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KK_FORK_NO_WAIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KK_FORK_NO_WAIT 1
+#endif
+#endif
 static int in_fork_child;
 static struct start start_pool[4];
 static int start_busy[4];
@@ -136,7 +149,9 @@ static void *thread_main(void *p)
 	__atomic_store_n(st->tidp, tid, __ATOMIC_RELEASE);
 	pthread_setname_np(pthread_self(), st->name);
 	slot = lib_tid_add(tid);
-	if (st->pooled) {	/* nobody waits: give the record back */
+	if (st->pooled) {	/* a bounded wait: wake it, give the record back */
+		__atomic_store_n(&st->started, 1, __ATOMIC_RELEASE);
+		kk_futex_wake(&st->started, 1);
 		__atomic_store_n(&start_busy[st - start_pool], 0, __ATOMIC_RELEASE);
 	} else {
 		/* Last touch of *st (it is on the creator's stack); the wake
@@ -163,16 +178,75 @@ void kk_thread_join(struct kk_thread *t)
 }
 
 /*
+ * The mask every library thread starts with: all blocked but the faults and
+ * the park signal.  Where glibc takes it in the attributes (2.32), the thread
+ * starts with it and the creator's own mask is never touched; elsewhere the
+ * creator sets its mask for the call and the thread inherits it (two
+ * rt_sigprocmask() calls more in every start).
+ */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#define KK_ATTR_SIGMASK 1
+#endif
+
+#ifdef KK_ATTR_SIGMASK
+static int create_attr(pthread_t *pt, const sigset_t *mask, struct start *s)
+{
+	pthread_attr_t a;
+	int ret = pthread_attr_init(&a);
+
+	if (ret)
+		return ret;
+	ret = pthread_attr_setsigmask_np(&a, mask);
+	if (!ret)
+		ret = pthread_create(pt, &a, thread_main, s);
+	pthread_attr_destroy(&a);
+	return ret;
+}
+#endif
+
+static int create_masked(pthread_t *pt, struct start *s)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&all, faults[i]);
+	sigdelset(&all, kk_park_signal());
+#ifdef KK_ATTR_SIGMASK
+	ret = create_attr(pt, &all, s);
+	if (ret != ENOMEM)	/* the attribute's own allocation: try without it */
+		return ret;
+#endif
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(pt, NULL, thread_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/* In a fork child (see start_pool): until the thread started, or the deadline. */
+static void fork_start_wait(int *started)
+{
+#ifndef KK_FORK_NO_WAIT
+	uint64_t deadline = kk_now_ns() + FORK_START_WAIT_NS;
+
+	while (!__atomic_load_n(started, __ATOMIC_ACQUIRE) && kk_now_ns() < deadline)
+		kk_futex_wait(started, 0, deadline);
+#else
+	(void)started;
+#endif
+}
+
+/*
  * Returns once the thread runs, named and recorded as a library thread (so
- * that /proc and a panic see it as ours from the start) -- except from a fork
- * child's handlers, where it returns at once (see start_pool).
+ * that /proc and a panic see it as ours from the start); from a fork child's
+ * handlers, once it runs or after a deadline (see start_pool).
  */
 int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *), void *arg)
 {
-	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
 	struct start st = { fn, arg, &t->tid, "", 0, 0 };
 	struct start *s = &st;
-	sigset_t all, old;
 	int ret;
 
 	if (__atomic_load_n(&in_fork_child, __ATOMIC_RELAXED)) {
@@ -186,22 +260,17 @@ int kk_thread_create(struct kk_thread *t, const char *name, void *(*fn)(void *),
 		s->pooled = 1;
 	}
 	strncpy(s->name, name, sizeof(s->name) - 1);
-	/* The new thread inherits the creator's mask: set it for the creation. */
-	sigfillset(&all);
-	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-		sigdelset(&all, faults[i]);
-	sigdelset(&all, kk_park_signal());
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
-	ret = pthread_create(&t->pt, NULL, thread_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ret = create_masked(&t->pt, s);
 	if (ret) {
 		if (s->pooled)
 			__atomic_store_n(&start_busy[s - start_pool], 0, __ATOMIC_RELEASE);
 		return -ret;
 	}
-	if (s->pooled)
+	if (s->pooled) {
+		fork_start_wait(&s->started);
 		return 0;
+	}
 	while (!__atomic_load_n(&st.started, __ATOMIC_ACQUIRE))
 		kk_futex_wait(&st.started, 0, 0);
 	return 0;
