@@ -866,14 +866,35 @@ static double pr_sh_number(const char *cmd, const char *what, const char *tmp)
  */
 struct pr_rec_run {
 	double lost, app_ns, reader_ns;
+	double endpoint_ns;		/* kk: the part of reader_ns that is the kk-control thread */
 };
 
-/* CPU time (ns, schedstat) of @pid's threads named @comm (NULL: all of them). */
+/* utime + stime of the /proc stat file @path, in ns (clock ticks: 10 ms here), or -1. */
+static double pr_stat_ns(const char *path)
+{
+	char buf[1024], *p;
+	unsigned long long ut, st;
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the name's ')': fields 3 (state) to 13, then utime and stime */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1e9 / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU time (ns, /proc stat) of @pid's threads named @comm (NULL: all of them). */
 static double pr_task_ns(pid_t pid, const char *comm)
 {
-	char path[128], buf[128];
+	char path[600], buf[300];
 	struct dirent *e;
-	double ns = 0;
+	double ns = 0, t;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -888,12 +909,9 @@ static double pr_task_ns(pid_t pid, const char *comm)
 		if (comm && (!(f = fopen(path, "r")) || !fgets(buf, sizeof(buf), f) ||
 			     (fclose(f), strncmp(buf, comm, strlen(comm)) || buf[strlen(comm)] != '\n')))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
-		if ((f = fopen(path, "r"))) {
-			if (fgets(buf, sizeof(buf), f))
-				ns += atof(buf);
-			fclose(f);
-		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		if ((t = pr_stat_ns(path)) > 0)
+			ns += t;
 	}
 	closedir(d);
 	return ns;
@@ -902,7 +920,7 @@ static double pr_task_ns(pid_t pid, const char *comm)
 /* CPU time (ns) of every process named @comm (LTTng's consumer daemons). */
 static double pr_comm_ns(const char *comm)
 {
-	char path[64], buf[64];
+	char path[300], buf[64];
 	struct dirent *e;
 	double ns = 0;
 	DIR *d = opendir("/proc");
@@ -998,7 +1016,8 @@ static void pr_run_kk(struct pr_child *c, const char *tmp, struct pr_rec_run *r)
 		return;
 	snprintf(cmd, sizeof(cmd), "cat %s", out);
 	r->lost = pr_sh_number(cmd, "; lost ", tmp);
-	r->reader_ns = kkctl_ns + pr_task_ns(c->pid, "kk-control");
+	r->endpoint_ns = pr_task_ns(c->pid, "kk-control");
+	r->reader_ns = kkctl_ns + r->endpoint_ns;
 }
 
 /* An LTTng session to disk (default channel: discard mode) on peer-lttng: the
@@ -1028,7 +1047,7 @@ static void pr_run_lttng(struct pr_child *c, const char *tmp, struct pr_rec_run 
 static struct pr_rec_run pr_rec_run(const char *prog, const char *mode, long n, const char *rate,
 				    const char *tmp)
 {
-	struct pr_rec_run r = { -1, -1, -1 };
+	struct pr_rec_run r = { -1, -1, -1, -1 };
 	char num[32], line[64];
 	char *const argv[] = { (char *)pr_path(prog), (char *)mode, num, (char *)rate, NULL };
 	struct pr_child c;
@@ -1061,7 +1080,7 @@ static int pr_case(const char *name)
 static void pr_cost(struct kkb_ctx *ctx, const char *tmp, const char *lttng_why)
 {
 	struct pr_rec_run kk = pr_rec_run("peer-kk", "cost", PR_COST_PER_THREAD, PR_COST_RATE, tmp);
-	struct pr_rec_run lt = { -1, -1, -1 };
+	struct pr_rec_run lt = { -1, -1, -1, -1 };
 	double ev = 2.0 * PR_COST_PER_THREAD, k_all = -1, l_all = -1;
 
 	if (!lttng_why)
@@ -1072,6 +1091,7 @@ static void pr_cost(struct kkb_ctx *ctx, const char *tmp, const char *lttng_why)
 		l_all = (lt.app_ns + lt.reader_ns) / ev;
 	pr_num(ctx, "kk_record_cost_app_ns", kk.app_ns >= 0 ? kk.app_ns / ev : -1);
 	pr_num(ctx, "kk_record_cost_reader_ns", kk.reader_ns >= 0 ? kk.reader_ns / ev : -1);
+	pr_num(ctx, "kk_record_cost_endpoint_ns", kk.endpoint_ns >= 0 ? kk.endpoint_ns / ev : -1);
 	pr_num(ctx, "kk_record_cost_ns", k_all);
 	pr_num(ctx, "kk_record_cost_lost", kk.lost);
 	pr_num(ctx, "lttng_record_cost_app_ns", lt.app_ns >= 0 ? lt.app_ns / ev : -1);
@@ -1083,8 +1103,8 @@ static void pr_cost(struct kkb_ctx *ctx, const char *tmp, const char *lttng_why)
 	kkb_note(ctx, "*_record_cost_*: ns of CPU per event of 2 x %d events from 2 threads at %s "
 		 "events/s in all, paced by sleeping (peer-* cost), recorded to disk: app = the 2 "
 		 "writer threads (CLOCK_THREAD_CPUTIME_ID, the loop included); reader = kkctl record "
-		 "--format jsonl (wait4 rusage) + the kk-control thread (schedstat), or every "
-		 "lttng-consumerd's schedstat over the run; target kk <= lttng, kk app <= lttng "
+		 "--format jsonl (wait4 rusage) + the kk-control thread (/proc stat, 10 ms ticks), or every "
+		 "lttng-consumerd's over the run; target kk <= lttng, kk app <= lttng "
 		 "app / 2 (issue 39)", PR_COST_PER_THREAD, PR_COST_RATE);
 }
 

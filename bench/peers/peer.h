@@ -20,8 +20,8 @@
  *   rate N R           as "on" from outside, then N events of the hot site in
  *                      each of 2 threads, R events per second in all (paced
  *                      every 1000), print "done"
- *   cost N R           as "rate", paced by sleeping, then print "done CPU": the
- *                      2 writer threads' CPU time in ns
+ *   cost N R           as "rate", paced by sleeping, then print "done CPU" (the
+ *                      2 writer threads' CPU time in ns) and wait for a line
  */
 #ifndef KK_PEER_H
 #define KK_PEER_H
@@ -133,10 +133,19 @@ static int peer_rate(long n, double per_s, int sleep)
 		return 1;
 	peer_rate_run(&r);
 	pthread_join(t, NULL);
-	if (sleep)	/* the writers' CPU time, ns (the main thread's includes its start) */
-		printf("done %llu\n", r.cpu + r2.cpu);
-	else
+	if (!sleep) {
 		printf("done\n");
+		return 0;
+	}
+	/* the writers' CPU time, ns; then stay until told (the reader's CPU is measured here) */
+	printf("done %llu\n", r.cpu + r2.cpu);
+	fflush(stdout);
+	{
+		char line[64];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 0;
+	}
 	return 0;
 }
 
