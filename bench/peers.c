@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -858,27 +859,148 @@ static double pr_sh_number(const char *cmd, const char *what, const char *tmp)
 	return v;
 }
 
-/* kkctl record on peer-kk rate: its "lost N" once it has ended. */
-static double pr_lost_kk(struct pr_child *c, const char *tmp)
-{
-	char cmd[9000], line[64];
-	const char *kkctl = pr_path("../kkctl");
-	double lost = -1;
-	int on = 0;
+/*
+ * What a recorded run of peer-* rate (loss) or cost (CPU) gave: the records
+ * lost, the writers' CPU time (cost: "done NS"), the reader's (kkctl and
+ * the endpoint thread; LTTng's consumer daemon), all -1 when unknown.
+ */
+struct pr_rec_run {
+	double lost, app_ns, reader_ns;
+	double endpoint_ns;		/* kk: the part of reader_ns that is the kk-control thread */
+};
 
-	/* kkctl in the background; its summary line goes to tmp/out. */
+/* utime + stime of the /proc stat file @path, in ns (clock ticks: 10 ms here), or -1. */
+static double pr_stat_ns(const char *path)
+{
+	char buf[1024], *p;
+	unsigned long long ut, st;
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the name's ')': fields 3 (state) to 13, then utime and stime */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1e9 / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU time (ns, /proc stat) of @pid's threads named @comm (NULL: all of them). */
+static double pr_task_ns(pid_t pid, const char *comm)
+{
+	char path[600], buf[300];
+	struct dirent *e;
+	double ns = 0, t;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	while ((e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+		if (comm && (!(f = fopen(path, "r")) || !fgets(buf, sizeof(buf), f) ||
+			     (fclose(f), strncmp(buf, comm, strlen(comm)) || buf[strlen(comm)] != '\n')))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		if ((t = pr_stat_ns(path)) > 0)
+			ns += t;
+	}
+	closedir(d);
+	return ns;
+}
+
+/* CPU time (ns) of every process named @comm (LTTng's consumer daemons). */
+static double pr_comm_ns(const char *comm)
+{
+	char path[300], buf[64];
+	struct dirent *e;
+	double ns = 0;
+	DIR *d = opendir("/proc");
+	FILE *f;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(buf, sizeof(buf), f) && !strncmp(buf, comm, strlen(comm)) &&
+		    buf[strlen(comm)] == '\n')
+			ns += pr_task_ns(atoi(e->d_name), NULL);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return ns;
+}
+
+/* The writers' end: "done" or "done NS" (their CPU time). */
+static int pr_done(struct pr_child *c, struct pr_rec_run *r)
+{
+	char line[64];
+
+	if (pr_readline(c->out, line, sizeof(line), 120000) || strncmp(line, "done", 4))
+		return -1;
+	if (line[4] == ' ')
+		r->app_ns = atof(line + 5);
+	return 0;
+}
+
+/* kkctl's pid from @pidf, then SIGINT: it ends its session and writes the rest. */
+static void pr_interrupt(const char *pidf)
+{
+	FILE *f = fopen(pidf, "r");
+	int kp = 0;
+
+	if (f && fscanf(f, "%d", &kp) == 1 && kp > 0)
+		kill(kp, SIGINT);
+	if (f)
+		fclose(f);
+}
+
+/* wait4() @pid until @deadline (then SIGKILL); its and its children's CPU time in ns. */
+static double pr_wait_cpu(pid_t pid, uint64_t deadline)
+{
+	struct rusage ru;
+	int st;
+
+	while (wait4(pid, &st, WNOHANG, &ru) == 0) {
+		if (kkb_now_ns() > deadline)
+			kill(pid, SIGKILL);
+		usleep(10000);
+	}
+	return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+}
+
+/* kkctl record -o FILE --format jsonl on peer-kk: its "lost N" once it has ended, and
+ * its CPU time with the endpoint thread's. */
+static void pr_run_kk(struct pr_child *c, const char *tmp, struct pr_rec_run *r)
+{
+	char cmd[9000], out[4400], pidf[4400], on_cmd[9000];
+	const char *kkctl = pr_path("../kkctl");
+	double kkctl_ns;
+	int on = 0, fd;
+	pid_t shp;
+
+	/* kkctl in the background; its summary line goes to tmp/kk.out. */
 	snprintf(cmd, sizeof(cmd), "%s -p %d record -o %s/kk.jsonl --format jsonl "
 		 "'func peer_rate_run +T' & k=$!; echo $k > %s/kk.pid; wait $k",
 		 kkctl, (int)c->pid, tmp, tmp);
 	char *const sh[] = { "sh", "-c", cmd, NULL };
-	char out[4400], pidf[4400], on_cmd[9000];
-	int fd;
-	pid_t shp;
 
 	snprintf(out, sizeof(out), "%s/kk.out", tmp);
 	snprintf(pidf, sizeof(pidf), "%s/kk.pid", tmp);
 	if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
-		return -1;
+		return;
 	shp = pr_spawn(sh, -1, fd, fd);
 	close(fd);
 	snprintf(on_cmd, sizeof(on_cmd), "%s -p %d read dynamic_debug/control | "
@@ -887,60 +1009,103 @@ static double pr_lost_kk(struct pr_child *c, const char *tmp)
 
 	for (int i = 0; i < 300 && !(on = !pr_run(onv)); i++)
 		usleep(20000);
-	if (on && write(c->in, "go\n", 3) == 3 &&
-	    !pr_readline(c->out, line, sizeof(line), 120000) && !strcmp(line, "done")) {
-		FILE *f = fopen(pidf, "r");
-		int kp = 0;
-
-		if (f && fscanf(f, "%d", &kp) == 1 && kp > 0)
-			kill(kp, SIGINT);
-		if (f)
-			fclose(f);
-	}
-	pr_wait_until(shp, kkb_now_ns() + 60000000000ull);
+	if (on && write(c->in, "go\n", 3) == 3 && !pr_done(c, r))
+		pr_interrupt(pidf);
+	kkctl_ns = pr_wait_cpu(shp, kkb_now_ns() + 60000000000ull);
+	if (!on)
+		return;
 	snprintf(cmd, sizeof(cmd), "cat %s", out);
-	if (on)
-		lost = pr_sh_number(cmd, "; lost ", tmp);
-	return lost;
+	r->lost = pr_sh_number(cmd, "; lost ", tmp);
+	r->endpoint_ns = pr_task_ns(c->pid, "kk-control");
+	r->reader_ns = kkctl_ns + r->endpoint_ns;
 }
 
-/* An LTTng session (default channel: discard mode) on peer-lttng rate:
- * the discarded events `lttng stop` reports (0 when it reports none). */
-static double pr_lost_lttng(struct pr_child *c, const char *tmp)
+/* An LTTng session to disk (default channel: discard mode) on peer-lttng: the
+ * discarded events `lttng stop` reports (0 when it reports none), and the CPU
+ * time its consumer daemons spent meanwhile. */
+static void pr_run_lttng(struct pr_child *c, const char *tmp, struct pr_rec_run *r)
 {
-	char dir[4400], line[64];
-	double lost = -1;
+	char dir[4400];
+	double c0 = pr_comm_ns("lttng-consumerd");
 
 	snprintf(dir, sizeof(dir), "%s/lttng-lost", tmp);
 	pr_deadline = kkb_now_ns() + 120000000000ull;
 	if (!pr_lttng("create", "kklost", "-o", dir) &&
 	    !pr_lttng("enable-event", "-u", "kkpeer:hot", NULL) &&
 	    !pr_lttng("start", NULL, NULL, NULL) && write(c->in, "go\n", 3) == 3 &&
-	    !pr_readline(c->out, line, sizeof(line), 120000) && !strcmp(line, "done")) {
-		lost = pr_sh_number("lttng stop kklost; echo 'end: 0'", "Warning: ", tmp);
-		if (lost < 0)
-			lost = 0;
+	    !pr_done(c, r)) {
+		r->lost = pr_sh_number("lttng stop kklost; echo 'end: 0'", "Warning: ", tmp);
+		if (r->lost < 0)
+			r->lost = 0;
+		r->reader_ns = pr_comm_ns("lttng-consumerd") - c0;
 	}
 	pr_lttng("destroy", "kklost", NULL, NULL);
 	pr_deadline = 0;
-	return lost;
 }
 
-static double pr_lost(const char *prog, const char *tmp)
+/* peer-* MODE (rate: paced by spinning; cost: by sleeping) N events a thread at R in all. */
+static struct pr_rec_run pr_rec_run(const char *prog, const char *mode, long n, const char *rate,
+				    const char *tmp)
 {
-	char n[32];
-	char *const argv[] = { (char *)pr_path(prog), "rate", n, PR_LOST_RATE, NULL };
+	struct pr_rec_run r = { -1, -1, -1, -1 };
+	char num[32], line[64];
+	char *const argv[] = { (char *)pr_path(prog), (char *)mode, num, (char *)rate, NULL };
 	struct pr_child c;
-	char line[64];
-	double lost = -1;
 
-	snprintf(n, sizeof(n), "%d", PR_LOST_PER_THREAD);
+	snprintf(num, sizeof(num), "%ld", n);
 	if (pr_start(&c, argv, -1))
-		return -1;
-	if (!pr_readline(c.out, line, sizeof(line), PR_TIMEOUT_MS) && !strcmp(line, "ready"))
-		lost = strcmp(prog, "peer-kk") ? pr_lost_lttng(&c, tmp) : pr_lost_kk(&c, tmp);
+		return r;
+	if (!pr_readline(c.out, line, sizeof(line), PR_TIMEOUT_MS) && !strcmp(line, "ready")) {
+		if (strcmp(prog, "peer-kk"))
+			pr_run_lttng(&c, tmp, &r);
+		else
+			pr_run_kk(&c, tmp, &r);
+	}
 	pr_stop(&c, 1);
-	return lost;
+	return r;
+}
+
+/* Which cases of peers-record run: KKB_PEERS_RECORD=first,loss,cost (default: all). */
+static int pr_case(const char *name)
+{
+	const char *want = getenv("KKB_PEERS_RECORD");
+
+	return !want || !*want || strstr(want, name);
+}
+
+#define PR_COST_PER_THREAD 500000
+#define PR_COST_RATE "500000"
+
+/* The cost of recording per event, writers' and reader's, both tracers in one run. */
+static void pr_cost(struct kkb_ctx *ctx, const char *tmp, const char *lttng_why)
+{
+	struct pr_rec_run kk = pr_rec_run("peer-kk", "cost", PR_COST_PER_THREAD, PR_COST_RATE, tmp);
+	struct pr_rec_run lt = { -1, -1, -1, -1 };
+	double ev = 2.0 * PR_COST_PER_THREAD, k_all = -1, l_all = -1;
+
+	if (!lttng_why)
+		lt = pr_rec_run("peer-lttng", "cost", PR_COST_PER_THREAD, PR_COST_RATE, tmp);
+	if (kk.app_ns >= 0 && kk.reader_ns >= 0)
+		k_all = (kk.app_ns + kk.reader_ns) / ev;
+	if (lt.app_ns >= 0 && lt.reader_ns >= 0)
+		l_all = (lt.app_ns + lt.reader_ns) / ev;
+	pr_num(ctx, "kk_record_cost_app_ns", kk.app_ns >= 0 ? kk.app_ns / ev : -1);
+	pr_num(ctx, "kk_record_cost_reader_ns", kk.reader_ns >= 0 ? kk.reader_ns / ev : -1);
+	pr_num(ctx, "kk_record_cost_endpoint_ns", kk.endpoint_ns >= 0 ? kk.endpoint_ns / ev : -1);
+	pr_num(ctx, "kk_record_cost_ns", k_all);
+	pr_num(ctx, "kk_record_cost_lost", kk.lost);
+	pr_num(ctx, "lttng_record_cost_app_ns", lt.app_ns >= 0 ? lt.app_ns / ev : -1);
+	pr_num(ctx, "lttng_record_cost_consumer_ns", lt.reader_ns >= 0 ? lt.reader_ns / ev : -1);
+	pr_num(ctx, "lttng_record_cost_ns", l_all);
+	pr_num(ctx, "lttng_record_cost_discarded", lt.lost);
+	pr_ratio(ctx, "kk_vs_lttng_record_cost", k_all, l_all);
+	pr_ratio(ctx, "kk_vs_lttng_record_app_cost", kk.app_ns, lt.app_ns);
+	kkb_note(ctx, "*_record_cost_*: ns of CPU per event of 2 x %d events from 2 threads at %s "
+		 "events/s in all, paced by sleeping (peer-* cost), recorded to disk: app = the 2 "
+		 "writer threads (CLOCK_THREAD_CPUTIME_ID, the loop included); reader = kkctl record "
+		 "--format jsonl (wait4 rusage) + the kk-control thread (/proc stat, 10 ms ticks), or every "
+		 "lttng-consumerd's over the run; target kk <= lttng, kk app <= lttng "
+		 "app / 2 (issue 39)", PR_COST_PER_THREAD, PR_COST_RATE);
 }
 
 static int pr_record(struct kkb_ctx *ctx)
@@ -959,7 +1124,7 @@ static int pr_record(struct kkb_ctx *ctx)
 	if (!mkdtemp(tmp))
 		return 1;
 	lttng_why = pr_sessiond_start();
-	for (size_t k = 0; k < sizeof(nprocs) / sizeof(nprocs[0]); k++) {
+	for (size_t k = 0; pr_case("first") && k < sizeof(nprocs) / sizeof(nprocs[0]); k++) {
 		double kk = pr_rec_first("peer-kk", nprocs[k], tmp), lt = -1;
 
 		if (!lttng_why)
@@ -974,12 +1139,16 @@ static int pr_record(struct kkb_ctx *ctx)
 			kkb_note(ctx, "kk, %d processes: kkctl record exited %d after SIGINT "
 				 "(its end, not its first event: see its stderr)", nprocs[k], pr_rec_kk_rc);
 	}
-	{
-		double kk = pr_lost("peer-kk", tmp), lt = lttng_why ? -1 : pr_lost("peer-lttng", tmp);
+	if (pr_case("loss")) {
+		double kk = pr_rec_run("peer-kk", "rate", PR_LOST_PER_THREAD, PR_LOST_RATE, tmp).lost;
+		double lt = lttng_why ? -1 :
+			pr_rec_run("peer-lttng", "rate", PR_LOST_PER_THREAD, PR_LOST_RATE, tmp).lost;
 
 		pr_num(ctx, "kk_record_lost_2threads", kk);
 		pr_num(ctx, "lttng_discarded_2threads", lt);
 	}
+	if (pr_case("cost"))
+		pr_cost(ctx, tmp, lttng_why);
 	pr_sessiond_stop();
 	pr_run(rm);
 	if (lttng_why)

@@ -20,6 +20,8 @@
  *   rate N R           as "on" from outside, then N events of the hot site in
  *                      each of 2 threads, R events per second in all (paced
  *                      every 1000), print "done"
+ *   cost N R           as "rate", paced by sleeping, then print "done CPU" (the
+ *                      2 writer threads' CPU time in ns) and wait for a line
  */
 #ifndef KK_PEER_H
 #define KK_PEER_H
@@ -85,33 +87,65 @@ static void peer_all_sites(int i)
 	peer_sites_14(i); peer_sites_15(i); peer_sites_16(i);
 }
 
-/* "rate": one thread's share, paced in bursts of 1000 events. */
-struct peer_rate { long n; double per_s; unsigned long long t0; };
+/* "rate": one thread's share, paced in bursts of 1000 events ("cost": by sleeping, and
+ * the thread's CPU time taken). */
+struct peer_rate { long n; double per_s; unsigned long long t0; int sleep; unsigned long long cpu; };
+
+static void peer_until(const struct peer_rate *r, unsigned long long t)
+{
+	struct timespec ts;
+
+	if (!r->sleep) {
+		while (peer_now_ns() - r->t0 < t)
+			;
+		return;
+	}
+	t += r->t0;
+	ts.tv_sec = (time_t)(t / 1000000000ull);
+	ts.tv_nsec = (long)(t % 1000000000ull);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+		;
+}
 
 static void *peer_rate_run(void *arg)
 {
-	const struct peer_rate *r = (const struct peer_rate *)arg;
+	struct peer_rate *r = (struct peer_rate *)arg;
+	struct timespec ts;
 
 	for (long i = 0; i < r->n; i++) {
 		PEER_HOT((int)i);
 		if (i % 1000 == 999)
-			while (peer_now_ns() - r->t0 < (unsigned long long)((double)(i + 1) * 1e9 / r->per_s))
-				;
+			peer_until(r, (unsigned long long)((double)(i + 1) * 1e9 / r->per_s));
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	r->cpu = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 	return NULL;
 }
 
-static int peer_rate(long n, double per_s)
+static int peer_rate(long n, double per_s, int sleep)
 {
-	struct peer_rate r = { n, per_s / 2, 0 };
+	struct peer_rate r = { n, per_s / 2, 0, sleep, 0 }, r2;
 	pthread_t t;
 
 	r.t0 = peer_now_ns();
-	if (pthread_create(&t, NULL, peer_rate_run, &r))
+	r2 = r;
+	if (pthread_create(&t, NULL, peer_rate_run, &r2))
 		return 1;
 	peer_rate_run(&r);
 	pthread_join(t, NULL);
-	printf("done\n");
+	if (!sleep) {
+		printf("done\n");
+		return 0;
+	}
+	/* the writers' CPU time, ns; then stay until told (the reader's CPU is measured here) */
+	printf("done %llu\n", r.cpu + r2.cpu);
+	fflush(stdout);
+	{
+		char line[64];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 0;
+	}
 	return 0;
 }
 
@@ -134,9 +168,9 @@ static int peer_main(int argc, char **argv)
 		printf("%.3f\n", (double)(peer_now_ns() - t0) / ((double)n * PEER_NCOLD));
 		return 0;
 	}
-	if (!strcmp(argv[1], "on") || !strcmp(argv[1], "rate")) {
+	if (!strcmp(argv[1], "on") || !strcmp(argv[1], "rate") || !strcmp(argv[1], "cost")) {
 		char line[64];
-		int rate = !strcmp(argv[1], "rate");
+		int cost = !strcmp(argv[1], "cost"), rate = cost || !strcmp(argv[1], "rate");
 		int rc = rate ? -1 : peer_on(argc > 3 ? argv[3] : "");
 
 		if (rc < -1)
@@ -152,7 +186,7 @@ static int peer_main(int argc, char **argv)
 #endif
 		}
 		if (rate)
-			return peer_rate(n, argc > 3 ? atof(argv[3]) : 1e6);
+			return peer_rate(n, argc > 3 ? atof(argv[3]) : 1e6, cost);
 		PEER_HOT(-1);		/* first event: maps buffers, warms caches */
 		t0 = peer_now_ns();
 		for (long i = 0; i < n; i++)

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -340,6 +341,39 @@ char kk_task_state(pid_t tid);
 /* Still a thread that can run: not gone, not a zombie (an exited main thread
  * stays listed as one while the others run). */
 bool kk_task_alive(pid_t tid);
+
+/* ---- numbers as text -------------------------------------------------------------- */
+
+/*
+ * @v in base 8 (@c 'o'), 16 ('x', 'X'; 'p' as 'x') or 10 (anything else),
+ * written backwards to end at @end (24 bytes hold any).  Returns its first
+ * digit.  printf's digits without printf: the printed line and the trace's
+ * readers format most numbers this way (async-signal-safe).
+ */
+static inline char *kk_utoa(char *end, unsigned long long v, char c)
+{
+	const char *dig = c == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+
+	if (c == 'o')
+		do *--end = (char)('0' + (v & 7)); while (v >>= 3);
+	else if (c == 'x' || c == 'X' || c == 'p')
+		do *--end = dig[v & 15]; while (v >>= 4);
+	else if (v < 10)
+		*--end = (char)('0' + v);
+	else {
+		/* two digits a division: a 64-bit division is most of a digit's cost */
+		static const char pairs[] = "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849"
+					    "5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+		for (; v >= 100; v /= 100)
+			memcpy(end -= 2, pairs + 2 * (v % 100), 2);
+		if (v >= 10)
+			memcpy(end -= 2, pairs + 2 * v, 2);
+		else
+			*--end = (char)('0' + v);
+	}
+	return end;
+}
 
 /* ---- the worker ---------------------------------------------------------------------- */
 

@@ -413,20 +413,6 @@ static unsigned long long int_arg(const struct fspec *s, va_list *ap, bool *neg)
 	return *neg ? -(unsigned long long)v : (unsigned long long)v;
 }
 
-/* @v in base 8, 10 or 16, ending at @end.  Returns its first digit. */
-static char *utoa(char *end, unsigned long long v, char c)
-{
-	const char *dig = c == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-
-	if (c == 'o')
-		do *--end = (char)('0' + (v & 7)); while (v >>= 3);
-	else if (c == 'x' || c == 'X' || c == 'p')
-		do *--end = dig[v & 15]; while (v >>= 4);
-	else
-		do *--end = (char)('0' + v % 10); while (v /= 10);
-	return end;
-}
-
 /* One conversion of @s.  False: it did not fit. */
 static bool conv_one(struct lbuf *b, const struct fspec *s, va_list *ap)
 {
@@ -449,11 +435,11 @@ static bool conv_one(struct lbuf *b, const struct fspec *s, va_list *ap)
 
 		if (!v)
 			return lb_field(b, s, "", 0, "(nil)", 5);
-		d = utoa(end, (uintptr_t)v, 'p');
+		d = kk_utoa(end, (uintptr_t)v, 'p');
 		return lb_field(b, s, "0x", 2, d, (size_t)(end - d));
 	}
 	default:
-		d = utoa(end, int_arg(s, ap, &neg), s->c);
+		d = kk_utoa(end, int_arg(s, ap, &neg), s->c);
 		return lb_field(b, s, "-", neg, d, (size_t)(end - d));
 	}
 }

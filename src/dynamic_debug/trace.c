@@ -990,10 +990,136 @@ static bool out_conv(struct out *o, const char *spec, const struct conv *cv, int
 }
 #undef OUT_VALUE
 
+/* An integer conversion's value as printf takes it (hh and h narrow it); *@neg if negative. */
+static bool take_int(const struct conv *cv, struct cursor *c, unsigned long long *u, bool *neg)
+{
+	bool sign = cv->c == 'd' || cv->c == 'i';
+	long long ll;
+	int v;
+
+	*neg = false;
+	if (tr_int_size(cv->lmod) == 8) {
+		GET(ll);
+	} else {
+		GET(v);
+		if (cv->lmod == LM_HH)
+			ll = sign ? (signed char)v : (unsigned char)v;
+		else if (cv->lmod == LM_H)
+			ll = sign ? (short)v : (unsigned short)v;
+		else
+			ll = sign ? v : (long long)(unsigned int)v;
+	}
+	if (sign && ll < 0) {
+		*neg = true;
+		*u = 0ull - (unsigned long long)ll;
+	} else {
+		*u = (unsigned long long)ll;
+	}
+	return true;
+}
+
+bool kk_dd_tr_int_value(const struct conv *cv, struct cursor *c, unsigned long long *u, bool *neg)
+{
+	return take_int(cv, c, u, neg);
+}
+
+/* A %s without width or flags: its packed bytes.  -1: NULL, which snprintf() prints. */
+static int fast_str(struct out *o, struct cursor *c)
+{
+	uint16_t l;
+
+	if (c->left < sizeof(l))
+		return 0;
+	memcpy(&l, c->d, sizeof(l));
+	if (l == UINT16_MAX)
+		return -1;
+	if (c->left - sizeof(l) < l)
+		return 0;
+	tr_out_mem(o, (const char *)c->d + sizeof(l), l);
+	c->d += sizeof(l) + l;
+	c->left -= sizeof(l) + l;
+	return 1;
+}
+
+/*
+ * The conversions printf prints plainly (no flag, no width; no precision
+ * but %s's, which packing applied), without @snp: one snprintf() costs
+ * about 700 instructions, most of a record's text.  1 done, 0 the data
+ * ends short, -1 not one of these (nothing taken).  Async-signal-safe.
+ */
+static int out_fast(struct out *o, const struct conv *cv, int width, int prec, struct cursor *c)
+{
+	char num[24], *end = num + sizeof(num), *d;
+	unsigned long long u;
+	bool neg;
+	void *ptr;
+	int v;
+
+	if (cv->flags[0] || width >= 0)
+		return -1;
+	switch (cv->c) {
+	case 's':
+		return fast_str(o, c);
+	case 'c':
+		GET(v);
+		num[0] = (char)(unsigned char)v;
+		tr_out_mem(o, num, 1);
+		return 1;
+	case 'p':
+		GET(ptr);
+		if (!ptr) {
+			tr_out_mem(o, "(nil)", 5);
+			return 1;
+		}
+		d = kk_utoa(end, (uintptr_t)ptr, 'x');
+		*--d = 'x';
+		*--d = '0';
+		break;
+	case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+		if (prec >= 0)
+			return -1;
+		if (!take_int(cv, c, &u, &neg))
+			return 0;
+		d = kk_utoa(end, u, cv->c);
+		if (neg)
+			*--d = '-';
+		break;
+	default:	/* %m, floating point: snprintf()'s */
+		return -1;
+	}
+	tr_out_mem(o, d, (size_t)(end - d));
+	return 1;
+}
+
+/*
+ * Conversion @cv (its copy: a '*' width may change its flags) of a record
+ * into @o, its value taken from @c.  False when the data ends short.
+ */
+bool kk_dd_tr_out_conv(struct out *o, struct conv *cv, struct cursor *c, kk_dd_snprintf_fn snp)
+{
+	int width, prec, fast;
+	char spec[40];
+
+	if (!take_stars(cv, c, &width, &prec))
+		return false;
+	if (cv->c == '%') {
+		tr_out_mem(o, "%", 1);
+		return true;
+	}
+	if (cv->c == 'n')
+		return true;
+	fast = out_fast(o, cv, width, prec, c);
+	if (fast >= 0)
+		return fast;
+	build_spec(spec, cv, width, prec, snp);
+	return out_conv(o, spec, cv, prec, c, snp);
+}
+
 /*
  * The message of record @h (its packed data follows it) into @o.  @snp
- * formats one conversion at a time, with its flags, width and precision
- * made literal.  False when the data does not fit the format.
+ * formats what out_fast() does not, one conversion at a time, with its
+ * flags, width and precision made literal.  False when the data does not
+ * fit the format.
  */
 bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn snp)
 {
@@ -1003,8 +1129,6 @@ bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn 
 
 	for (;;) {
 		struct conv cv;
-		int width, prec;
-		char spec[40];
 
 		for (q = p; *q && *q != '%'; q++)
 			;
@@ -1017,16 +1141,7 @@ bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn 
 		}
 		p = kk_dd_tr_parse_conv(q, &cv);
 		n++;
-		if (!take_stars(&cv, &c, &width, &prec))
-			return false;
-		if (cv.c == '%') {
-			tr_out_mem(o, "%", 1);
-			continue;
-		}
-		if (cv.c == 'n')
-			continue;
-		build_spec(spec, &cv, width, prec, snp);
-		if (!out_conv(o, spec, &cv, prec, &c, snp))
+		if (!kk_dd_tr_out_conv(o, &cv, &c, snp))
 			return false;
 	}
 }
@@ -1365,6 +1480,59 @@ static int rec_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Merge the sorted runs a[r[0]..r[1]) and a[r[1]..r[2]) into @to. */
+static void merge_two(const struct snap_rec *a, const size_t *r, struct snap_rec *to)
+{
+	size_t i = r[0], j = r[1], k = r[0];
+
+	while (i < r[1] && j < r[2])
+		to[k++] = rec_cmp(&a[j], &a[i]) < 0 ? a[j++] : a[i++];
+	while (i < r[1])
+		to[k++] = a[i++];
+	while (j < r[2])
+		to[k++] = a[j++];
+}
+
+/*
+ * s->v in time order.  Each ring's records are in order already (see
+ * walk_copy()) and next to each other, so the rings' runs are merged
+ * pairwise: a comparison a record a level, where qsort() spent about 160
+ * instructions a record.  qsort() when there is no memory for it.
+ */
+static void sort_snap(struct snap *s)
+{
+	size_t *run = malloc((s->nrings + 1) * sizeof(*run)), nrun = 0;
+	struct snap_rec *tmp = s->nrings > 1 ? malloc(s->n * sizeof(*tmp)) : NULL;
+
+	if (!run || (s->nrings > 1 && !tmp)) {
+		qsort(s->v, s->n, sizeof(*s->v), rec_cmp);
+	} else {
+		for (size_t i = 0; i < s->n; i++)
+			if (!i || s->v[i].ring != s->v[i - 1].ring)
+				run[nrun++] = i;
+		run[nrun] = s->n;
+		while (nrun > 1) {
+			size_t k = 0;
+
+			for (size_t i = 0; i < nrun; i += 2, k++) {
+				if (i + 1 < nrun)
+					merge_two(s->v, &run[i], tmp);
+				else
+					memcpy(tmp + run[i], s->v + run[i], (s->n - run[i]) * sizeof(*tmp));
+				run[k] = run[i];
+			}
+			run[k] = s->n;
+			nrun = k;
+			struct snap_rec *t = s->v;
+
+			s->v = tmp;
+			tmp = t;
+		}
+	}
+	free(run);
+	free(tmp);
+}
+
 static int read_rings(struct snap *s, bool consume, uint64_t limit)
 {
 	int ret = 0;
@@ -1377,7 +1545,7 @@ static int read_rings(struct snap *s, bool consume, uint64_t limit)
 			ret = snap_ring_locked(s, r, consume, limit);
 	pthread_mutex_unlock(&trace_lock);
 	if (!ret && s->n)	/* s->v is NULL when the trace is empty */
-		qsort(s->v, s->n, sizeof(*s->v), rec_cmp);
+		sort_snap(s);
 	s->ready = s->n;
 	return ret;
 }
@@ -1770,11 +1938,49 @@ void kk_dd_tr_pipe_wait(void)
 	atomic_store(&tr_armed, 0);
 }
 
+/*
+ * At most this much text a trace_pipe read, as trace_pipe_json sends (see
+ * JSON_READ_MAX in trace_json.c): a full ring is 16 MiB, and a read that
+ * sent it all would be past the endpoint's deadline.  A read takes a prefix
+ * of the records in time order (kk_dd_tr_read_pipe()) and consumes only the
+ * lines it sent; the rest stays for the next read.
+ */
+#define PIPE_READ_MAX	(128u << 10)
+
 static int pipe_show(struct kk_buf *out, void *priv)
 {
+	size_t start = out->len, i;
+	struct tr_conv tc;
+	char line[2048];
+	struct snap s;
+	int ret;
+
 	(void)priv;
 	kk_dd_tr_pipe_wait();
-	return show_records(out, true, false);
+	/* a line is about as long as its record: a ring's copy need not be longer than a read */
+	ret = kk_dd_tr_read_pipe(&s, PIPE_READ_MAX);
+	if (ret) {
+		kk_dd_tr_snap_free(&s);
+		return ret;
+	}
+	kk_dd_tr_conv_setup(&tc);
+	/* a site's strings are read only while its object is loaded */
+	kk_dd_sites_lock();
+	for (i = 0; i < s.ready; i++) {
+		size_t n;
+
+		if (!kk_dd_site_known_locked(s.v[i].h->desc))
+			continue;
+		n = format_line(s.v[i].h, &tc, line, sizeof(line), kk_dd_tr_snprintf);
+		if (out->len - start + n > PIPE_READ_MAX)
+			break;	/* the next read's (a line is shorter than the bound) */
+		kk_buf_write(out, line, n);
+	}
+	kk_dd_sites_unlock();
+	if (!out->error)	/* a reply that cannot be made consumes nothing */
+		kk_dd_tr_consume(&s, i);
+	kk_dd_tr_snap_free(&s);
+	return out->error;
 }
 
 static const struct kk_control_file_ops pipe_fops = {

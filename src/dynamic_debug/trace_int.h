@@ -89,6 +89,10 @@ size_t kk_dd_tr_snprintf(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((__format__(__printf__, 3, 4)));
 /* The message of record @h into @o (no decoration).  False when the data does not fit the format. */
 bool kk_dd_tr_format_msg(const struct trec *h, struct out *o, kk_dd_snprintf_fn snp);
+/* One conversion (a copy: a '*' width may set its '-') of a record into @o.  False: data short. */
+bool kk_dd_tr_out_conv(struct out *o, struct conv *cv, struct cursor *c, kk_dd_snprintf_fn snp);
+/* An integer conversion's value as printf takes it, as magnitude and sign.  False: data short. */
+bool kk_dd_tr_int_value(const struct conv *cv, struct cursor *c, unsigned long long *u, bool *neg);
 /* The message of %m's errno @e (strerror's text without the locale) into @num or a constant. */
 const char *kk_dd_tr_errno_text(int e, char *num, size_t n);
 

@@ -57,49 +57,122 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return 0;
 }
 
+/*
+ * Appending: kk_buf_write() without its call when the room is there (a
+ * record is some twenty pieces), and numbers without printf.  The buffer
+ * is NUL-terminated again at the end of the read (json_show()).
+ */
+static inline __attribute__((always_inline)) void jw_put(struct kk_buf *b, const void *s, size_t n)
+{
+	if (b->len + n < b->cap) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		return;
+	}
+	kk_buf_write(b, s, n);
+}
+#define JW_LIT(b, lit)	jw_put((b), (lit), sizeof(lit) - 1)
+
+/* Room for @n more bytes at once: a reply grown by doubling copied itself twice over. */
+static void jw_reserve(struct kk_buf *b, size_t n)
+{
+	char *p;
+
+	if (b->error || (b->data && b->cap - b->len > n))
+		return;
+	p = realloc(b->data, b->len + n + 1);
+	if (!p)
+		return;		/* kk_buf_write() will say so */
+	b->data = p;
+	b->cap = b->len + n + 1;
+	b->data[b->len] = '\0';
+}
+
+static void jw_num(struct kk_buf *b, unsigned long long v, bool neg)
+{
+	char num[24], *end = num + sizeof(num), *d = kk_utoa(end, v, 'u');
+
+	if (neg)
+		*--d = '-';
+	jw_put(b, d, (size_t)(end - d));
+}
+
+static void jw_int(struct kk_buf *b, long long v)
+{
+	jw_num(b, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
 /* One byte that JSON wants escaped (@c < 0x20, '"', '\\'). */
 static void json_escape(struct kk_buf *b, unsigned char c)
 {
 	static const char short_esc[][3] = {
 		['\b'] = "\\b", ['\t'] = "\\t", ['\n'] = "\\n", ['\f'] = "\\f", ['\r'] = "\\r",
 	};
+	char u[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15] };
 
 	if (c == '"' || c == '\\') {
 		char e[2] = { '\\', (char)c };
 
-		kk_buf_write(b, e, 2);
+		jw_put(b, e, 2);
 	} else if (c < sizeof(short_esc) / sizeof(short_esc[0]) && short_esc[c][0]) {
-		kk_buf_write(b, short_esc[c], 2);
+		jw_put(b, short_esc[c], 2);
 	} else {
-		kk_buf_printf(b, "\\u%04x", c);
+		jw_put(b, u, 6);
 	}
 }
 
-/* @s (@n bytes) as a JSON string. */
+/* Printable ASCII but '"' and '\\': copied as it is. */
+static inline bool json_plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/*
+ * Are the 8 bytes at @p all plain?  A word at a time (the bit tricks of
+ * "Bit Twiddling Hacks"' haszero()): a message is mostly plain text, and a
+ * byte at a time was a third of a record's instructions.
+ */
+static inline bool json_plain8(const unsigned char *p)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	uint64_t x, q, bs;
+
+	memcpy(&x, p, sizeof(x));
+	q = x ^ (ones * '"');
+	bs = x ^ (ones * '\\');
+	/* a byte >= 0x80, < 0x20, '"' or '\\' sets its high bit in one of these */
+	return !((x | (x - ones * 0x20) | (q - ones) | (bs - ones)) & high);
+}
+
+/* @s (@n bytes) as a JSON string: runs of plain bytes and whole UTF-8 sequences copied at once. */
 static void json_strn(struct kk_buf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0, i = 0;
+	size_t start = 0, i = 0, k;
 
-	kk_buf_write(b, "\"", 1);
+	jw_put(b, "\"", 1);
 	while (i < n) {
-		size_t k = u[i] < 0x80 ? 1 : utf8_len(u + i, n - i);
-
-		if (k && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\') {
-			i += k;
-			run += k;
+		if (n - i >= 8 && json_plain8(u + i)) {
+			i += 8;
 			continue;
 		}
-		kk_buf_write(b, s + i - run, run);
-		run = 0;
-		if (k)
+		if (json_plain(u[i])) {
+			i++;
+			continue;
+		}
+		if (u[i] >= 0x80 && (k = utf8_len(u + i, n - i))) {
+			i += k;
+			continue;
+		}
+		jw_put(b, s + start, i - start);
+		if (u[i] < 0x80)
 			json_escape(b, u[i]);
 		else
-			kk_buf_write(b, "\\ufffd", 6);
-		i++;
+			jw_put(b, "\\ufffd", 6);
+		start = ++i;
 	}
-	kk_buf_write(b, s + i - run, run);
-	kk_buf_write(b, "\"", 1);
+	jw_put(b, s + start, i - start);
+	jw_put(b, "\"", 1);
 }
 
 static void json_str(struct kk_buf *b, const char *s)
@@ -157,24 +230,13 @@ static void arg_name(const char *seg, const char *conv, unsigned int idx, char *
 /* An integer conversion's value as printf would take it (hh and h narrow it). */
 static bool json_int(struct kk_buf *b, const struct conv *cv, struct cursor *c)
 {
-	bool sign = cv->c == 'd' || cv->c == 'i';
-	long long ll;
-	int v;
+	unsigned long long u;
+	bool neg;
 
-	if (tr_int_size(cv->lmod) == 8) {
-		GET(ll);
-		if (sign)
-			return kk_buf_printf(b, "%lld", ll) >= 0;
-		return kk_buf_printf(b, "%llu", (unsigned long long)ll) >= 0;
-	}
-	GET(v);
-	if (cv->lmod == LM_HH)
-		v = sign ? (signed char)v : (unsigned char)v;
-	else if (cv->lmod == LM_H)
-		v = sign ? (short)v : (unsigned short)v;
-	if (sign)
-		return kk_buf_printf(b, "%d", v) >= 0;
-	return kk_buf_printf(b, "%u", (unsigned int)v) >= 0;
+	if (!kk_dd_tr_int_value(cv, c, &u, &neg))
+		return false;
+	jw_num(b, u, neg);
+	return true;
 }
 
 /* A JSON number, or "nan", "inf", "-inf" (JSON has no such numbers). */
@@ -190,10 +252,17 @@ static bool json_float(struct kk_buf *b, const struct conv *cv, struct cursor *c
 		GET(d);
 		v = d;
 	}
-	if (isnan(v))
-		return kk_buf_printf(b, "\"nan\"") >= 0;
-	if (isinf(v))
-		return kk_buf_printf(b, v < 0 ? "\"-inf\"" : "\"inf\"") >= 0;
+	if (isnan(v)) {
+		JW_LIT(b, "\"nan\"");
+		return true;
+	}
+	if (isinf(v)) {
+		if (v < 0)
+			JW_LIT(b, "\"-inf\"");
+		else
+			JW_LIT(b, "\"inf\"");
+		return true;
+	}
 	char num[64];
 	int n = cv->lmod == LM_BIGL ? snprintf(num, sizeof(num), "%.21Lg", v) :
 				      snprintf(num, sizeof(num), "%.17g", (double)v);
@@ -203,7 +272,8 @@ static bool json_float(struct kk_buf *b, const struct conv *cv, struct cursor *c
 	/* a float reads as one: 15000000000.0, not an integer */
 	if (!strpbrk(num, ".e"))
 		strcat(num, ".0");
-	return kk_buf_write(b, num, strlen(num)) >= 0;
+	jw_put(b, num, strlen(num));
+	return true;
 }
 
 static bool json_string_arg(struct kk_buf *b, const struct conv *cv, struct cursor *c)
@@ -237,10 +307,12 @@ static bool json_char_or_ptr(struct kk_buf *b, const struct conv *cv, struct cur
 
 	if (cv->c == 'c') {
 		GET(v);
-		return kk_buf_printf(b, "%u", (unsigned int)(unsigned char)v) >= 0;
+		jw_num(b, (unsigned char)v, false);
+		return true;
 	}
 	GET(p);
-	return kk_buf_printf(b, "%" PRIuPTR, (uintptr_t)p) >= 0;
+	jw_num(b, (uintptr_t)p, false);
+	return true;
 }
 
 /* The JSON type of each conversion character, and the writer of its value. */
@@ -256,20 +328,23 @@ static const struct {
 	{ "p", "pointer", json_char_or_ptr },
 };
 
-static bool json_value(struct kk_buf *b, const struct conv *cv, const char *name, struct cursor *c)
+/* The index in arg_types[] of @cv's value, or -1 (%%, %n, what is not recorded). */
+static int arg_type(const struct conv *cv)
 {
-	for (size_t i = 0; i < sizeof(arg_types) / sizeof(arg_types[0]); i++) {
-		if (!strchr(arg_types[i].chars, cv->c))
-			continue;
-		kk_buf_write(b, "{\"name\":", 8);
-		json_str(b, name);
-		kk_buf_printf(b, ",\"type\":\"%s\",\"value\":", arg_types[i].type);
-		if (!arg_types[i].value(b, cv, c))
-			return false;
-		kk_buf_write(b, "}", 1);
-		return true;
-	}
-	return false;
+	for (size_t i = 0; cv->c && i < sizeof(arg_types) / sizeof(arg_types[0]); i++)
+		if (strchr(arg_types[i].chars, cv->c))
+			return (int)i;
+	return -1;
+}
+
+/* {"name":NAME,"type":TYPE,"value": */
+static void arg_head(struct kk_buf *b, const char *name, int type)
+{
+	JW_LIT(b, "{\"name\":");
+	json_str(b, name);
+	JW_LIT(b, ",\"type\":\"");
+	jw_put(b, arg_types[type].type, strlen(arg_types[type].type));
+	JW_LIT(b, "\",\"value\":");
 }
 
 /* The '*' width and precision of @cv: packed, not arguments of their own. */
@@ -293,8 +368,9 @@ static bool json_args(struct kk_buf *b, const struct trec *h)
 	unsigned int n = 0, idx = 0;
 	char name[64];
 	struct conv cv;
+	int type;
 
-	kk_buf_write(b, "\"args\":[", 8);
+	JW_LIT(b, "\"args\":[");
 	while ((q = strchr(p, '%')) && n < h->nconv) {
 		p = kk_dd_tr_parse_conv(q, &cv);
 		n++;
@@ -302,18 +378,202 @@ static bool json_args(struct kk_buf *b, const struct trec *h)
 			return false;
 		if (cv.c == '%' || cv.c == 'n')
 			continue;
+		if ((type = arg_type(&cv)) < 0)
+			return false;
 		arg_name(seg, q, idx, name, sizeof(name));
 		if (idx++)
-			kk_buf_write(b, ",", 1);
-		if (!json_value(b, &cv, name, &c))
+			JW_LIT(b, ",");
+		arg_head(b, name, type);
+		if (!arg_types[type].value(b, &cv, &c))
 			return false;
+		JW_LIT(b, "}");
 		seg = p;
 	}
-	kk_buf_write(b, "]", 1);
+	JW_LIT(b, "]");
+	return true;
+}
+
+/* ---- plans: what a read renders once per site ---------------------------------------------- */
+
+/*
+ * A record's site fields and its format are the same in every record of
+ * the site: a read renders them once, with its format's conversions parsed
+ * and each argument's {"name":..,"type":..,"value": prefix, and then each
+ * record is its numbers, its message and its values (about 9 times fewer
+ * instructions than rendering all of it: docs/results.md).  A plan lives
+ * for one read, under the sites lock (a site's strings are read only while
+ * its object is loaded).  A format of more than PLAN_CONVS conversions, or
+ * a plan that cannot be made, takes the path that parses every record.
+ */
+#define PLAN_CONVS	16
+#define PLAN_SLOTS	64		/* by the site's address; a collision makes the plan again */
+
+struct plan_conv {
+	struct conv cv;
+	int type;			/* arg_types[] index; -1: %%, %n, not recorded */
+	size_t off, len;		/* its argument's prefix in plans.text */
+};
+
+struct plan {
+	const struct _ddebug *dp;
+	const char *fmt;
+	bool full;			/* every conversion of the format is in cv[] */
+	unsigned int nconv;
+	size_t site_off, site_len;	/* ,"module":..,"function":..,"file":..,"line":N,"format":.. */
+	size_t rest_len;		/* the format after its last conversion */
+	struct plan_conv c[PLAN_CONVS];
+};
+
+struct plans {
+	struct plan *slot;		/* PLAN_SLOTS, or NULL: no memory, no plans */
+	struct kk_buf text;
+};
+
+static void plan_site(struct kk_buf *t, const struct _ddebug *dp, const char *fmt)
+{
+	JW_LIT(t, ",\"module\":");
+	json_str(t, dp->modname ? dp->modname : "?");
+	JW_LIT(t, ",\"function\":");
+	json_str(t, dp->function);
+	JW_LIT(t, ",\"file\":");
+	json_str(t, kk_dd_rel_name(dp->filename));
+	JW_LIT(t, ",\"line\":");
+	jw_num(t, dp->lineno, false);
+	JW_LIT(t, ",\"format\":");
+	json_line(t, fmt, strlen(fmt));
+}
+
+/* The conversions of @pl->fmt and their arguments' prefixes, as json_args() names them. */
+static void plan_convs(struct plan *pl, struct kk_buf *t)
+{
+	const char *p = pl->fmt, *seg = p, *q;
+	unsigned int idx = 0;
+	char name[64];
+
+	pl->nconv = 0;
+	while ((q = strchr(p, '%'))) {
+		struct plan_conv *pc = &pl->c[pl->nconv];
+
+		if (pl->nconv == PLAN_CONVS)
+			return;
+		p = kk_dd_tr_parse_conv(q, &pc->cv);
+		pl->nconv++;
+		pc->type = pc->cv.c == '%' || pc->cv.c == 'n' ? -1 : arg_type(&pc->cv);
+		pc->off = t->len;
+		if (pc->type >= 0) {
+			arg_name(seg, q, idx++, name, sizeof(name));
+			arg_head(t, name, pc->type);
+			seg = p;
+		}
+		pc->len = t->len - pc->off;
+		if (!pc->cv.c)	/* packing stops here: what follows is never taken */
+			break;
+	}
+	pl->rest_len = strlen(p);
+	pl->full = true;
+}
+
+/* The plan of @h's site, made now if it is not there; NULL: render the slow way. */
+static const struct plan *plan_of(struct plans *ps, const struct trec *h)
+{
+	uintptr_t key = (uintptr_t)h->desc ^ (uintptr_t)h->fmt;
+	struct plan *pl;
+
+	if (!ps->slot)
+		return NULL;
+	pl = &ps->slot[(key >> 4) % PLAN_SLOTS];
+	if (pl->dp == h->desc && pl->fmt == h->fmt)
+		return pl;
+	pl->dp = h->desc;
+	pl->fmt = h->fmt;
+	pl->full = false;
+	pl->site_off = ps->text.len;
+	plan_site(&ps->text, h->desc, h->fmt);
+	pl->site_len = ps->text.len - pl->site_off;
+	plan_convs(pl, &ps->text);
+	if (ps->text.error) {	/* no memory: no plans from here on */
+		free(ps->slot);
+		ps->slot = NULL;
+		return NULL;
+	}
+	return pl;
+}
+
+static void plans_init(struct plans *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->slot = malloc(PLAN_SLOTS * sizeof(*ps->slot));
+	for (size_t i = 0; ps->slot && i < PLAN_SLOTS; i++)
+		ps->slot[i].dp = NULL;
+}
+
+static void plans_free(struct plans *ps)
+{
+	free(ps->slot);
+	kk_buf_free(&ps->text);
+}
+
+/* The message of @h by its plan (as kk_dd_tr_format_msg() makes it). */
+static bool plan_message(const struct plan *pl, const struct trec *h, struct out *o)
+{
+	struct cursor c = { (const unsigned char *)(h + 1), h->len - TR_HDR };
+	const char *p = h->fmt;
+
+	for (unsigned int i = 0; i < pl->nconv; i++) {
+		const struct plan_conv *pc = &pl->c[i];
+		struct conv cv = pc->cv;
+
+		tr_out_mem(o, p, (size_t)(cv.start - p));
+		if (i == h->nconv || !cv.c) {	/* not recorded: the rest as written */
+			tr_out_mem(o, cv.start, strlen(cv.start));
+			return true;
+		}
+		if (!kk_dd_tr_out_conv(o, &cv, &c, kk_dd_tr_snprintf))
+			return false;
+		p = cv.end;
+	}
+	tr_out_mem(o, p, pl->rest_len);
+	return true;
+}
+
+/* "args":[...] of @h by its plan (as json_args() makes it).  False on a bad record. */
+static bool plan_args(struct kk_buf *b, const struct plan *pl, const struct kk_buf *t,
+		      const struct trec *h)
+{
+	struct cursor c = { (const unsigned char *)(h + 1), h->len - TR_HDR };
+	unsigned int idx = 0;
+
+	JW_LIT(b, "\"args\":[");
+	for (unsigned int i = 0; i < pl->nconv && i < h->nconv; i++) {
+		const struct plan_conv *pc = &pl->c[i];
+
+		if (!skip_stars(&pc->cv, &c))
+			return false;
+		if (pc->cv.c == '%' || pc->cv.c == 'n')
+			continue;
+		if (pc->type < 0)
+			return false;
+		if (idx++)
+			JW_LIT(b, ",");
+		jw_put(b, t->data + pc->off, pc->len);
+		if (!arg_types[pc->type].value(b, &pc->cv, &c))
+			return false;
+		JW_LIT(b, "}");
+	}
+	JW_LIT(b, "]");
 	return true;
 }
 
 /* ---- lines --------------------------------------------------------------------------------- */
+
+/* What every line of a read shares. */
+struct json_read {
+	const struct snap *s;
+	struct tr_conv tc;
+	struct plans plans;
+	char pid[24];			/* getpid() once a read, as text */
+	size_t pid_len;
+};
 
 /* The thread's name: the ring's, read with the snapshot, or read now. */
 static const char *comm_of(const struct snap_ring *sr, pid_t tid, char *buf, size_t n)
@@ -325,17 +585,18 @@ static const char *comm_of(const struct snap_ring *sr, pid_t tid, char *buf, siz
 	return buf;
 }
 
-static void json_message(struct kk_buf *b, const struct trec *h)
+/* The message of @h by its plan, or by parsing it (@pl NULL), as a JSON string. */
+static void json_message(struct kk_buf *b, const struct plan *pl, const struct trec *h)
 {
 	char stack[2048];
 	struct out o = { stack, sizeof(stack), 0 };
-	bool ok = kk_dd_tr_format_msg(h, &o, kk_dd_tr_snprintf);
+	bool ok = pl ? plan_message(pl, h, &o) : kk_dd_tr_format_msg(h, &o, kk_dd_tr_snprintf);
 
 	if (o.len > o.cap) {	/* longer than the stack buffer: again, into one that fits */
 		o.buf = malloc(o.len);
 		o.cap = o.buf ? o.len : 0;
 		o.len = 0;
-		ok = kk_dd_tr_format_msg(h, &o, kk_dd_tr_snprintf);
+		ok = pl ? plan_message(pl, h, &o) : kk_dd_tr_format_msg(h, &o, kk_dd_tr_snprintf);
 		if (!o.buf)
 			o.len = 0;
 	}
@@ -346,50 +607,65 @@ static void json_message(struct kk_buf *b, const struct trec *h)
 		free(o.buf);
 }
 
-static void json_event(struct kk_buf *b, const struct snap *s, const struct snap_rec *v,
-		       const struct tr_conv *tc)
+/* The site's fields of @h: from its plan, or rendered now. */
+static void json_site(struct kk_buf *b, const struct plan *pl, const struct kk_buf *t,
+		      const struct trec *h)
+{
+	if (pl)
+		jw_put(b, t->data + pl->site_off, pl->site_len);
+	else
+		plan_site(b, h->desc, h->fmt);
+}
+
+static void json_event(struct kk_buf *b, struct json_read *jr, const struct snap_rec *v)
 {
 	const struct trec *h = v->h;
-	const struct _ddebug *dp = h->desc;
-	uint64_t mono = kk_dd_tr_conv_ns(tc, h->ts);
+	const struct plan *pl = plan_of(&jr->plans, h);
+	uint64_t mono = kk_dd_tr_conv_ns(&jr->tc, h->ts);
 	char comm[16];
 	size_t mark;
+	bool ok;
 
-	kk_buf_printf(b, "{\"type\":\"event\",\"ts\":%lld,\"mono\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,"
-		      "\"comm\":", (long long)mono + (long long)tc->real_off, mono, (int)getpid(),
-		      (int)h->tid);
-	json_str(b, comm_of(&s->rings[v->ring], h->tid, comm, sizeof(comm)));
-	kk_buf_write(b, ",\"module\":", 10);
-	json_str(b, dp->modname ? dp->modname : "?");
-	kk_buf_write(b, ",\"function\":", 12);
-	json_str(b, dp->function);
-	kk_buf_write(b, ",\"file\":", 8);
-	json_str(b, kk_dd_rel_name(dp->filename));
-	kk_buf_printf(b, ",\"line\":%u,\"format\":", (unsigned int)dp->lineno);
-	json_line(b, h->fmt, strlen(h->fmt));
-	kk_buf_write(b, ",\"message\":", 11);
-	json_message(b, h);
-	kk_buf_write(b, ",", 1);
+	JW_LIT(b, "{\"type\":\"event\",\"ts\":");
+	jw_int(b, (long long)mono + (long long)jr->tc.real_off);
+	JW_LIT(b, ",\"mono\":");
+	jw_num(b, mono, false);
+	JW_LIT(b, ",\"pid\":");
+	jw_put(b, jr->pid, jr->pid_len);
+	JW_LIT(b, ",\"tid\":");
+	jw_int(b, h->tid);
+	JW_LIT(b, ",\"comm\":");
+	json_str(b, comm_of(&jr->s->rings[v->ring], h->tid, comm, sizeof(comm)));
+	json_site(b, pl, &jr->plans.text, h);
+	JW_LIT(b, ",\"message\":");
+	json_message(b, pl && pl->full ? pl : NULL, h);
+	JW_LIT(b, ",");
 	mark = b->len;
-	if (!json_args(b, h)) {	/* a bad record: no args rather than half of them */
+	ok = pl && pl->full ? plan_args(b, pl, &jr->plans.text, h) : json_args(b, h);
+	if (!ok) {	/* a bad record: no args rather than half of them */
 		b->len = mark;
-		kk_buf_write(b, "\"args\":[]", 9);
+		JW_LIT(b, "\"args\":[]");
 	}
-	kk_buf_write(b, "}\n", 2);
+	JW_LIT(b, "}\n");
 }
 
 /* One "lost" line per thread shown that lost records since the previous read. */
-static void json_lost(struct kk_buf *b, const struct snap *s)
+static void json_lost(struct kk_buf *b, const struct json_read *jr)
 {
-	for (size_t i = 0; i < s->nrings; i++) {
-		const struct snap_ring *sr = &s->rings[i];
+	for (size_t i = 0; i < jr->s->nrings; i++) {
+		const struct snap_ring *sr = &jr->s->rings[i];
 
 		if (!sr->lost || !sr->shown)
 			continue;
-		kk_buf_printf(b, "{\"type\":\"lost\",\"pid\":%d,\"tid\":%d,\"comm\":", (int)getpid(),
-			      (int)sr->tid);
+		JW_LIT(b, "{\"type\":\"lost\",\"pid\":");
+		jw_put(b, jr->pid, jr->pid_len);
+		JW_LIT(b, ",\"tid\":");
+		jw_int(b, sr->tid);
+		JW_LIT(b, ",\"comm\":");
 		json_str(b, sr->comm);
-		kk_buf_printf(b, ",\"count\":%" PRIu64 "}\n", sr->lost);
+		JW_LIT(b, ",\"count\":");
+		jw_num(b, sr->lost, false);
+		JW_LIT(b, "}\n");
 	}
 }
 
@@ -403,9 +679,10 @@ static void json_lost(struct kk_buf *b, const struct snap *s)
  */
 #define JSON_READ_MAX	(128u << 10)
 
-/* The events of @s up to the bound; how many of s->v were taken. */
-static size_t json_events(struct kk_buf *out, const struct snap *s, const struct tr_conv *tc)
+/* The events of the read up to the bound; how many of s->v were taken. */
+static size_t json_events(struct kk_buf *out, struct json_read *jr)
 {
+	const struct snap *s = jr->s;
 	size_t start = out->len, i, shown = 0;
 
 	/* a site's strings are read only while its object is loaded */
@@ -415,21 +692,22 @@ static size_t json_events(struct kk_buf *out, const struct snap *s, const struct
 
 		if (!kk_dd_site_known_locked(s->v[i].h->desc))
 			continue;
-		json_event(out, s, &s->v[i], tc);
+		json_event(out, jr, &s->v[i]);
 		if (shown++ && out->len - start > JSON_READ_MAX) {
 			out->len = mark;	/* the next read's */
-			if (out->data)
-				out->data[mark] = '\0';
 			break;
 		}
 	}
 	kk_dd_sites_unlock();
+	if (out->data)		/* jw_put() does not end it */
+		out->data[out->len] = '\0';
 	return i;
 }
 
 static int json_show(struct kk_buf *out, void *priv)
 {
-	struct tr_conv tc;
+	char num[24], *end = num + sizeof(num), *d;
+	struct json_read jr;
 	struct snap s;
 	size_t taken;
 	int ret;
@@ -444,11 +722,18 @@ static int json_show(struct kk_buf *out, void *priv)
 		kk_dd_tr_snap_free(&s);
 		return ret;
 	}
-	kk_dd_tr_conv_setup(&tc);
-	json_lost(out, &s);
-	taken = json_events(out, &s, &tc);
+	jr.s = &s;
+	kk_dd_tr_conv_setup(&jr.tc);
+	plans_init(&jr.plans);
+	d = kk_utoa(end, (unsigned long long)getpid(), 'u');
+	jr.pid_len = (size_t)(end - d);
+	memcpy(jr.pid, d, jr.pid_len);
+	jw_reserve(out, JSON_READ_MAX + JSON_READ_MAX / 8);
+	json_lost(out, &jr);
+	taken = json_events(out, &jr);
 	if (!out->error)	/* a reply that cannot be made consumes nothing */
 		kk_dd_tr_consume(&s, taken);
+	plans_free(&jr.plans);
 	kk_dd_tr_snap_free(&s);
 	kk_dd_session_touch();	/* and again at its end: a read may take a while */
 	return out->error;
