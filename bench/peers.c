@@ -343,6 +343,26 @@ static double pr_lttng_enabled(void)
 /* ---- switching every site on, until the first event in every process ---- */
 
 /*
+ * What a user types: kkctl -p PID for one process (@one), -n peer-kk for
+ * all of them, narrowed by -T to kk-bench's own children (another run of
+ * the bench on the machine has its own peer-kk processes).  Its pid, or -1.
+ */
+static pid_t pr_kkctl(pid_t one)
+{
+	char kkctl[4300], pid[32], self[32];
+
+	snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
+	snprintf(pid, sizeof(pid), "%d", (int)one);
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	char *const ka1[] = { kkctl, "-p", pid, "write", "dynamic_debug/control",
+			      "module kkpeer +p", NULL };
+	char *const kan[] = { kkctl, "-T", self, "-n", "peer-kk", "write",
+			      "dynamic_debug/control", "module kkpeer +p", NULL };
+
+	return pr_spawn(one ? ka1 : kan, -1, -1, 2);	/* its reasons, if any */
+}
+
+/*
  * Start nproc copies of PROG in mode "first" (each runs all its sites until
  * one fires), switch every site on as @how says, and return ms from just
  * before switching to "fired" from every copy (for bpftrace, which sees the
@@ -356,7 +376,7 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	struct pr_child bt = { 0, -1, -1 };
 	pid_t kk = -1;
 	char *const argv[] = { (char *)pr_path(prog), "first", NULL };
-	char line[256], pid[32];
+	char line[256];
 	int ok = 1, started = 0;
 	uint64_t t0 = 0;
 	double ms = -1;
@@ -378,15 +398,7 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 	if (ok) {
 		t0 = kkb_now_ns();
 		if (how == PR_KKCTL) {
-			/* What a user types: -p for one process, -n for all of them. */
-			char kkctl[4300];
-
-			snprintf(kkctl, sizeof(kkctl), "%s/kkctl", kkb_self_dir());
-			snprintf(pid, sizeof(pid), "%d", (int)c[0].pid);
-			char *const ka[] = { kkctl, nproc > 1 ? "-n" : "-p", nproc > 1 ? "peer-kk" : pid,
-					     "write", "dynamic_debug/control", "module kkpeer +p", NULL };
-
-			kk = pr_spawn(ka, -1, -1, 2);	/* its reasons, if any */
+			kk = pr_kkctl(nproc > 1 ? 0 : c[0].pid);
 			ok = kk > 0;
 		} else if (how == PR_LTTNG) {
 			pr_deadline = t0 + (uint64_t)PR_FIRST_MS * 1000000u;
@@ -454,6 +466,48 @@ static double pr_first(const char *prog, int nproc, enum pr_how how, const char 
 		pr_stop(&bt, 1);
 	if (how == PR_LTTNG)
 		pr_session_destroy();
+	return ms;
+}
+
+/*
+ * Issue 41: the same switch into @nproc processes that are idle (mode
+ * "rate": waiting on stdin, only the endpoint thread wakes) or busy (mode
+ * "first": running every site without pause), back to back in one run.
+ * Returns ms from spawning kkctl to its exit; for busy ones, *@fired gets
+ * ms to "fired" from every process.  -1 if it failed.
+ */
+static double pr_switch(int nproc, int busy, double *fired)
+{
+	static struct pr_child c[PR_NPROC_MAX];
+	char *const argv_busy[] = { (char *)pr_path("peer-kk"), "first", NULL };
+	char *const argv_idle[] = { (char *)pr_path("peer-kk"), "rate", "0", "0", NULL };
+	char line[256];
+	int ok = 1, started = 0;
+	uint64_t t0;
+	double ms = -1;
+	pid_t kk;
+
+	*fired = -1;
+	for (int i = 0; i < nproc && ok; i++) {
+		ok = !pr_start(&c[i], busy ? argv_busy : argv_idle, -1);
+		started += ok;
+		ok = ok && !pr_readline(c[i].out, line, sizeof(line), PR_TIMEOUT_MS) &&
+		     !strcmp(line, "ready");
+	}
+	t0 = kkb_now_ns();
+	if (ok && (kk = pr_kkctl(0)) > 0 && !pr_wait_until(kk, t0 + (uint64_t)PR_FIRST_MS * 1000000u))
+		ms = (double)(kkb_now_ns() - t0) / 1e6;
+	for (int i = 0; busy && ms >= 0 && i < nproc; i++) {
+		int64_t left = PR_FIRST_MS - (int64_t)(kkb_now_ns() - t0) / 1000000;
+
+		if (left <= 0 || pr_readline(c[i].out, line, sizeof(line), (int)left) ||
+		    strcmp(line, "fired"))
+			break;
+		if (i == nproc - 1)
+			*fired = (double)(kkb_now_ns() - t0) / 1e6;
+	}
+	for (int i = 0; i < started; i++)
+		pr_stop(&c[i], 1);
 	return ms;
 }
 
@@ -659,7 +713,7 @@ static int pr_bench(struct kkb_ctx *ctx)
 		 "stderr sink=/dev/null");
 	kkb_note(ctx, "*_first[_Nproc]_ms: %d sites (LTTng: events, in 17 providers) switched "
 		 "on until the first event in every process: kkctl -p PID (1 process) or "
-		 "-n peer-kk (N) 'module kkpeer +p'; lttng enable-event -u 'kkpeer*' + start "
+		 "-T BENCH -n peer-kk (N) 'module kkpeer +p'; lttng enable-event -u 'kkpeer*' + start "
 		 "(session created before); null past %s", PEER_NSITES, PR_FIRST_TEXT);
 	kkb_note(ctx, "bpftrace_first_10probes_ms: bpftrace attaching usdt:kkpeer:s0000* (%d "
 		 "of the binary's %d probes: bpftrace 0.17 reads the binary's probe notes again "
@@ -674,6 +728,33 @@ static int pr_bench(struct kkb_ctx *ctx)
 }
 KKB_REGISTER("peers", "pr_debug against LTTng-UST, USDT (+bpftrace) and spdlog: off, on, switching",
 	     pr_bench)
+
+/* ---- one switch into idle and into busy processes (issue 41) ---- */
+
+static int pr_busy_bench(struct kkb_ctx *ctx)
+{
+	double fired, idle, busy;
+
+	if (!pr_dir[0])
+		snprintf(pr_dir, sizeof(pr_dir), "%s/peers", kkb_self_dir());
+	if (!pr_have("peer-kk")) {
+		kkb_note(ctx, "skipped: peer-kk not built (make peers)");
+		return 0;
+	}
+	idle = pr_switch(PR_NPROC_MAX, 0, &fired);
+	busy = pr_switch(PR_NPROC_MAX, 1, &fired);
+	pr_num(ctx, "kk_switch_100proc_idle_ms", idle);
+	pr_num(ctx, "kk_switch_100proc_busy_ms", busy);
+	pr_num(ctx, "kk_switch_100proc_busy_fired_ms", fired);
+	pr_ratio(ctx, "kk_switch_busy_vs_idle_100proc", busy, idle);
+	kkb_note(ctx, "kk_switch_100proc_{idle,busy}_ms: kkctl -T BENCH -n peer-kk 'module kkpeer "
+		 "+p', spawn to exit, into %d processes that wait on stdin (idle) or run their "
+		 "%d sites without pause (busy, as peers' *_first_*), one after the other; "
+		 "*_busy_fired_ms: to the first event in every busy one", PR_NPROC_MAX, PEER_NSITES);
+	return 0;
+}
+KKB_REGISTER("peers-busy", "kkctl switching 16154 sites in 100 idle and in 100 busy processes",
+	     pr_busy_bench)
 
 /* ---- recording: from the command to the first event on disk (issue 39) ---- */
 

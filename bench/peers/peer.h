@@ -16,7 +16,7 @@
  *   on N MODE          switch on (peer_on, or wait for the tracer from outside:
  *                      a line on stdin), then ns per event of the hot site
  *   first              print "ready", run every distinct site until peer_fired,
- *                      print "fired"
+ *                      print "fired", wait for the end of stdin
  *   rate N R           as "on" from outside, then N events of the hot site in
  *                      each of 2 threads, R events per second in all (paced
  *                      every 1000), print "done"
@@ -203,6 +203,11 @@ static int peer_main(int argc, char **argv)
 		while (!peer_fired && peer_now_ns() < deadline)
 			peer_all_sites(r++);
 		printf("%s\n", peer_fired ? "fired" : "timeout");
+		fflush(stdout);
+		/* Stay until told (stdin closed): a process that exits as it
+		 * fires leaves the switch that fired it without a reply. */
+		while (getchar() != EOF)
+			;
 		return peer_fired ? 0 : 1;
 	}
 	return 2;
