@@ -455,3 +455,26 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 }
 KKB_REGISTER("dynamic_debug", "16154 pr_debug sites: +p through kkctl batched vs per key; site costs",
 	     dynamic_debug_bench)
+
+/*
+ * The ring's cases alone (issue 41 item 5): no modules, no kkctl, so that
+ * they run where the whole benchmark cannot (a machine too loaded for
+ * kkctl's replies), and take a second.
+ */
+static int dynamic_debug_ring_bench(struct kkb_ctx *ctx)
+{
+	struct dd_ring_cost rc = { 0 };
+
+	if (dynamic_debug_ring_cost(&rc))
+		return 1;
+	kkb_json_num(ctx, "ring_ns", rc.ring);
+	kkb_json_num(ctx, "ring_floor_ns", rc.floor);
+	kkb_json_num(ctx, "ring_vs_floor", rc.ratio);
+	kkb_json_num(ctx, "ring_floor_rt_ns", rc.floor_rt);
+	kkb_json_num(ctx, "ring_vs_floor_rt", rc.ratio_rt);
+	kkb_note(ctx, "as in dynamic_debug: medians of %d interleaved rounds of %d events; "
+		 "ratios: medians of the rounds' ratios", DD_ROUNDS, DD_RING_ITERS);
+	return 0;
+}
+KKB_REGISTER("dynamic_debug_ring", "the +T event against its floors (dynamic_debug's ring cases alone)",
+	     dynamic_debug_ring_bench)
