@@ -662,11 +662,7 @@ pack_ops(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, uint16_t
 		case OP_DBL: PUT_ARG(double, double); break;
 		case OP_LDBL: PUT_ARG(long double, long double); break;
 		case OP_PTR: PUT_ARG(void *, void *); break;
-		case OP_STR:	/* the common string: no precision to look at */
-			if (!put_str(&w, &room, va_arg(ap, const char *), TR_STR_MAX, checked))
-				goto full;
-			break;
-		case OP_STR_P: case OP_STR_SP: {
+		case OP_STR: case OP_STR_P: case OP_STR_SP: {
 			/* copied now: the caller may change or free it after the call */
 			const char *s = va_arg(ap, const char *);
 			size_t max = str_max(ops, starp);
