@@ -715,8 +715,8 @@ static size_t pack_unchecked(const uint8_t *ops, unsigned char *w, va_list ap)
 	return pack_ops(ops, w, 0, ap, NULL, NULL, false);
 }
 
-/* Bytes each op packs at most (a string: its length and TR_STR_MAX bytes). */
-static const uint16_t op_most[] = {
+/* Bytes each op packs at most (a string: its length and TR_STR_MAX bytes; %n, %%: none). */
+static const uint16_t op_most[OP_STOP + 1] = {
 	[OP_STAR] = sizeof(int), [OP_STARP] = sizeof(int),
 	[OP_I4] = sizeof(int), [OP_U4] = sizeof(int),
 	[OP_L] = sizeof(long long), [OP_LL] = sizeof(long long), [OP_J] = sizeof(long long),
@@ -724,7 +724,7 @@ static const uint16_t op_most[] = {
 	[OP_DBL] = sizeof(double), [OP_LDBL] = sizeof(long double), [OP_PTR] = sizeof(void *),
 	[OP_STR] = sizeof(uint16_t) + TR_STR_MAX, [OP_STR_P] = sizeof(uint16_t) + TR_STR_MAX,
 	[OP_STR_SP] = sizeof(uint16_t) + TR_STR_MAX,
-	[OP_ERRNO] = sizeof(int),
+	[OP_ERRNO] = sizeof(int), [OP_N] = 0, [OP_PCT] = 0,
 };
 
 /*
