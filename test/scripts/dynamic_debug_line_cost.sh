@@ -7,7 +7,7 @@
 # this is a bound a test can hold.
 #
 # The ring (+T, issue 41 item 5): an event of the same site costs at most
-# RING_PER_FLOOR_RT (3.25) times the floor_rt loop: the stores of the same
+# RING_PER_FLOOR_RT (3.5) times the floor_rt loop: the stores of the same
 # record with the string's strnlen and memcpy (bench/dd_ring_floor.h), what
 # a writer not generated for the site must do.  It cost 322 instructions
 # against that floor's 81 (3.98x) before the writer's fast path (a cached
@@ -40,7 +40,7 @@ echo "instructions per line: print $print, snprintf+write $bare, ring $ring, emp
 echo "instructions per event: ring $ring, floor_rt $floor_rt, floor $floor"
 [ -n "$print" ] && [ -n "$bare" ] && [ -n "$ring" ] && [ -n "$floor_rt" ] || fail "no counts"
 [ "$print" -le "$bare" ] || fail "a printed pr_debug costs $print instructions, snprintf+write $bare"
-RING_PER_FLOOR_RT=325	# percent
+RING_PER_FLOOR_RT=350	# percent: 257-258 now (gcc 12, default and fallback), 322 before
 [ $((ring * 100)) -le $((floor_rt * RING_PER_FLOOR_RT)) ] ||
 	fail "a recorded pr_debug (+T) costs $ring instructions, more than $RING_PER_FLOOR_RT% of the floor's $floor_rt"
 rm -rf "$tmp"
