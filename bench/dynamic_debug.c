@@ -25,6 +25,7 @@
 
 #include <kernelkit/dynamic_debug.h>
 #include "bench.h"
+#include "dd_ring_floor.h"
 
 #define DD_MAX_MODS 64
 
@@ -224,74 +225,6 @@ __attribute__((noinline)) static void dynamic_debug_print_site(int i)
 #define DD_RING_ITERS 2000000
 #define DD_ROUNDS 5
 
-/*
- * The floor of a recorded event (issue 41): what any ring must do for this
- * site's event, and nothing else: read the time stamp (the counter the ring
- * reads, trace.c), store a record header as the ring's (length, counts,
- * thread, number, time, site, format), the int, and the string's length and
- * bytes, and move the head.  No format, no varargs, no wrap-around padding.
- */
-struct dd_floor_rec {
-	uint32_t len;
-	uint16_t nconv, flags;
-	int32_t tid;
-	uint32_t seq;
-	uint64_t ts;
-	const void *desc;
-	const char *fmt;
-};
-
-static unsigned char dd_floor_buf[1 << 20] __attribute__((aligned(64)));
-static uint64_t dd_floor_head;
-static int32_t dd_floor_tid;
-
-static inline uint64_t dd_floor_stamp(void)
-{
-#if defined(__x86_64__)
-	return __rdtsc();
-#elif defined(__aarch64__)
-	uint64_t v;
-
-	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
-	return v;
-#else
-	return kkb_now_ns();
-#endif
-}
-
-__attribute__((noinline)) static void dd_floor_record(const void *desc, const char *fmt, int v,
-						      const char *str)
-{
-	uint64_t pos = dd_floor_head;
-	struct dd_floor_rec *h;
-	unsigned char *w;
-	uint16_t l = (uint16_t)strnlen(str, 256);
-
-	if ((pos & (sizeof(dd_floor_buf) - 1)) + 1024 > sizeof(dd_floor_buf))
-		pos = (pos | (sizeof(dd_floor_buf) - 1)) + 1;
-	h = (struct dd_floor_rec *)(void *)(dd_floor_buf + (pos & (sizeof(dd_floor_buf) - 1)));
-	w = (unsigned char *)(h + 1);
-	h->ts = dd_floor_stamp();
-	h->tid = dd_floor_tid;
-	h->desc = desc;
-	h->fmt = fmt;
-	h->seq = (uint32_t)pos;
-	h->nconv = 2;
-	h->flags = 0;
-	memcpy(w, &v, sizeof(v));
-	memcpy(w + sizeof(v), &l, sizeof(l));
-	memcpy(w + sizeof(v) + sizeof(l), str, l);
-	h->len = (uint32_t)((sizeof(*h) + sizeof(v) + sizeof(l) + l + 7) & ~(size_t)7);
-	dd_floor_head = pos + h->len;
-}
-
-static const int dd_floor_desc;
-
-__attribute__((noinline)) static void dynamic_debug_floor_site(int i)
-{
-	dd_floor_record(&dd_floor_desc, "bench message %d: %s\n", i, "some payload text");
-}
-
 static double dd_loop_ns(void (*fn)(int), int iters)
 {
 	uint64_t t0 = kkb_now_ns();
@@ -306,25 +239,34 @@ static double dd_loop_ns(void (*fn)(int), int iters)
  * in DD_ROUNDS interleaved rounds: the medians, and the median of the
  * rounds' ratios.
  */
-static int dynamic_debug_ring_cost(double *ring, double *floor, double *ratio)
+struct dd_ring_cost {
+	double ring, floor, ratio;	/* ns, ns, median of the rounds' ring/floor */
+	double floor_rt, ratio_rt;	/* the same against the floor with a run-time string */
+};
+
+static int dynamic_debug_ring_cost(struct dd_ring_cost *c)
 {
-	double r[DD_ROUNDS], f[DD_ROUNDS], q[DD_ROUNDS];
+	double r[DD_ROUNDS], f[DD_ROUNDS], q[DD_ROUNDS], frt[DD_ROUNDS], qrt[DD_ROUNDS];
 
 	if (dynamic_debug_exec_queries("func dynamic_debug_print_site =T", "kkbench") != 1)
 		return -1;
-	dd_floor_tid = (int32_t)gettid();
+	kkb_dd_floor_tid = (int32_t)gettid();
 	dynamic_debug_print_site(0);		/* the thread's first event maps its ring */
-	dd_loop_ns(dynamic_debug_floor_site, DD_RING_ITERS);	/* and the floor's pages */
+	dd_loop_ns(kkb_dd_floor_site, DD_RING_ITERS);	/* and the floor's pages */
 	for (int k = 0; k < DD_ROUNDS; k++) {
-		f[k] = dd_loop_ns(dynamic_debug_floor_site, DD_RING_ITERS);
+		f[k] = dd_loop_ns(kkb_dd_floor_site, DD_RING_ITERS);
 		r[k] = dd_loop_ns(dynamic_debug_print_site, DD_RING_ITERS);
+		frt[k] = dd_loop_ns(kkb_dd_floor_rt_site, DD_RING_ITERS);
 		q[k] = r[k] / f[k];
+		qrt[k] = r[k] / frt[k];
 	}
 	dynamic_debug_exec_queries("func dynamic_debug_print_site -T", "kkbench");
 	kk_dyndbg_trace_clear();
-	*ring = kkb_median(r, DD_ROUNDS);
-	*floor = kkb_median(f, DD_ROUNDS);
-	*ratio = kkb_median(q, DD_ROUNDS);
+	c->ring = kkb_median(r, DD_ROUNDS);
+	c->floor = kkb_median(f, DD_ROUNDS);
+	c->ratio = kkb_median(q, DD_ROUNDS);
+	c->floor_rt = kkb_median(frt, DD_ROUNDS);
+	c->ratio_rt = kkb_median(qrt, DD_ROUNDS);
 	return 0;
 }
 
@@ -401,7 +343,8 @@ static int dynamic_debug_print_costs(struct dd_print_costs *c)
 static int dynamic_debug_bench(struct kkb_ctx *ctx)
 {
 	struct dynamic_debug_pass on[DD_RUNS], off, un_on, un_off;
-	double ms[DD_RUNS], ring_ns = 0, floor_ns = 0, ring_ratio = 0;
+	double ms[DD_RUNS];
+	struct dd_ring_cost rc = { 0 };
 	struct dd_print_costs pc = { 0 };
 	long long ipis[DD_RUNS];
 	unsigned long long max_syncs = 0;
@@ -448,7 +391,7 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 
 	if (dynamic_debug_print_costs(&pc))
 		ret = 1;
-	if (dynamic_debug_ring_cost(&ring_ns, &floor_ns, &ring_ratio))
+	if (dynamic_debug_ring_cost(&rc))
 		ret = 1;
 
 	kkb_json_num(ctx, "sites", (double)sites);
@@ -478,11 +421,13 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 	kkb_json_num(ctx, "enabled_vs_snprintf_write", pc.vs_bare);
 	kkb_json_num(ctx, "enabled_decorated_pr_debug_ns", pc.dec);
 	kkb_json_num(ctx, "fprintf_buffered_ns", pc.fpbuf);
-	if (ring_ns > 0) {
-		kkb_json_num(ctx, "ring_ns", ring_ns);
-		kkb_json_num(ctx, "ring_floor_ns", floor_ns);
-		kkb_json_num(ctx, "ring_vs_floor", ring_ratio);
-		kkb_json_num(ctx, "stderr_vs_ring", pc.pr / ring_ns);
+	if (rc.ring > 0) {
+		kkb_json_num(ctx, "ring_ns", rc.ring);
+		kkb_json_num(ctx, "ring_floor_ns", rc.floor);
+		kkb_json_num(ctx, "ring_vs_floor", rc.ratio);
+		kkb_json_num(ctx, "ring_floor_rt_ns", rc.floor_rt);
+		kkb_json_num(ctx, "ring_vs_floor_rt", rc.ratio_rt);
+		kkb_json_num(ctx, "stderr_vs_ring", pc.pr / rc.ring);
 	} else {
 		kkb_json_null(ctx, "ring_ns");
 		ret = 1;
@@ -498,7 +443,9 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 		 "fprintf_buffered_ns: to a buffered FILE on /dev/null", DD_ROUNDS, DD_PRINT_ITERS);
 	kkb_note(ctx, "ring_ns: the same site with T (its line recorded in binary into this "
 		 "thread's trace ring, %%d and %%s); ring_floor_ns: a time stamp and the stores "
-		 "of the same record, nothing else; medians of %d interleaved rounds of %d; "
+		 "of the same record, nothing else (the string's length and bytes folded by the "
+		 "compiler); ring_floor_rt_ns: the same with the string unknown to the compiler "
+		 "(strnlen, memcpy); medians of %d interleaved rounds of %d; "
 		 "stderr_vs_ring: enabled_pr_debug_ns / ring_ns", DD_ROUNDS, DD_RING_ITERS);
 	kkb_note(ctx, "worker rounds over all sites during the run: %lu; messages %lu",
 		 (unsigned long)atomic_load(&dynamic_debug_rounds), msgs);
@@ -508,3 +455,26 @@ static int dynamic_debug_bench(struct kkb_ctx *ctx)
 }
 KKB_REGISTER("dynamic_debug", "16154 pr_debug sites: +p through kkctl batched vs per key; site costs",
 	     dynamic_debug_bench)
+
+/*
+ * The ring's cases alone (issue 41 item 5): no modules, no kkctl, so that
+ * they run where the whole benchmark cannot (a machine too loaded for
+ * kkctl's replies), and take a second.
+ */
+static int dynamic_debug_ring_bench(struct kkb_ctx *ctx)
+{
+	struct dd_ring_cost rc = { 0 };
+
+	if (dynamic_debug_ring_cost(&rc))
+		return 1;
+	kkb_json_num(ctx, "ring_ns", rc.ring);
+	kkb_json_num(ctx, "ring_floor_ns", rc.floor);
+	kkb_json_num(ctx, "ring_vs_floor", rc.ratio);
+	kkb_json_num(ctx, "ring_floor_rt_ns", rc.floor_rt);
+	kkb_json_num(ctx, "ring_vs_floor_rt", rc.ratio_rt);
+	kkb_note(ctx, "as in dynamic_debug: medians of %d interleaved rounds of %d events; "
+		 "ratios: medians of the rounds' ratios", DD_ROUNDS, DD_RING_ITERS);
+	return 0;
+}
+KKB_REGISTER("dynamic_debug_ring", "the +T event against its floors (dynamic_debug's ring cases alone)",
+	     dynamic_debug_ring_bench)

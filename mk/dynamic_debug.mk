@@ -76,3 +76,5 @@ CONF_LDLIBS_test_dynamic_debug := -ldynamic_debug_debug
 # know only test/kktest.h, so a change to it rebuilds them through this line.
 $(B)/test/progs/dynamic_debug_inherit $(B)/test/stress/dynamic_debug_inherit_stress: \
 		test/dynamic_debug_inherit_sites.h
+# The ring's floor is the bench's (instruction counts of dynamic_debug_line_cost.sh).
+$(B)/test/progs/dynamic_debug_line_cost: bench/dd_ring_floor.h

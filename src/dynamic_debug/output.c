@@ -585,10 +585,17 @@ static unsigned int load_flags(const struct _ddebug *d)
 
 KK_EXPORT void __dynamic_pr_debug(struct _ddebug *descriptor, const char *fmt, ...)
 {
+	unsigned int flags = load_flags(descriptor);
 	va_list ap;
 
 	va_start(ap, fmt);
-	vout(descriptor, load_flags(descriptor), fmt, ap);
+	if (!(flags & _DPRINTK_FLAGS_PRINT)) {
+		/* T alone (the trace ring's hot path): straight to the ring, @ap used once */
+		if (flags & _DPRINTK_FLAGS_TRACE)
+			kk_dd_trace_record(descriptor, fmt, ap);
+	} else {
+		vout(descriptor, flags, fmt, ap);
+	}
 	va_end(ap);
 }
 

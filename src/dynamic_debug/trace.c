@@ -140,6 +140,8 @@ struct ring {
 	unsigned int fmt_gen;
 	struct sig {
 		const char *fmt;
+		uint16_t most;		/* bytes the program packs at most (see prog_info()) */
+		uint8_t nconv;		/* its conversions */
 		uint8_t ops[SIG_OPS];
 	} sigs[SIG_CACHE];
 };
@@ -560,8 +562,9 @@ static bool compile(const char *fmt, uint8_t *ops, size_t cap)
 	return true;
 }
 
+/* A store; @checked: only where it fits the @room left (else packing stops). */
 #define PUT(v) do {								\
-		if (room < sizeof(v))						\
+		if (checked && room < sizeof(v))				\
 			goto full;						\
 		memcpy(w, &(v), sizeof(v));					\
 		w += sizeof(v);							\
@@ -590,21 +593,22 @@ static inline size_t str_max(const uint8_t *op, int starp)
  * as glibc prints it).  False when even that does not fit.  Inline: it is
  * part of pack(), on the path of every traced event.
  */
-static inline bool put_str(unsigned char **w, size_t *room, const char *s, size_t max)
+static inline __attribute__((always_inline)) bool put_str(unsigned char **w, size_t *room,
+							   const char *s, size_t max, bool checked)
 {
 	uint16_t l = UINT16_MAX;
 
 	if (!s) {
-		if (*room < sizeof(l))
+		if (checked && *room < sizeof(l))
 			return false;
 		memcpy(*w, &l, sizeof(l));
 		*w += sizeof(l);
 		*room -= sizeof(l);
 		return true;
 	}
-	if (*room < sizeof(l) + 1)
+	if (checked && *room < sizeof(l) + 1)
 		return false;
-	if (max > *room - sizeof(l))
+	if (checked && max > *room - sizeof(l))
 		max = *room - sizeof(l);
 	/* strnlen: a precision may bound a string without a NUL */
 	l = (uint16_t)strnlen(s, max);
@@ -619,20 +623,27 @@ static inline bool put_str(unsigned char **w, size_t *room, const char *s, size_
  * Run @ops over @ap into @w (@room bytes).  Returns the bytes used;
  * *nconv the conversions packed, *flags TR_INCOMPLETE when packing stopped
  * before the end of the format.  8-byte integers are stored as long long
- * whatever their type, so format_msg() needs only their size.
+ * whatever their type, so format_msg() needs only their size.  %m stores
+ * errno as it is now: nothing on the way here changes it (ring_attach()
+ * and tr_kick() put it back).  @checked false: the caller knows that the
+ * program packs at most @room bytes (prog_info()), so no store checks it;
+ * the two variants are pack() and pack_unchecked().
  */
-static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, int err,
-		   uint16_t *nconv, uint16_t *flags)
+static inline __attribute__((always_inline)) size_t
+pack_ops(const uint8_t *ops, unsigned char *w, size_t room, va_list ap, uint16_t *nconv,
+	 uint16_t *flags, bool checked)
 {
 	unsigned char *w0 = w;
 	unsigned int n = 0;
 	int starp = -1;
 
-	*flags = 0;
+	if (checked)
+		*flags = 0;
 	for (;; ops++) {
 		switch (*ops) {
 		case OP_END:
-			*nconv = (uint16_t)n;
+			if (checked)
+				*nconv = (uint16_t)n;
 			return (size_t)(w - w0);
 		case OP_STAR:
 			PUT_ARG(int, int);
@@ -658,23 +669,32 @@ static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap
 
 			if (*ops == OP_STR_P)
 				ops += 2;
-			if (!put_str(&w, &room, s, max))
+			if (!put_str(&w, &room, s, max, checked))
 				goto full;
 			break;
 		}
 		case OP_N:
 			(void)va_arg(ap, void *);	/* never written: the call is over */
 			break;
-		case OP_ERRNO:
+		case OP_ERRNO: {
+			int err = errno;
+
 			PUT(err);
 			break;
+		}
 		case OP_PCT:
 			break;
-		default:	/* OP_STOP */
-			goto full;
+		case OP_STOP:
+			if (checked)
+				goto full;
+			__builtin_unreachable();	/* unchecked programs have none */
+		default:	/* compile() emits nothing else */
+			__builtin_unreachable();
 		}
-		n++;
-		starp = -1;
+		if (checked) {	/* unchecked: the caller knows the count (prog_info()) */
+			n++;
+			starp = -1;
+		}
 	}
 full:
 	*nconv = (uint16_t)n;
@@ -684,30 +704,98 @@ full:
 #undef PUT_ARG
 #undef PUT
 
-/* The packing program of @fmt: from @r's cache, compiled into it, or into @tmp. */
-static const uint8_t *program(struct ring *r, const char *fmt, uint8_t *tmp, size_t tmpcap)
+static size_t pack(const uint8_t *ops, unsigned char *w, size_t room, va_list ap,
+		   uint16_t *nconv, uint16_t *flags)
+{
+	return pack_ops(ops, w, room, ap, nconv, flags, true);
+}
+
+static size_t pack_unchecked(const uint8_t *ops, unsigned char *w, va_list ap)
+{
+	return pack_ops(ops, w, 0, ap, NULL, NULL, false);
+}
+
+/* Bytes each op packs at most (a string: its length and TR_STR_MAX bytes; %n, %%: none). */
+static const uint16_t op_most[OP_STOP + 1] = {
+	[OP_STAR] = sizeof(int), [OP_STARP] = sizeof(int),
+	[OP_I4] = sizeof(int), [OP_U4] = sizeof(int),
+	[OP_L] = sizeof(long long), [OP_LL] = sizeof(long long), [OP_J] = sizeof(long long),
+	[OP_Z] = sizeof(long long), [OP_T] = sizeof(long long),
+	[OP_DBL] = sizeof(double), [OP_LDBL] = sizeof(long double), [OP_PTR] = sizeof(void *),
+	[OP_STR] = sizeof(uint16_t) + TR_STR_MAX, [OP_STR_P] = sizeof(uint16_t) + TR_STR_MAX,
+	[OP_STR_SP] = sizeof(uint16_t) + TR_STR_MAX,
+	[OP_ERRNO] = sizeof(int), [OP_N] = 0, [OP_PCT] = 0,
+};
+
+/*
+ * What the event's packer need not find out: the most bytes @sg's program
+ * packs (UINT16_MAX when it stops early, at OP_STOP: the checked packer
+ * marks the record incomplete) and its count of conversions.  Decided once,
+ * when the format is compiled, so that the event's packer checks no bounds
+ * and counts nothing.
+ */
+static void prog_info(struct sig *sg)
+{
+	const uint8_t *ops = sg->ops;
+	size_t most = 0;
+
+	sg->nconv = 0;
+	for (; *ops != OP_END; ops += *ops == OP_STR_P ? 3 : 1) {
+		if (*ops == OP_STOP) {
+			sg->most = UINT16_MAX;
+			return;
+		}
+		most += op_most[*ops];
+		sg->nconv += *ops != OP_STAR && *ops != OP_STARP;
+	}
+	sg->most = most < UINT16_MAX ? (uint16_t)most : UINT16_MAX;
+}
+
+/*
+ * The cached program of @fmt, or NULL.  The event's path: a load of the
+ * generation, the slot, one comparison.
+ */
+static inline const struct sig *sig_cached(struct ring *r, const char *fmt)
+{
+	unsigned int gen = atomic_load_explicit(&tr_fmt_gen, memory_order_acquire);
+	const struct sig *sg = &r->sigs[((uintptr_t)fmt >> 3) % SIG_CACHE];
+
+	if (__builtin_expect(r->fmt_gen == gen && sg->fmt == fmt, 1))
+		return sg;
+	return NULL;
+}
+
+/*
+ * A format not in @r's cache: compile it into its slot, and pack @ap into
+ * @w (@room bytes) by it, checked.  A format too long for a slot is
+ * compiled into @tmp each time, what fits, then a stop.  Out of line: the
+ * first event of a format, and very long formats.
+ */
+static __attribute__((noinline)) size_t pack_uncached(struct ring *r, const char *fmt,
+						      unsigned char *w, size_t room, va_list ap,
+						      uint16_t *nconv, uint16_t *flags)
 {
 	unsigned int gen = atomic_load_explicit(&tr_fmt_gen, memory_order_acquire);
 	struct sig *sg = &r->sigs[((uintptr_t)fmt >> 3) % SIG_CACHE];
+	uint8_t tmp[256];
 
-	if (__builtin_expect(r->fmt_gen != gen, 0)) {
+	if (r->fmt_gen != gen) {
 		/* an object was unloaded: a cached address may be another format now */
 		for (size_t i = 0; i < SIG_CACHE; i++)
 			r->sigs[i].fmt = NULL;
 		r->fmt_gen = gen;
 	}
-	if (__builtin_expect(sg->fmt == fmt, 1))
-		return sg->ops;
 	if (compile(fmt, sg->ops, SIG_OPS)) {
+		prog_info(sg);
 		sg->fmt = fmt;
-		return sg->ops;
+		return pack(sg->ops, w, room, ap, nconv, flags);
 	}
 	sg->fmt = NULL;
-	if (!compile(fmt, tmp, tmpcap)) {	/* a very long format: what fits, then stop */
-		tmp[tmpcap - 2] = OP_STOP;
-		tmp[tmpcap - 1] = OP_END;
+	if (!compile(fmt, tmp, sizeof(tmp))) {	/* a very long format: what fits, then stop */
+		tmp[sizeof(tmp) - 2] = OP_STOP;
+		tmp[sizeof(tmp) - 1] = OP_END;
 	}
-	return tmp;
+	return pack(tmp, w, room, ap, nconv, flags);
 }
 
 void kk_dd_trace_forget_formats(void)
@@ -730,33 +818,55 @@ static inline struct trec *rec_at(unsigned char *buf, uint64_t mask, uint64_t po
  */
 static __attribute__((noinline)) void tr_kick(void)
 {
+	int err = errno;	/* the writer's caller sees errno as it left it */
+
 	if (!atomic_exchange(&tr_armed, 0))
 		return;
 	__atomic_fetch_add(&tr_wake, 1, __ATOMIC_RELEASE);
 	kk_futex_wake(&tr_wake, INT32_MAX);
+	errno = err;
 }
 
-static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, va_list ap,
-		      int err)
+/*
+ * Make room up to @end (a record of up to TR_REC_MAX bytes and the padding
+ * before it): forget the records about to be overwritten (readers count
+ * them by their numbers), publish the end of the reservation, and only
+ * then write.
+ */
+static inline void reserve(struct ring *r, unsigned char *buf, uint64_t end)
 {
-	unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_relaxed);
 	uint64_t size = r->size, mask = size - 1;
-	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	uint64_t max = TR_REC_MAX < size / 4 ? TR_REC_MAX : size / 4;
-	uint64_t pad = size - (pos & mask) < max ? size - (pos & mask) : 0;
-	uint64_t end = pos + pad + max, seq;
-	struct trec *h;
-	size_t dlen;
-	uint8_t tmp[256];
 
-	/* forget the records we are about to overwrite (readers count them by their numbers) */
 	while (tail + size < end)
 		tail += rec_at(buf, mask, tail)->len;
 	atomic_store_explicit(&r->tail, tail, memory_order_relaxed);
 	atomic_store_explicit(&r->reserved, end, memory_order_release);
 	atomic_thread_fence(memory_order_release);	/* reserved before the bytes */
-	if (pad) {
+}
+
+/* The smallest ring holds a whole largest record at a quarter of it. */
+_Static_assert(TR_MIN_KB * 1024 / 4 >= TR_REC_MAX, "a record in a quarter of the smallest ring");
+
+/*
+ * One record.  The reservation is TR_REC_MAX bytes, decided before the
+ * format is looked at; a cached program that packs at most what is left
+ * after the header (sig.most) packs without a bounds check per store.
+ */
+static inline void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, va_list ap)
+{
+	unsigned char *buf = atomic_load_explicit(&r->buf, memory_order_relaxed);
+	uint64_t size = r->size, mask = size - 1;
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t pad = size - (pos & mask) < TR_REC_MAX ? size - (pos & mask) : 0;
+	uint64_t seq = atomic_load_explicit(&r->written, memory_order_relaxed);
+	const struct sig *sg = sig_cached(r, fmt);
+	unsigned char *data;
+	struct trec *h;
+	size_t dlen, len;
+
+	reserve(r, buf, pos + pad + TR_REC_MAX);
+	if (__builtin_expect(pad != 0, 0)) {
 		h = rec_at(buf, mask, pos);
 		h->len = (uint32_t)pad;
 		h->flags = TR_PAD;
@@ -767,20 +877,39 @@ static void write_rec(struct ring *r, const struct _ddebug *d, const char *fmt, 
 	h->tid = tr_gettid();
 	h->desc = d;
 	h->fmt = fmt;
-	seq = atomic_load_explicit(&r->written, memory_order_relaxed);
 	h->seq = (uint32_t)seq;
-	dlen = pack(program(r, fmt, tmp, sizeof(tmp)), (unsigned char *)(h + 1), max - TR_HDR, ap, err,
-		    &h->nconv, &h->flags);
-	h->len = (uint32_t)((TR_HDR + dlen + 7) & ~(size_t)7);
+	data = (unsigned char *)(h + 1);
+	if (__builtin_expect(sg && sg->most <= TR_REC_MAX - TR_HDR, 1)) {
+		h->nconv = sg->nconv;
+		h->flags = 0;
+		dlen = pack_unchecked(sg->ops, data, ap);
+	} else {
+		dlen = pack_uncached(r, fmt, data, TR_REC_MAX - TR_HDR, ap, &h->nconv, &h->flags);
+	}
+	len = (TR_HDR + dlen + 7) & ~(size_t)7;
+	h->len = (uint32_t)len;
 	atomic_store_explicit(&r->written, seq + 1, memory_order_relaxed);
-	atomic_store_explicit(&r->head, pos + h->len, memory_order_release);
+	atomic_store_explicit(&r->head, pos + len, memory_order_release);
 	if (__builtin_expect(atomic_load_explicit(&tr_armed, memory_order_relaxed), 0))
 		tr_kick();
 }
 
-void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
+/* ring_attach() for the writer: errno as it was (%m is packed after it). */
+static __attribute__((noinline)) struct ring *ring_attach_keep_errno(void)
 {
 	int err = errno;
+	struct ring *r = ring_attach();
+
+	errno = err;
+	return r;
+}
+
+/*
+ * The writer's guard.  errno is not saved and restored around the fast
+ * path: nothing on it can change errno (the slow paths put it back).
+ */
+void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
+{
 	struct ring *r;
 
 	if (my_nest) {
@@ -792,14 +921,13 @@ void kk_dd_trace_record(const struct _ddebug *d, const char *fmt, va_list ap)
 	atomic_signal_fence(memory_order_seq_cst);
 	r = my_ring;
 	if (__builtin_expect(!r || r->gen != atomic_load_explicit(&tr_gen, memory_order_relaxed), 0))
-		r = ring_attach();
-	if (r)
-		write_rec(r, d, fmt, ap, err);
+		r = ring_attach_keep_errno();
+	if (__builtin_expect(r != NULL, 1))
+		write_rec(r, d, fmt, ap);
 	else
 		atomic_fetch_add_explicit(&tr_nobuf, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	my_nest = 0;
-	errno = err;
 }
 
 /* ---- formatting (bstr_printf) ------------------------------------------------------- */

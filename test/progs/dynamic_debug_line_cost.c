@@ -5,6 +5,9 @@
  *   print  a pr_debug with p, to stderr (the caller points it at /dev/null)
  *   bare   the same line by snprintf() and one write(): the baseline
  *   ring   the same pr_debug with T, into the thread's trace ring
+ *   floor  the ring's floor: the stores of the same record and nothing
+ *          else, the string folded by the compiler (bench/dd_ring_floor.h)
+ *   floor_rt  the same with the string unknown to the compiler
  *   empty  the loop alone
  */
 #define KK_MODNAME "linecost"
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <kernelkit/dynamic_debug.h>
+#include "../../bench/dd_ring_floor.h"
 
 #define LINE_ITERS 100000
 
@@ -56,10 +60,14 @@ int main(int argc, char **argv)
 		cost_loop(site);
 	} else if (!strcmp(m, "bare")) {
 		cost_loop(bare);
+	} else if (!strcmp(m, "floor")) {
+		cost_loop(kkb_dd_floor_site);
+	} else if (!strcmp(m, "floor_rt")) {
+		cost_loop(kkb_dd_floor_rt_site);
 	} else if (!strcmp(m, "empty")) {
 		cost_loop(empty);
 	} else {
-		fprintf(stderr, "usage: %s print|bare|ring|empty\n", argv[0]);
+		fprintf(stderr, "usage: %s print|bare|ring|floor|floor_rt|empty\n", argv[0]);
 		return 2;
 	}
 	printf("%d\n", LINE_ITERS);
