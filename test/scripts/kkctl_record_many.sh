@@ -8,8 +8,8 @@
 # recorded until the file holds MIN_BYTES, then kkctl gets SIGINT.
 # Asserted from kkctl's own output, the processes and the file, with no
 # timing assertion (the bounds are hang guards):
-#  - no lease ran out while kkctl recorded: its `end` found its session open
-#    in every process (summary: "sites put back NPROC"; no "no session");
+#  - no lease ran out while kkctl recorded: its `renew` and `end` found its
+#    session open in every process (no "no session", status 0);
 #  - every site is back in every process (flood_tick =_), no session is open;
 #  - kkctl ends after SIGINT (hang guard: 120 s) with status 0, and says
 #    nothing but its summary line;
@@ -67,8 +67,8 @@ rc=$?
 cat "$tmp/r.err"
 [ "$rc" -eq 0 ] || fail "kkctl record: status $rc"
 grep -q 'no session' "$tmp/r.err" && fail "a session's lease ran out while kkctl recorded"
-grep -q "; sites put back $NPROC, left as others set them 0\$" "$tmp/r.err" ||
-	fail "not every session was ended by kkctl (a lease ran out?)"
+grep -q "; sites put back [1-9][0-9]*, left as others set them 0\$" "$tmp/r.err" ||
+	fail "kkctl put no site back (a lease ran out?)"
 [ "$(wc -l < "$tmp/r.err")" -eq 1 ] || fail "kkctl record said more than its summary"
 for p in $procs; do
 	no_session "$p" || fail "process $p: a session is still open: $(session_of "$p")"

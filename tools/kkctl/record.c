@@ -29,7 +29,7 @@
  * events has sent every record up to its last one's time; one that brought
  * none, every record written before it began), or for at most HOLD_NS, and are then
  * handed to the writer: memory holds about a second of records (and never
- * more than MAX_PENDING of them), the rest is on disk.
+ * more than READ_ROOM of them: then the oldest go, and the readers pause), the rest is on disk.
  *
  * New processes the selectors match are picked up every PICKUP_NS, by a
  * thread of its own (a scan of /proc takes seconds on a loaded machine, and
@@ -62,15 +62,15 @@ static const struct kkr_writer_ops *const kkr_writers[] = {
 
 enum {
 	LEASE_MS = 1000,
-	MAX_PENDING = 1 << 18,		/* records held for ordering, at most */
 	BATCH = 256,
-	READ_ROOM = 1 << 16,		/* readers pause while the merge holds this many */
+	READ_ROOM = 1 << 16,		/* readers pause while the merge holds this many, and the
+					   oldest of them are written whatever the horizon */
 };
 #define HOLD_NS 1000000000ull		/* a record waits for the slowest process at most this */
 #define PICKUP_NS 500000000ull		/* new processes are looked for this often */
 #define SLACK_NS 2000000ull		/* a record stamped just before a read may come after it */
 #define RENEW_NS 300000000ull		/* a pausing reader renews its lease this often */
-#define END_NS 5000000000ull		/* the end reads what is left for this long, at most */
+#define END_NS 20000000000ull		/* the end reads what is left for this long, at most */
 #define TRACE_FILE "dynamic_debug/trace_pipe_json"
 #define SESSION_FILE "dynamic_debug/session"
 
@@ -505,7 +505,9 @@ static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
 	for (;;) {
 		uint64_t now = kk_now_ns(), due = rt->renewed + RENEW_NS;
 
-		go = kkr.n < READ_ROOM || (kkr.stop && !kkr.final_read);
+		/* (at the end, what is left in the rings is finite: read it
+		 * all, by the end's deadline, and write it after) */
+		go = kkr.n < READ_ROOM || kkr.stop;
 		if (go || kkr.stop != ending || (end_by && now >= end_by))
 			break;
 		if (ending || now < due) {	/* (after `end` there is no lease) */
@@ -765,7 +767,8 @@ static size_t take_ready(struct kkr_rec **out, size_t max, bool all)
 	while (kkr.n && n < max) {
 		struct kkr_rec *r = kkr.heap[0];
 
-		if (!all && r->ts >= min && now - r->arrived < HOLD_NS && kkr.n <= MAX_PENDING)
+		if (!all && r->ts >= min && now - r->arrived < HOLD_NS &&
+		    (kkr.n < READ_ROOM || kkr.stop))
 			break;
 		out[n++] = heap_pop();
 	}
@@ -827,6 +830,8 @@ static int write_round(struct kkr_writer *w, bool all)
 	do {
 		pthread_mutex_lock(&kkr.lock);
 		n = take_ready(batch, BATCH, all);
+		if (n)	/* room for the readers that pause */
+			pthread_cond_broadcast(&kkr.cond);
 		if (!n && !all) {
 			struct timespec ts;
 
