@@ -13,8 +13,14 @@
  * dynamic_debug/trace_pipe_json back to back, by one thread per process
  * (a read sends at most 128 KiB, the oldest records first, and keeps the
  * rest for the next; with nothing to send it waits up to 250 ms for a
- * record; it renews the lease); at the end `end` in every process, and
- * reads until what is left is later than the `end`.  Every exchange is one
+ * record; it renews the lease).  A reader pauses while the merge holds
+ * READ_ROOM records (the writer is behind: the records wait in the rings,
+ * where an overwrite is counted, not in our memory), and renews its lease
+ * with `renew` every RENEW_NS while it pauses: the lease never depends on
+ * how fast the file is written.  At the end: `end` in every process at once
+ * (each reader sends it as soon as its request in flight returns), and
+ * reads until what is left is later than the `end`, or until the end's one
+ * deadline (END_NS from the stop) for all of them.  Every exchange is one
  * kkctl_request(): one deadline, a capped reply; a process that exits is
  * marked so, one that misbehaves is dropped with one line.
  *
@@ -23,11 +29,12 @@
  * events has sent every record up to its last one's time; one that brought
  * none, every record written before it began), or for at most HOLD_NS, and are then
  * handed to the writer: memory holds about a second of records (and never
- * more than MAX_PENDING of them), the rest is on disk.
+ * more than READ_ROOM of them: then the oldest go, and the readers pause), the rest is on disk.
  *
- * New processes the selectors match are picked up every PICKUP_NS: a child
- * that inherited a session of ours is joined with `renew`, any other gets
- * `begin`.
+ * New processes the selectors match are picked up every PICKUP_NS, by a
+ * thread of its own (a scan of /proc takes seconds on a loaded machine, and
+ * the writer must not wait for it): a child that inherited a session of ours
+ * is joined with `renew`, any other gets `begin`.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -55,12 +62,15 @@ static const struct kkr_writer_ops *const kkr_writers[] = {
 
 enum {
 	LEASE_MS = 1000,
-	MAX_PENDING = 1 << 18,		/* records held for ordering, at most */
 	BATCH = 256,
+	READ_ROOM = 1 << 16,		/* readers pause while the merge holds this many, and the
+					   oldest of them are written whatever the horizon */
 };
 #define HOLD_NS 1000000000ull		/* a record waits for the slowest process at most this */
 #define PICKUP_NS 500000000ull		/* new processes are looked for this often */
 #define SLACK_NS 2000000ull		/* a record stamped just before a read may come after it */
+#define RENEW_NS 300000000ull		/* a pausing reader renews its lease this often */
+#define END_NS 20000000000ull		/* the end reads what is left for this long, at most */
 #define TRACE_FILE "dynamic_debug/trace_pipe_json"
 #define SESSION_FILE "dynamic_debug/session"
 
@@ -76,7 +86,9 @@ struct rtarget {
 	enum tstate state;
 	char id[17];		/* its session */
 	uint64_t matched, restored, left;
+	uint64_t renewed;	/* kk_now_ns() when its last renewing request began */
 	bool joined, thread, ended, warned;
+	bool cut;		/* the end's deadline came before it was read to its end */
 	pthread_t th;
 	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
 	size_t bcap;
@@ -443,6 +455,7 @@ static uint64_t target_read(struct rtarget *rt)
 	struct result res;
 	size_t n;
 
+	rt->renewed = kk_now_ns();
 	kkctl_request(&rt->t, "read", TRACE_FILE, NULL, 0, &res);
 	if (!res.ok) {
 		target_failed(rt, &res);
@@ -456,25 +469,76 @@ static uint64_t target_read(struct rtarget *rt)
 	return last;
 }
 
-/* After `end` (at @ended): read until the target has nothing older left
- * (a site somebody else keeps on would give records for ever). */
-static void target_drain(struct rtarget *rt, uint64_t ended)
+/* `renew ID`: the lease runs 1000 ms from now (a reader that pauses). */
+static void target_renew(struct rtarget *rt)
 {
-	uint64_t last;
+	char req[32];
+	struct result res;
 
-	do
-		last = target_read(rt);
-	while (last && last < ended && rt->state == T_LIVE);
+	snprintf(req, sizeof(req), "renew %s\n", rt->id);
+	rt->renewed = kk_now_ns();
+	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &res);
+	if (!res.ok)
+		target_failed(rt, &res);
+	free(res.body);
 }
 
-static bool stopping(void)
+/* Wait on kkr.cond (under kkr.lock) until @until (kk_now_ns()). */
+static void wait_until(uint64_t until)
 {
-	bool s;
+	struct timespec ts = kk_ns_to_ts(until);
+
+	pthread_cond_timedwait(&kkr.cond, &kkr.lock, &ts);
+}
+
+/*
+ * Before a read: while the merge holds READ_ROOM records (the writer is
+ * behind), pause, renewing the lease every RENEW_NS; the records wait in the
+ * target's rings meanwhile.  @ending: after `end`, until @end_by.  False: do
+ * not read (the end came, or its deadline).
+ */
+static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
+{
+	bool go;
 
 	pthread_mutex_lock(&kkr.lock);
-	s = kkr.stop;
+	for (;;) {
+		uint64_t now = kk_now_ns(), due = rt->renewed + RENEW_NS;
+
+		/* (at the end, what is left in the rings is finite: read it
+		 * all, by the end's deadline, and write it after) */
+		go = kkr.n < READ_ROOM || kkr.stop;
+		if (go || kkr.stop != ending || (end_by && now >= end_by))
+			break;
+		if (ending || now < due) {	/* (after `end` there is no lease) */
+			wait_until(ending ? end_by : due);
+			continue;
+		}
+		pthread_mutex_unlock(&kkr.lock);
+		target_renew(rt);
+		pthread_mutex_lock(&kkr.lock);
+		if (rt->state != T_LIVE)
+			break;
+	}
+	go = go && kkr.stop == ending && rt->state == T_LIVE && !(end_by && kk_now_ns() >= end_by);
 	pthread_mutex_unlock(&kkr.lock);
-	return s;
+	return go;
+}
+
+/* After `end` (at @ended): read until the target has nothing older left
+ * (a site somebody else keeps on would give records for ever), or until
+ * the end's deadline (then it is marked cut: the summary says so). */
+static void target_drain(struct rtarget *rt, uint64_t ended)
+{
+	uint64_t last, end_by = kkr.end_by;
+
+	do {
+		if (!room_to_read(rt, true, end_by)) {
+			rt->cut = rt->state == T_LIVE;
+			return;
+		}
+		last = target_read(rt);
+	} while (last && last < ended && rt->state == T_LIVE);
 }
 
 /* A target's thread: its session begun (unless it was), its reads, and at
@@ -485,7 +549,7 @@ static void *target_thread(void *arg)
 
 	if (rt->state == T_BEGIN)
 		target_begin(rt);
-	while (rt->state == T_LIVE && !stopping())
+	while (rt->state == T_LIVE && room_to_read(rt, false, 0))
 		target_read(rt);
 	if (rt->state == T_LIVE && kkr.begun_ok) {
 		uint64_t ended = wall_ns();
@@ -635,6 +699,44 @@ static void pick_up(void)
 	kkctl_tlist_free(&fresh);
 }
 
+/* The picker: pick_up() every PICKUP_NS until the end. */
+static void *picker_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&kkr.lock);
+	for (;;) {
+		wait_until(kk_now_ns() + PICKUP_NS);
+		if (kkr.stop)
+			break;
+		pthread_mutex_unlock(&kkr.lock);
+		pick_up();
+		pthread_mutex_lock(&kkr.lock);
+	}
+	pthread_mutex_unlock(&kkr.lock);
+	return NULL;
+}
+
+static pthread_t picker;
+static bool picking;
+
+/* Start the picker (with the signals kkctl ends on blocked) when a selector
+ * may match new processes: -n, --tree, --all, -M. */
+static void picker_start(void)
+{
+	const struct kkctl_sel *s = &kkr.opts->sel;
+	sigset_t all, old;
+
+	if (kkr.nsrc || !(s->nn || s->nt || s->all || s->nm))
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	picking = !pthread_create(&picker, NULL, picker_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!picking)
+		fprintf(stderr, "%s: cannot start a thread: new processes will not be picked "
+			"up\n", kkctl_prog);
+}
+
 /* ---- the writer's side ---------------------------------------------------- */
 
 /* The oldest wall-clock time a live process may still send a record of. */
@@ -665,7 +767,8 @@ static size_t take_ready(struct kkr_rec **out, size_t max, bool all)
 	while (kkr.n && n < max) {
 		struct kkr_rec *r = kkr.heap[0];
 
-		if (!all && r->ts >= min && now - r->arrived < HOLD_NS && kkr.n <= MAX_PENDING)
+		if (!all && r->ts >= min && now - r->arrived < HOLD_NS &&
+		    (kkr.n < READ_ROOM || kkr.stop))
 			break;
 		out[n++] = heap_pop();
 	}
@@ -727,6 +830,8 @@ static int write_round(struct kkr_writer *w, bool all)
 	do {
 		pthread_mutex_lock(&kkr.lock);
 		n = take_ready(batch, BATCH, all);
+		if (n)	/* room for the readers that pause */
+			pthread_cond_broadcast(&kkr.cond);
 		if (!n && !all) {
 			struct timespec ts;
 
@@ -788,39 +893,57 @@ static const char *ending(uint64_t t0)
 /* Record until the end comes.  0, or -1: the writer failed. */
 int kkr_record_loop(struct kkr_writer *w)
 {
-	uint64_t t0 = kk_now_ns(), last = t0;
-	bool local = !kkr.nsrc;
+	uint64_t t0 = kk_now_ns();
 
-	while (!ending(t0)) {
+	picker_start();
+	while (!ending(t0))
 		if (write_round(w, false))
 			return -1;
-		if (local && kk_now_ns() - last >= PICKUP_NS) {
-			pick_up();
-			last = kk_now_ns();
-		}
-	}
 	return 0;
 }
 
 /* ---- the end ---------------------------------------------------------------- */
 
-/* Stop every reader (each ends its session and reads once more), then
- * write what is left.  -1: the writer failed. */
+/* Is a local reader still at work? */
+static bool readers_live(void)
+{
+	bool live = false;
+
+	pthread_mutex_lock(&kkr.lock);
+	for (size_t i = 0; i < kkr.nt && !live; i++)
+		live = kkr.tv[i]->thread && kkr.tv[i]->src.live;
+	pthread_mutex_unlock(&kkr.lock);
+	return live;
+}
+
+/*
+ * Stop every reader: each sends `end` as soon as its request in flight
+ * returns (so all at once), and reads what is left until END_NS from now,
+ * one deadline for all; the writer goes on writing meanwhile, so that the
+ * merge never holds more than READ_ROOM records.  Then write what is left.
+ * -1: the writer failed.
+ */
 int kkr_finish(struct kkr_writer *w, bool writer_ok)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&kkr.lock);
 	kkr.stop = true;
+	kkr.end_by = kk_now_ns() + END_NS;
 	kkr.final_read = writer_ok && !(kkr.opts->count && kkr.events >= kkr.opts->count);
 	pthread_cond_broadcast(&kkr.cond);
 	pthread_mutex_unlock(&kkr.lock);
 	kkr_remote_stop();
+	if (picking)
+		pthread_join(picker, NULL);
+	picking = false;
+	while (writer_ok && !ret && readers_live())
+		ret = write_round(w, false);
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->thread)
 			pthread_join(kkr.tv[i]->th, NULL);
 	kkr_remote_join();
-	if (writer_ok)
+	if (writer_ok && !ret)
 		ret = write_round(w, true);
 	pthread_mutex_lock(&kkr.lock);
 	while (kkr.n)
@@ -833,12 +956,13 @@ int kkr_finish(struct kkr_writer *w, bool writer_ok)
 void kkr_summary(const char *path)
 {
 	uint64_t restored = 0, left = 0;
-	size_t procs = 0;
+	size_t procs = 0, cut = 0;
 
 	for (size_t i = 0; i < kkr.nt; i++) {
 		restored += kkr.tv[i]->restored;
 		left += kkr.tv[i]->left;
 		procs += kkr.tv[i]->p.events > 0;
+		cut += kkr.tv[i]->cut;
 	}
 	procs += kkr_remote_procs();
 	fprintf(stderr, "%s: %llu records from %zu process%s to %s", kkctl_prog,
@@ -847,6 +971,10 @@ void kkr_summary(const char *path)
 	if (kkr.malformed || kkr.dropped)
 		fprintf(stderr, ", %llu malformed, %llu dropped",
 			(unsigned long long)kkr.malformed, (unsigned long long)kkr.dropped);
+	if (cut)
+		fprintf(stderr, "; %zu process%s not read to the end within the end's %llu s "
+			"(their last records are not in)", cut, cut == 1 ? "" : "es",
+			END_NS / 1000000000ull);
 	if (!kkr.nsrc)
 		fprintf(stderr, "; sites put back %llu, left as others set them %llu",
 			(unsigned long long)restored, (unsigned long long)left);

@@ -100,6 +100,7 @@ struct kkr_state {
 	size_t blen;
 	struct kkr_opts *opts;
 	uint64_t events, lost, malformed, dropped;
+	uint64_t end_by;		/* kk_now_ns(): the end reads until then, at most */
 };
 extern struct kkr_state kkr;
 

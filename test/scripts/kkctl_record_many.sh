@@ -1,0 +1,100 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# kkctl record against many processes that all write flat out
+# (kk-bench peers-record with 100 processes: leases ran out, and kkctl did
+# not end within 30 s of SIGINT).  NPROC copies of test/progs/record_flood,
+# one thread each, writing continuously (more than kkctl can read on two
+# loaded cores: the rings overwrite, which is counted, not a failure), are
+# recorded until the file holds MIN_BYTES, then kkctl gets SIGINT.
+# Asserted from kkctl's own output, the processes and the file, with no
+# timing assertion (the bounds are hang guards):
+#  - no lease ran out while kkctl recorded: its `renew` and `end` found its
+#    session open in every process (no "no session", status 0);
+#  - every site is back in every process (flood_tick =_), no session is open;
+#  - kkctl ends after SIGINT (hang guard: 120 s) with status 0, and says
+#    nothing but its summary line;
+#  - every line of the file parses as JSON.
+set -u
+KK_CTL_LIB_NAME=kkmany
+. "${KK_SRC:?}/test/control-lib.sh"
+K=$B/kkctl
+PROG=$B/test/progs/record_flood
+[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+command -v python3 > /dev/null || { echo "no python3"; exit 77; }
+NPROC=${KK_MANY_NPROC:-50}
+MIN_BYTES=4000000
+Q='func flood_tick +T'
+
+. "$KK_SRC/test/record-lib.sh"
+# (what kkctl said, with any failure)
+fail() { echo "FAIL: $*"; [ -s "$tmp/r.err" ] && tail -5 "$tmp/r.err"; exit 1; }
+no_session() { session_of "$1" | grep -qx 'no session'; }
+big_enough() { [ "$(stat -c %s "$tmp/r.jsonl" 2>/dev/null || echo 0)" -ge $MIN_BYTES ]; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# Until CMD succeeds, at most 120 s by the clock (a hang guard: on two
+# cores shared with the rest of the suite and NPROC writers, one poll may
+# take long, so it is not a count of polls).
+until_long() {
+	what=$1
+	shift
+	end=$(($(date +%s) + 120))
+	until "$@"; do
+		[ "$(date +%s)" -le $end ] || fail "$what: not within 120 s"
+		sleep 0.05
+	done
+}
+
+procs=
+for i in $(seq 1 $NPROC); do
+	# "go" at once: each writes flood_tick continuously (a no-op until
+	# kkctl switches it on), as kk-bench's peers do.
+	echo go | env $control_env "$PROG" 1 1000000000000 > /dev/null 2> "$tmp/flood$i.err" &
+	p=$!
+	pids="$pids $p"
+	procs="$procs $p"
+done
+for p in $procs; do until_long "endpoint of $p" served "$p"; done
+
+"$K" -n record_flood record --format jsonl -o "$tmp/r.jsonl" "$Q" 2> "$tmp/r.err" &
+rec=$!
+pids="$pids $rec"
+# (events in the file: every session began, the recording runs)
+until_long "$MIN_BYTES bytes recorded" big_enough
+kill -INT "$rec"
+until_long "kkctl record's end after SIGINT" gone "$rec"
+wait "$rec"
+rc=$?
+cat "$tmp/r.err"
+[ "$rc" -eq 0 ] || fail "kkctl record: status $rc"
+grep -q 'no session' "$tmp/r.err" && fail "a session's lease ran out while kkctl recorded"
+grep -q "; sites put back [1-9][0-9]*, left as others set them 0\$" "$tmp/r.err" ||
+	fail "kkctl put no site back (a lease ran out?)"
+[ "$(wc -l < "$tmp/r.err")" -eq 1 ] || fail "kkctl record said more than its summary"
+for p in $procs; do
+	no_session "$p" || fail "process $p: a session is still open: $(session_of "$p")"
+	"$K" -p "$p" read dynamic_debug/control | grep flood_tick | grep -qv ' =_ ' &&
+		fail "process $p: flood_tick is still switched on"
+done
+
+python3 - "$tmp/r.jsonl" <<'EOF' || fail "the recording"
+import json, sys
+events = lost = bad = 0
+pids = set()
+with open(sys.argv[1], 'rb') as f:
+    for no, raw in enumerate(f, 1):
+        try:
+            r = json.loads(raw.decode('utf-8'))
+        except Exception as e:
+            bad += 1
+            if bad <= 3:
+                print("line %d does not parse (%s): %.120r" % (no, e, raw))
+            continue
+        if r['type'] == 'event':
+            events += 1
+            pids.add(r['pid'])
+        elif r['type'] == 'lost':
+            lost += r['count']
+print("%d events from %d processes, %d lost" % (events, len(pids), lost))
+sys.exit(1 if bad or not events else 0)
+EOF
+echo "kkctl_record_many: ok"
