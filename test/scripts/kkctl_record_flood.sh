@@ -42,7 +42,8 @@ for i in $(seq 1 $NPROC); do
 		fail "buffer_size_kb of $p"
 done
 
-timeout -s KILL 600 "$K" -n record_flood record --format jsonl -o "$tmp/r.jsonl" "$Q" 2> "$tmp/r.err" &
+# --tree $$: this run's processes only; the same test runs beside it in other passes
+timeout -s KILL 600 "$K" --tree $$ -n record_flood record --format jsonl -o "$tmp/r.jsonl" "$Q" 2> "$tmp/r.err" &
 rec=$!
 pids="$pids $rec"
 until_ok "sessions in all" all_sessions

@@ -14,11 +14,14 @@
 #      (another user's)
 #   N  not in a unit
 #   C  in a pid and network namespace, in /libpod_parent/libpod-<64 hex>
+#   K  the same, where a Kubernetes node's systemd cgroup driver puts a
+#      container: a path of 191 bytes, /kubepods.slice/.../cri-containerd-<id>.scope
 # Checked: -u kku-PID (and kku-PID.service) is S alone; --user-unit is U
 # alone (root's own manager; O is another user's); -u with -n narrows;
 # -u system.slice is S; a unit with no process is one line, exit 1, and a
 # bad name a usage error; -M <64 hex> is C (before: "no process ... in that
-# container").
+# container"), and -M <K's 64 hex> is K (before: the path was cut at 159
+# bytes, before the id).
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (cgroups made by hand)"; exit 77; }
 B=${KK_BUILD:?}
@@ -30,7 +33,7 @@ control_env=
 [ "${KK_TEST_LABEL:-default}" = fallback ] && control_env=KK_CONTROL=1
 cleanup() {
 	# C is no child of ours (unshare's): killed, then waited for by its cgroup
-	for p in $C $pids; do kill -9 "$p" 2>/dev/null; done
+	for p in $C ${K:-} $pids; do kill -9 "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	# leaves first: a cgroup with children cannot go; one whose last
 	# process is still exiting cannot either (up to 10 s)
@@ -89,8 +92,13 @@ if unshare -n -p -f true 2>/dev/null; then
 	# the shell that moves itself execs unshare: its child is the program
 	start C0 /libpod_parent/libpod-$id unshare -n -p -f --mount-proc
 	C=$(pgrep -P "$C0" -x jump_label_prog)
+	kid=$(printf '%064x' $((1000000 + $$)))
+	pod=kubepods-burstable-pod$(printf '%08x_%04x_4000_8000_%012x' $$ 1 $$)
+	start K0 /kubepods.slice/kubepods-burstable.slice/$pod.slice/cri-containerd-$kid.scope \
+		unshare -n -p -f --mount-proc
+	K=$(pgrep -P "$K0" -x jump_label_prog)
 else
-	C=
+	C= K=
 	echo "SKIP: -M with a cgroupfs-named container not checked: cannot unshare"
 fi
 
@@ -127,6 +135,7 @@ echo "kkctl -u and --user-unit: ok"
 
 if [ -n "$C" ]; then
 	sel "-M <64 hex>" "$C" -M "$id"
+	sel "-M <64 hex> of a kubepods path of 191 bytes" "$K" -M "$kid"
 	echo "kkctl -M with a cgroupfs-named container: ok"
 fi
 echo "kkctl_unit: ok"

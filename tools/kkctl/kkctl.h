@@ -23,6 +23,7 @@
 #ifndef KKCTL_H
 #define KKCTL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,7 +67,7 @@ struct target {
 	pid_t inpid;		/* its pid there */
 	unsigned long netns;	/* its network namespace's inode */
 	char host[72];		/* its UTS namespace's host name, if not ours */
-	char cgroup[160];	/* its cgroup's path */
+	char cgroup[PATH_MAX];	/* its cgroup's path, whole: a Kubernetes one is 190 bytes and more */
 };
 
 /*
