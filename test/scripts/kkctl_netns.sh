@@ -164,7 +164,7 @@ for p in $h $a $b; do
 done
 inR "$K" --json -n "$name" read static_keys > "$tmp/out" 2> "$tmp/err"
 grep -q "\"ok\":true" "$tmp/out" && ! grep "\"ok\":true" "$tmp/out" | grep -vq "^{\"pid\":$r," ||
-	fail "R's root's -n: $(cat "$tmp/out")"
+	fail "R's root's -n: $(cat "$tmp/out") (stderr: $(cat "$tmp/err"))"
 for p in $h $a $b; do
 	ok "still 0 in $p" "$K" -p "$p" read dynamic_debug/all_or_nothing
 	[ "$(cat "$tmp/out")" = 0 ] || fail "R's root wrote $p"
