@@ -385,7 +385,7 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 			 size_t *cap, uint64_t start)
 {
 	struct kkr_line l = { 0 };
-	size_t n = 0;
+	size_t n = 0, waiting = 0;	/* "lost" records still without a time */
 
 	for (char *e, *end = s + len; s < end; s = e + 1) {
 		const char *why;
@@ -416,11 +416,16 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 		}
 		if (!(r = kkr_rec_new(&l, &rt->p)))
 			break;
-		if (l.kind == KKR_LOST)
+		if (l.kind == KKR_LOST) {
 			r->ts = 0;	/* (set below) */
-		for (size_t i = n; l.kind == KKR_EVENT && i-- > 0;)
-			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid)
+			waiting++;
+		}
+		/* (only while a "lost" waits: a read is hundreds of events) */
+		for (size_t i = n; waiting && l.kind == KKR_EVENT && i-- > 0;)
+			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid) {
 				(*v)[i]->ts = r->ts;
+				waiting--;
+			}
 		(*v)[n++] = r;
 	}
 	for (size_t i = 0; i < n; i++)

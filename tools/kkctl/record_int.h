@@ -139,6 +139,10 @@ struct kkr_out {
 int kkr_out_open(struct kkr_out *o, const char *path);
 void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void kkr_out_mem(struct kkr_out *o, const char *s, size_t n);
+#define kkr_out_lit(o, lit) kkr_out_mem(o, lit, sizeof(lit) - 1)	/* a string literal */
+void kkr_out_u64(struct kkr_out *o, uint64_t v);
+void kkr_out_i64(struct kkr_out *o, int64_t v);
 void kkr_out_json(struct kkr_out *o, const char *s);
 void kkr_out_text(struct kkr_out *o, const char *s);
 int kkr_out_record(struct kkr_out *o);
@@ -148,5 +152,9 @@ int kkr_out_close(struct kkr_out *o);
 /* The length of the valid UTF-8 sequence at @p (@left bytes there), 0 if it
  * is none: the parser and every writer check UTF-8 with this one. */
 size_t kkr_utf8_len(const unsigned char *p, size_t left);
+/* The first byte from @p on (before @end) that a JSON string does not hold
+ * as it is (@out: the writer's rule, DEL escaped; else the parser's, UTF-8
+ * to check): a run of plain bytes is found at once. */
+const char *kkr_json_run(const char *p, const char *end, bool out);
 
 #endif
