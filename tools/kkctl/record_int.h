@@ -69,9 +69,19 @@ struct kkr_pinfo {
 	uint64_t events, lost;
 };
 
-/* A record waiting to be ordered (one allocation: its arguments and
- * strings follow it). */
+/* Records of a reader are carved from chunks, not malloc()ed one by one:
+ * a chunk is freed when the last of its records has been written and its
+ * reader has moved on (@refs: its records, and its reader's 1). */
+struct kkr_chunk {
+	unsigned long refs;
+	size_t used, size;
+	_Alignas(16) char mem[];
+};
+
+/* A record waiting to be ordered (its arguments and strings follow it, in
+ * one piece: of @chunk, or of its own malloc() if that is NULL). */
 struct kkr_rec {
+	struct kkr_chunk *chunk;
 	uint64_t ts, seq, arrived, count, mono;
 	enum kkr_kind kind;
 	struct kkr_pinfo *p;
@@ -107,6 +117,7 @@ extern struct kkr_state kkr;
 /* record.c */
 int kkctl_record(struct kkr_opts *o);
 struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
+void kkr_rec_free(struct kkr_rec *r);
 void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
 bool kkr_thread_wanted(int tid, const char *comm);
 int kkr_check_output(const char *path, bool dir);
