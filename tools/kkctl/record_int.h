@@ -154,6 +154,7 @@ void kkr_out_mem(struct kkr_out *o, const char *s, size_t n);
 #define kkr_out_lit(o, lit) kkr_out_mem(o, lit, sizeof(lit) - 1)	/* a string literal */
 void kkr_out_u64(struct kkr_out *o, uint64_t v);
 void kkr_out_i64(struct kkr_out *o, int64_t v);
+char *kkr_digits(char *end, uint64_t v);
 void kkr_out_json(struct kkr_out *o, const char *s);
 void kkr_out_text(struct kkr_out *o, const char *s);
 int kkr_out_record(struct kkr_out *o);
@@ -164,8 +165,9 @@ int kkr_out_close(struct kkr_out *o);
  * is none: the parser and every writer check UTF-8 with this one. */
 size_t kkr_utf8_len(const unsigned char *p, size_t left);
 /* The first byte from @p on (before @end) that a JSON string does not hold
- * as it is (@out: the writer's rule, DEL escaped; else the parser's, UTF-8
- * to check): a run of plain bytes is found at once. */
+ * as it is: a control character, '"', '\\', DEL, and unless @out (strings
+ * checked as UTF-8 already) a byte past ASCII: a run of plain bytes is
+ * found at once, eight bytes a step. */
 const char *kkr_json_run(const char *p, const char *end, bool out);
 
 #endif

@@ -91,11 +91,11 @@ void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
 }
 
 /* Is byte @c one a JSON string holds as it is?  Not a control character,
- * '"' or '\\'; nor, for the writer (@out), DEL (it is escaped); nor, for the
- * parser, a byte past ASCII (checked as UTF-8 first). */
+ * '"', '\\' or DEL; nor, unless @out (the writer of strings checked
+ * already), a byte past ASCII (to check as UTF-8 first). */
 static inline bool json_plain(unsigned char c, bool out)
 {
-	return c >= 0x20 && c != '"' && c != '\\' && (out ? c != 0x7f : c < 0x80);
+	return c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && (out || c < 0x80);
 }
 
 #define ONES 0x0101010101010101ull
@@ -113,7 +113,7 @@ const char *kkr_json_run(const char *p, const char *end, bool out)
 
 		memcpy(&x, p, 8);
 		m = HAS_LESS(x, 0x20) | HAS_ZERO(x ^ (ONES * '"')) | HAS_ZERO(x ^ (ONES * '\\')) |
-		    (out ? HAS_ZERO(x ^ (ONES * 0x7f)) : x & HIGHS);
+		    HAS_ZERO(x ^ (ONES * 0x7f)) | (out ? 0 : x & HIGHS);
 		if (m)
 			break;
 	}
@@ -160,8 +160,9 @@ void kkr_out_mem(struct kkr_out *o, const char *s, size_t n)
 	o->len += n;
 }
 
-/* The digits of @v, at the end of @end (returned: where they begin). */
-static char *digits(char *end, uint64_t v)
+/* The decimal digits of @v, ending at @end (returned: where they begin);
+ * the writers' numbers, without printf's parse of a format. */
+char *kkr_digits(char *end, uint64_t v)
 {
 	do
 		*--end = (char)('0' + v % 10);
@@ -173,14 +174,14 @@ static char *digits(char *end, uint64_t v)
  * dozen: printf's parse of its format cost more than the record). */
 void kkr_out_u64(struct kkr_out *o, uint64_t v)
 {
-	char b[24], *p = digits(b + sizeof(b), v);
+	char b[24], *p = kkr_digits(b + sizeof(b), v);
 
 	kkr_out_mem(o, p, (size_t)(b + sizeof(b) - p));
 }
 
 void kkr_out_i64(struct kkr_out *o, int64_t v)
 {
-	char b[24], *p = digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	char b[24], *p = kkr_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 
 	if (v < 0)
 		*--p = '-';
