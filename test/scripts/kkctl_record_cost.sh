@@ -25,7 +25,7 @@ command -v valgrind > /dev/null || { echo "valgrind not installed: no instructio
 valgrind --tool=none "$K" --help > /dev/null 2>&1 ||
 	{ echo "valgrind cannot run $K (a sanitizer build?): no instruction counts"; exit 77; }
 N=${KK_RECORD_COST_N:-20000}
-MAX=${KK_RECORD_COST_MAX:-22000}
+MAX=${KK_RECORD_COST_MAX:-20000}
 FORMAT=${KK_RECORD_COST_FORMAT:-jsonl}
 . "$KK_SRC/test/record-lib.sh"
 

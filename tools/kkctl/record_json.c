@@ -177,13 +177,11 @@ static int string(struct cur *c, const char **out)
 	return bad(c, "an unterminated string");
 }
 
-/* A key and its colon into *@k; the one expected, @want, is looked for
- * first as it is written with no escape (the usual line: no unescaping,
- * no copy). */
-static int key(struct cur *c, const char *want, const char **k)
+/* A key and its colon into *@k; the one expected, @want (@n bytes), is
+ * looked for first as it is written with no escape (the usual line: no
+ * unescaping, no copy, and *@k is @want itself: see is_key()). */
+static int key(struct cur *c, const char *want, size_t n, const char **k)
 {
-	size_t n = strlen(want);
-
 	if ((size_t)(c->end - c->p) > n + 2 && c->p[0] == '"' && !memcmp(c->p + 1, want, n) &&
 	    c->p[n + 1] == '"' && c->p[n + 2] == ':') {
 		c->p += n + 3;
@@ -191,6 +189,12 @@ static int key(struct cur *c, const char *want, const char **k)
 		return 0;
 	}
 	return string(c, k) || !eat(c, ':') ? -1 : 0;
+}
+
+/* Is the key @k (from key()) @name? */
+static inline bool is_key(const char *k, const char *name)
+{
+	return k == name || !strcmp(k, name);
 }
 
 /* ---- numbers ------------------------------------------------------------ */
@@ -327,6 +331,8 @@ static int arg_value(struct cur *c, struct kkr_arg *a)
 	return bad(c, "an argument of an unknown type");
 }
 
+static const char AK_NAME[] = "name", AK_TYPE[] = "type", AK_VALUE[] = "value";
+
 /* {"name":..,"type":..,"value":..}: the value read as its type says, so
  * "type" comes before "value". */
 static int arg(struct cur *c, struct kkr_arg *a)
@@ -338,16 +344,17 @@ static int arg(struct cur *c, struct kkr_arg *a)
 	if (!eat(c, '{'))
 		return bad(c, "an argument object expected");
 	do {
-		if (key(c, !a->name ? "name" : !typed ? "type" : "value", &k))
+		if (!a->name ? key(c, AK_NAME, 4, &k) : !typed ? key(c, AK_TYPE, 4, &k) :
+			       key(c, AK_VALUE, 5, &k))
 			return bad(c, "an argument key expected");
-		if (!strcmp(k, "name") && !a->name) {
+		if (is_key(k, AK_NAME) && !a->name) {
 			if (string(c, &a->name))
 				return -1;
-		} else if (!strcmp(k, "type") && !typed) {
+		} else if (is_key(k, AK_TYPE) && !typed) {
 			if (arg_type(c, &a->type))
 				return -1;
 			typed = true;
-		} else if (!strcmp(k, "value") && typed && !valued) {
+		} else if (is_key(k, AK_VALUE) && typed && !valued) {
 			if (arg_value(c, a))
 				return -1;
 			valued = true;
@@ -387,9 +394,10 @@ static int args(struct cur *c, struct kkr_line *l)
 
 enum ftype { F_TYPE, F_U64, F_I64, F_STR, F_ARGS };
 
-#define KEY(name, t, field) { name, t, offsetof(struct kkr_line, field) }
+#define KEY(name, t, field) { name, sizeof(name) - 1, t, offsetof(struct kkr_line, field) }
 static const struct key {
 	const char *name;
+	size_t len;
 	enum ftype t;
 	size_t off;
 } keys[] = {
@@ -452,16 +460,16 @@ static int field(struct cur *c, const struct key *k, struct kkr_line *l, const s
 	return -1;
 }
 
+enum { NKEYS = sizeof(keys) / sizeof(keys[0]) };
+
 /* The key @name, looked for from @from on (and round): the keys come in
  * the order of keys[], so the one after the previous is found first. */
 static const struct key *find_key(const char *name, size_t from)
 {
-	enum { NKEYS = sizeof(keys) / sizeof(keys[0]) };
-
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct key *k = &keys[(from + i) % NKEYS];
 
-		if (!strcmp(name, k->name))
+		if (is_key(name, k->name))
 			return k;
 	}
 	return NULL;
@@ -490,7 +498,7 @@ static int parse(struct cur *c, struct kkr_line *l)
 		const char *name;
 		unsigned int bit;
 
-		if (key(c, keys[next % (sizeof(keys) / sizeof(keys[0]))].name, &name))
+		if (key(c, keys[next % NKEYS].name, keys[next % NKEYS].len, &name))
 			return bad(c, "a key expected");
 		if (!(k = find_key(name, next)))
 			return bad(c, "an unknown key");

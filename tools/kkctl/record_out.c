@@ -114,8 +114,13 @@ const char *kkr_json_run(const char *p, const char *end, bool out)
 		memcpy(&x, p, 8);
 		m = HAS_LESS(x, 0x20) | HAS_ZERO(x ^ (ONES * '"')) | HAS_ZERO(x ^ (ONES * '\\')) |
 		    HAS_ZERO(x ^ (ONES * 0x7f)) | (out ? 0 : x & HIGHS);
-		if (m)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		if (m)	/* (its lowest bit is exact: the first such byte) */
+			return p + __builtin_ctzll(m) / 8;
+#else
+		if (m)	/* (the bytes below tell) */
 			break;
+#endif
 	}
 	while (p < end && json_plain((unsigned char)*p, out))
 		p++;
