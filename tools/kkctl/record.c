@@ -92,6 +92,7 @@ struct rtarget {
 	pthread_t th;
 	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
 	size_t bcap;
+	struct kkr_chunk *chunk;	/* where its records are carved from */
 };
 
 struct kkr_state kkr = {
@@ -172,7 +173,7 @@ void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizo
 	for (size_t i = 0; i < n; i++)
 		if (heap_push(v[i])) {
 			kkr.dropped++;
-			free(v[i]);
+			kkr_rec_free(v[i]);
 		}
 	if (src && horizon > src->horizon)
 		src->horizon = horizon;
@@ -198,25 +199,29 @@ static const char *str_copy(char **at, const char *s)
 	return d;
 }
 
-/* A record of process @p made from @l, in one allocation (its strings and
- * arguments follow it).  NULL: out of memory. */
-struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p)
+/* The bytes a record of @l takes, its strings and arguments included. */
+static size_t rec_size(const struct kkr_line *l)
 {
 	const char *strs[] = { l->comm, l->module, l->function, l->file, l->format, l->message };
 	size_t size = sizeof(struct kkr_rec) + l->nargs * sizeof(struct kkr_arg);
-	struct kkr_rec *r;
-	char *at;
 
 	for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
 		size += str_size(strs[i]);
 	for (size_t i = 0; i < l->nargs; i++)
 		size += str_size(l->args[i].name) +
 			(l->args[i].type == KKR_STRING ? str_size(l->args[i].v.s) : 0);
-	if (!(r = malloc(size)))
-		return NULL;
-	*r = (struct kkr_rec){ .ts = l->ts, .arrived = kk_now_ns(), .kind = l->kind, .p = p,
-			       .tid = (int)l->tid, .count = l->count, .mono = l->mono,
-			       .line = (unsigned int)l->line, .nargs = l->nargs };
+	return size;
+}
+
+/* @l into the @size bytes at @r, of @chunk (NULL: its own). */
+static struct kkr_rec *rec_fill(struct kkr_rec *r, struct kkr_chunk *chunk,
+				const struct kkr_line *l, struct kkr_pinfo *p)
+{
+	char *at;
+
+	*r = (struct kkr_rec){ .chunk = chunk, .ts = l->ts, .arrived = kk_now_ns(),
+			       .kind = l->kind, .p = p, .tid = (int)l->tid, .count = l->count,
+			       .mono = l->mono, .line = (unsigned int)l->line, .nargs = l->nargs };
 	r->args = (struct kkr_arg *)(r + 1);
 	at = (char *)(r->args + l->nargs);
 	r->comm = str_copy(&at, l->comm);
@@ -232,6 +237,54 @@ struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p)
 			r->args[i].v.s = str_copy(&at, l->args[i].v.s);
 	}
 	return r;
+}
+
+/* A record of process @p made from @l, in one allocation of its own (a
+ * host's record, an exit).  NULL: out of memory. */
+struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p)
+{
+	struct kkr_rec *r = malloc(rec_size(l));
+
+	return r ? rec_fill(r, NULL, l, p) : NULL;
+}
+
+static void chunk_put(struct kkr_chunk *c)
+{
+	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(c);
+}
+
+void kkr_rec_free(struct kkr_rec *r)
+{
+	if (r && r->chunk)
+		chunk_put(r->chunk);
+	else
+		free(r);
+}
+
+enum { CHUNK = 256 * 1024 };	/* about a read's records (a read is 128 KiB of JSON) */
+
+/* A record of @l carved from the reader's chunk *@cur (a new one when it is
+ * full: the reader lets go of the old, which its records keep).  NULL: out
+ * of memory. */
+static struct kkr_rec *rec_carve(struct kkr_chunk **cur, const struct kkr_line *l,
+				 struct kkr_pinfo *p)
+{
+	size_t size = (rec_size(l) + 15) & ~(size_t)15;
+	struct kkr_chunk *c = *cur;
+
+	if (!c || c->used + size > c->size) {
+		size_t cap = size > CHUNK ? size : CHUNK;
+
+		if (!(c = malloc(sizeof(*c) + cap)))
+			return NULL;
+		*c = (struct kkr_chunk){ .refs = 1, .size = cap };
+		chunk_put(*cur);
+		*cur = c;
+	}
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+	c->used += size;
+	return rec_fill((struct kkr_rec *)(c->mem + c->used - size), c, l, p);
 }
 
 /* Is thread @tid named @comm one --threads asks for? */
@@ -385,7 +438,7 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 			 size_t *cap, uint64_t start)
 {
 	struct kkr_line l = { 0 };
-	size_t n = 0;
+	size_t n = 0, waiting = 0;	/* "lost" records still without a time */
 
 	for (char *e, *end = s + len; s < end; s = e + 1) {
 		const char *why;
@@ -414,13 +467,18 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 			*v = nv;
 			*cap = nc;
 		}
-		if (!(r = kkr_rec_new(&l, &rt->p)))
+		if (!(r = rec_carve(&rt->chunk, &l, &rt->p)))
 			break;
-		if (l.kind == KKR_LOST)
+		if (l.kind == KKR_LOST) {
 			r->ts = 0;	/* (set below) */
-		for (size_t i = n; l.kind == KKR_EVENT && i-- > 0;)
-			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid)
+			waiting++;
+		}
+		/* (only while a "lost" waits: a read is hundreds of events) */
+		for (size_t i = n; waiting && l.kind == KKR_EVENT && i-- > 0;)
+			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid) {
 				(*v)[i]->ts = r->ts;
+				waiting--;
+			}
 		(*v)[n++] = r;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -560,6 +618,8 @@ static void *target_thread(void *arg)
 	}
 	free(rt->batch);
 	rt->batch = NULL;
+	chunk_put(rt->chunk);
+	rt->chunk = NULL;
 	pthread_mutex_lock(&kkr.lock);
 	rt->src.live = false;
 	pthread_cond_broadcast(&kkr.cond);
@@ -782,7 +842,7 @@ static int emit(struct kkr_writer *w, struct kkr_rec *r)
 	int ret = 0;
 
 	if (r->kind == KKR_EVENT && kkr.opts->count && kkr.events >= kkr.opts->count) {
-		free(r);
+		kkr_rec_free(r);
 		return 0;
 	}
 	switch (r->kind) {
@@ -803,7 +863,7 @@ static int emit(struct kkr_writer *w, struct kkr_rec *r)
 		ret = w->ops->exited(w, &r->p->proc, r->ts);
 		break;
 	}
-	free(r);
+	kkr_rec_free(r);
 	return ret;
 }
 
@@ -846,7 +906,7 @@ static int write_round(struct kkr_writer *w, bool all)
 			ret = -1;
 		for (size_t i = 0; i < n; i++)	/* (after a failure: freed, not written) */
 			if (ret)
-				free(batch[i]);
+				kkr_rec_free(batch[i]);
 			else
 				ret = emit(w, batch[i]);
 	} while (n == BATCH && !ret);
@@ -947,7 +1007,7 @@ int kkr_finish(struct kkr_writer *w, bool writer_ok)
 		ret = write_round(w, true);
 	pthread_mutex_lock(&kkr.lock);
 	while (kkr.n)
-		free(heap_pop());
+		kkr_rec_free(heap_pop());
 	pthread_mutex_unlock(&kkr.lock);
 	return ret;
 }

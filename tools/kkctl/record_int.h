@@ -69,9 +69,19 @@ struct kkr_pinfo {
 	uint64_t events, lost;
 };
 
-/* A record waiting to be ordered (one allocation: its arguments and
- * strings follow it). */
+/* Records of a reader are carved from chunks, not malloc()ed one by one:
+ * a chunk is freed when the last of its records has been written and its
+ * reader has moved on (@refs: its records, and its reader's 1). */
+struct kkr_chunk {
+	unsigned long refs;
+	size_t used, size;
+	_Alignas(16) char mem[];
+};
+
+/* A record waiting to be ordered (its arguments and strings follow it, in
+ * one piece: of @chunk, or of its own malloc() if that is NULL). */
 struct kkr_rec {
+	struct kkr_chunk *chunk;
 	uint64_t ts, seq, arrived, count, mono;
 	enum kkr_kind kind;
 	struct kkr_pinfo *p;
@@ -107,6 +117,7 @@ extern struct kkr_state kkr;
 /* record.c */
 int kkctl_record(struct kkr_opts *o);
 struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
+void kkr_rec_free(struct kkr_rec *r);
 void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
 bool kkr_thread_wanted(int tid, const char *comm);
 int kkr_check_output(const char *path, bool dir);
@@ -139,6 +150,11 @@ struct kkr_out {
 int kkr_out_open(struct kkr_out *o, const char *path);
 void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void kkr_out_mem(struct kkr_out *o, const char *s, size_t n);
+#define kkr_out_lit(o, lit) kkr_out_mem(o, lit, sizeof(lit) - 1)	/* a string literal */
+void kkr_out_u64(struct kkr_out *o, uint64_t v);
+void kkr_out_i64(struct kkr_out *o, int64_t v);
+char *kkr_digits(char *end, uint64_t v);
 void kkr_out_json(struct kkr_out *o, const char *s);
 void kkr_out_text(struct kkr_out *o, const char *s);
 int kkr_out_record(struct kkr_out *o);
@@ -148,5 +164,10 @@ int kkr_out_close(struct kkr_out *o);
 /* The length of the valid UTF-8 sequence at @p (@left bytes there), 0 if it
  * is none: the parser and every writer check UTF-8 with this one. */
 size_t kkr_utf8_len(const unsigned char *p, size_t left);
+/* The first byte from @p on (before @end) that a JSON string does not hold
+ * as it is: a control character, '"', '\\', DEL, and unless @out (strings
+ * checked as UTF-8 already) a byte past ASCII: a run of plain bytes is
+ * found at once, eight bytes a step. */
+const char *kkr_json_run(const char *p, const char *end, bool out);
 
 #endif

@@ -34,8 +34,13 @@ static void skip_ws(struct cur *c)
 		c->p++;
 }
 
-static bool eat(struct cur *c, char ch)
+/* (The lines kkctl reads have no white space: that is tried first.) */
+static inline bool eat(struct cur *c, char ch)
 {
+	if (c->p < c->end && *c->p == ch) {
+		c->p++;
+		return true;
+	}
 	skip_ws(c);
 	if (c->p < c->end && *c->p == ch) {
 		c->p++;
@@ -129,7 +134,9 @@ static int unescape(struct cur *c, char **d)
 }
 
 /* A string, unescaped in place (never longer than its text) and
- * NUL-terminated at or before its closing quote. */
+ * NUL-terminated at or before its closing quote.  Runs of plain bytes are
+ * moved (or, before the first escape, left where they are) at once: the
+ * parse reads each byte once. */
 static int string(struct cur *c, const char **out)
 {
 	char *d;
@@ -138,9 +145,16 @@ static int string(struct cur *c, const char **out)
 		return bad(c, "a string expected");
 	*out = d = c->p;
 	while (c->p < c->end) {
-		unsigned char ch = (unsigned char)*c->p;
+		char *run = c->p, *stop = (char *)kkr_json_run(run, c->end, false);
+		unsigned char ch;
 		size_t n;
 
+		if (d != run)
+			memmove(d, run, (size_t)(stop - run));
+		d += stop - run;
+		if ((c->p = stop) >= c->end)
+			break;
+		ch = (unsigned char)*c->p;
 		if (ch == '"') {
 			c->p++;
 			*d = '\0';
@@ -163,6 +177,26 @@ static int string(struct cur *c, const char **out)
 	return bad(c, "an unterminated string");
 }
 
+/* A key and its colon into *@k; the one expected, @want (@n bytes), is
+ * looked for first as it is written with no escape (the usual line: no
+ * unescaping, no copy, and *@k is @want itself: see is_key()). */
+static int key(struct cur *c, const char *want, size_t n, const char **k)
+{
+	if ((size_t)(c->end - c->p) > n + 2 && c->p[0] == '"' && !memcmp(c->p + 1, want, n) &&
+	    c->p[n + 1] == '"' && c->p[n + 2] == ':') {
+		c->p += n + 3;
+		*k = want;
+		return 0;
+	}
+	return string(c, k) || !eat(c, ':') ? -1 : 0;
+}
+
+/* Is the key @k (from key()) @name? */
+static inline bool is_key(const char *k, const char *name)
+{
+	return k == name || !strcmp(k, name);
+}
+
 /* ---- numbers ------------------------------------------------------------ */
 
 /* An integer (no fraction, no exponent): its sign and magnitude. */
@@ -175,13 +209,10 @@ static int integer(struct cur *c, bool *neg, uint64_t *mag)
 		return bad(c, "a number expected");
 	if (*c->p == '0' && c->p + 1 < c->end && is_digit(c->p[1]))
 		return bad(c, "a number with a leading zero");
-	for (*mag = 0; c->p < c->end && is_digit(*c->p); c->p++) {
-		unsigned int dg = (unsigned int)(*c->p - '0');
-
-		if (*mag > (UINT64_MAX - dg) / 10)
+	for (*mag = 0; c->p < c->end && is_digit(*c->p); c->p++)
+		if (__builtin_mul_overflow(*mag, 10, mag) ||
+		    __builtin_add_overflow(*mag, (uint64_t)(*c->p - '0'), mag))
 			return bad(c, "an integer out of range");
-		*mag = *mag * 10 + dg;
-	}
 	if (c->p < c->end && (*c->p == '.' || *c->p == 'e' || *c->p == 'E'))
 		return bad(c, "an integer expected");
 	return 0;
@@ -300,6 +331,8 @@ static int arg_value(struct cur *c, struct kkr_arg *a)
 	return bad(c, "an argument of an unknown type");
 }
 
+static const char AK_NAME[] = "name", AK_TYPE[] = "type", AK_VALUE[] = "value";
+
 /* {"name":..,"type":..,"value":..}: the value read as its type says, so
  * "type" comes before "value". */
 static int arg(struct cur *c, struct kkr_arg *a)
@@ -311,16 +344,17 @@ static int arg(struct cur *c, struct kkr_arg *a)
 	if (!eat(c, '{'))
 		return bad(c, "an argument object expected");
 	do {
-		if (string(c, &k) || !eat(c, ':'))
+		if (!a->name ? key(c, AK_NAME, 4, &k) : !typed ? key(c, AK_TYPE, 4, &k) :
+			       key(c, AK_VALUE, 5, &k))
 			return bad(c, "an argument key expected");
-		if (!strcmp(k, "name") && !a->name) {
+		if (is_key(k, AK_NAME) && !a->name) {
 			if (string(c, &a->name))
 				return -1;
-		} else if (!strcmp(k, "type") && !typed) {
+		} else if (is_key(k, AK_TYPE) && !typed) {
 			if (arg_type(c, &a->type))
 				return -1;
 			typed = true;
-		} else if (!strcmp(k, "value") && typed && !valued) {
+		} else if (is_key(k, AK_VALUE) && typed && !valued) {
 			if (arg_value(c, a))
 				return -1;
 			valued = true;
@@ -360,9 +394,10 @@ static int args(struct cur *c, struct kkr_line *l)
 
 enum ftype { F_TYPE, F_U64, F_I64, F_STR, F_ARGS };
 
-#define KEY(name, t, field) { name, t, offsetof(struct kkr_line, field) }
+#define KEY(name, t, field) { name, sizeof(name) - 1, t, offsetof(struct kkr_line, field) }
 static const struct key {
 	const char *name;
+	size_t len;
 	enum ftype t;
 	size_t off;
 } keys[] = {
@@ -425,11 +460,18 @@ static int field(struct cur *c, const struct key *k, struct kkr_line *l, const s
 	return -1;
 }
 
-static const struct key *find_key(const char *name)
+enum { NKEYS = sizeof(keys) / sizeof(keys[0]) };
+
+/* The key @name, looked for from @from on (and round): the keys come in
+ * the order of keys[], so the one after the previous is found first. */
+static const struct key *find_key(const char *name, size_t from)
 {
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(name, keys[i].name))
-			return &keys[i];
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[(from + i) % NKEYS];
+
+		if (is_key(name, k->name))
+			return k;
+	}
 	return NULL;
 }
 
@@ -447,6 +489,7 @@ static int check_ranges(struct cur *c, const struct kkr_line *l)
 static int parse(struct cur *c, struct kkr_line *l)
 {
 	const struct kind *kd = NULL;
+	size_t next = 0;
 
 	if (!eat(c, '{'))
 		return bad(c, "no JSON object");
@@ -455,10 +498,11 @@ static int parse(struct cur *c, struct kkr_line *l)
 		const char *name;
 		unsigned int bit;
 
-		if (string(c, &name) || !eat(c, ':'))
+		if (key(c, keys[next % NKEYS].name, keys[next % NKEYS].len, &name))
 			return bad(c, "a key expected");
-		if (!(k = find_key(name)))
+		if (!(k = find_key(name, next)))
 			return bad(c, "an unknown key");
+		next = (size_t)(k - keys) + 1;
 		bit = 1u << (k - keys);
 		if (l->seen & bit)
 			return bad(c, "a repeated key");

@@ -40,14 +40,13 @@ int kkr_out_open(struct kkr_out *o, const char *path)
 	return 0;
 }
 
-/* Room for @n more bytes (and a NUL).  False: out of memory, said. */
-static bool room(struct kkr_out *o, size_t n)
+/* Grow the buffer to hold @n more bytes (and a NUL).  False: out of
+ * memory, said. */
+static bool grow(struct kkr_out *o, size_t n)
 {
 	size_t cap = o->cap ? o->cap : OUT_CHUNK * 2;
 	char *b;
 
-	if (o->len + n + 1 <= o->cap)
-		return true;
 	while (cap < o->len + n + 1)
 		cap *= 2;
 	if (!(b = realloc(o->buf, cap))) {
@@ -61,20 +60,71 @@ static bool room(struct kkr_out *o, size_t n)
 	return true;
 }
 
+/* Room for @n more bytes (and a NUL). */
+static inline bool room(struct kkr_out *o, size_t n)
+{
+	return o->len + n + 1 <= o->cap || grow(o, n);
+}
+
+/* Formatted once into the room there is (made first), again only when it
+ * did not fit. */
 void kkr_out_printf(struct kkr_out *o, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || !room(o, (size_t)n))
+	if (!room(o, 128))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(o->buf + o->len, (size_t)n + 1, fmt, ap);
+	n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= o->cap - o->len) {
+		if (!room(o, (size_t)n))
+			return;
+		va_start(ap, fmt);
+		vsnprintf(o->buf + o->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	o->len += (size_t)n;
+}
+
+/* Is byte @c one a JSON string holds as it is?  Not a control character,
+ * '"', '\\' or DEL; nor, unless @out (the writer of strings checked
+ * already), a byte past ASCII (to check as UTF-8 first). */
+static inline bool json_plain(unsigned char c, bool out)
+{
+	return c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && (out || c < 0x80);
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+/* Some byte of @x is zero; some is below @n (n <= 128): exact, no false hits. */
+#define HAS_ZERO(x) (((x) - ONES) & ~(x) & HIGHS)
+#define HAS_LESS(x, n) (((x) - ONES * (n)) & ~(x) & HIGHS)
+
+/* The first byte from @p on (before @end) that is not json_plain(@out):
+ * eight bytes a step (the strings are most of a record's bytes). */
+const char *kkr_json_run(const char *p, const char *end, bool out)
+{
+	for (; end - p >= 8; p += 8) {
+		uint64_t x, m;
+
+		memcpy(&x, p, 8);
+		m = HAS_LESS(x, 0x20) | HAS_ZERO(x ^ (ONES * '"')) | HAS_ZERO(x ^ (ONES * '\\')) |
+		    HAS_ZERO(x ^ (ONES * 0x7f)) | (out ? 0 : x & HIGHS);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		if (m)	/* (its lowest bit is exact: the first such byte) */
+			return p + __builtin_ctzll(m) / 8;
+#else
+		if (m)	/* (the bytes below tell) */
+			break;
+#endif
+	}
+	while (p < end && json_plain((unsigned char)*p, out))
+		p++;
+	return p;
 }
 
 /* The length of the UTF-8 sequence at @p (@left bytes there), 0 if it is
@@ -106,41 +156,114 @@ size_t kkr_utf8_len(const unsigned char *p, size_t left)
 	return n;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped (the
- * rest is UTF-8 already: record_json.c checked it). */
-void kkr_out_json(struct kkr_out *o, const char *s)
+/* @n bytes at @s. */
+void kkr_out_mem(struct kkr_out *o, const char *s, size_t n)
 {
-	static const char from[] = "\"\\\n\t\r\b\f", to[] = "\"\\ntrbf";
-
-	if (!room(o, 1))
+	if (!room(o, n))
 		return;
-	o->buf[o->len++] = '"';
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		const char *k = strchr(from, c);
-
-		if (k)
-			kkr_out_printf(o, "\\%c", to[k - from]);
-		else if (c < 0x20 || c == 0x7f)
-			kkr_out_printf(o, "\\u%04x", c);
-		else if (room(o, 1))
-			o->buf[o->len++] = (char)c;
-	}
-	if (room(o, 1))
-		o->buf[o->len++] = '"';
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
 }
 
-/* Text for a terminal: control characters as \xNN (a record stays one line). */
+/* The decimal digits of @v, ending at @end (returned: where they begin);
+ * the writers' numbers, without printf's parse of a format. */
+char *kkr_digits(char *end, uint64_t v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+/* Numbers in decimal, as "%llu" and "%lld" print them (a record has a
+ * dozen: printf's parse of its format cost more than the record). */
+void kkr_out_u64(struct kkr_out *o, uint64_t v)
+{
+	char b[24], *p = kkr_digits(b + sizeof(b), v);
+
+	kkr_out_mem(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+void kkr_out_i64(struct kkr_out *o, int64_t v)
+{
+	char b[24], *p = kkr_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+
+	if (v < 0)
+		*--p = '-';
+	kkr_out_mem(o, p, (size_t)(b + sizeof(b) - p));
+}
+
+/* The escape of byte @c at @d: its length. */
+static size_t json_escape(char *d, unsigned char c)
+{
+	static const char from[] = "\"\\\n\t\r\b\f", to[] = "\"\\ntrbf", hex[] = "0123456789abcdef";
+	const char *k = strchr(from, c);
+
+	d[0] = '\\';
+	if (k) {
+		d[1] = to[k - from];
+		return 2;
+	}
+	memcpy(d + 1, "u00", 3);
+	d[4] = hex[c >> 4];
+	d[5] = hex[c & 15];
+	return 6;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; runs
+ * of plain bytes copied at once, into room made once for the worst case. */
+void kkr_out_json(struct kkr_out *o, const char *s)
+{
+	size_t n = strlen(s);
+	const char *end = s + n;
+	char *d;
+
+	if (!room(o, 6 * n + 2))
+		return;
+	d = o->buf + o->len;
+	*d++ = '"';
+	for (;;) {
+		const char *run = s;
+
+		s = kkr_json_run(s, end, true);
+		memcpy(d, run, (size_t)(s - run));
+		d += s - run;
+		if (!*s)
+			break;
+		d += json_escape(d, (unsigned char)*s++);
+	}
+	*d++ = '"';
+	o->len = (size_t)(d - o->buf);
+}
+
+/* Text for a terminal: control characters as \xNN (a record stays one
+ * line); runs of the rest copied at once. */
 void kkr_out_text(struct kkr_out *o, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(s);
+	char *d;
 
-		if (c < 0x20 || c == 0x7f)
-			kkr_out_printf(o, "\\x%02x", c);
-		else if (room(o, 1))
-			o->buf[o->len++] = (char)c;
+	if (!room(o, 4 * n))
+		return;
+	d = o->buf + o->len;
+	while (*s) {
+		const char *run = s;
+		unsigned char c;
+
+		while ((unsigned char)*s >= 0x20 && *s != 0x7f)
+			s++;
+		memcpy(d, run, (size_t)(s - run));
+		d += s - run;
+		if (!*s)
+			break;
+		c = (unsigned char)*s++;
+		memcpy(d, "\\x", 2);
+		d[2] = hex[c >> 4];
+		d[3] = hex[c & 15];
+		d += 4;
 	}
+	o->len = (size_t)(d - o->buf);
 }
 
 /* A write failed after @wrote bytes of the buffer: cut the file back to its

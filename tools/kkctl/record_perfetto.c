@@ -170,10 +170,18 @@ static void pf_str(struct pf *pf, const char *str)
 		const unsigned char *run = s;
 		size_t n;
 
-		/* A run of what needs no escape, put at once. */
-		while (*s >= 0x20 && *s != '"' && *s != '\\' && *s != 0x7f &&
-		       (n = kkr_utf8_len(s, (size_t)(end - s))))
-			s += n;
+		/* A run of what needs no escape, put at once: ASCII found eight
+		 * bytes a step, then what is valid UTF-8. */
+		do {
+			const unsigned char *a = s;
+
+			s = (const unsigned char *)kkr_json_run((const char *)s, (const char *)end,
+								false);
+			while (*s >= 0x80 && (n = kkr_utf8_len(s, (size_t)(end - s))))
+				s += n;
+			if (s == a)
+				break;
+		} while (*s);
 		pf_put(pf, (const char *)run, (size_t)(s - run));
 		if (!*s)
 			break;
@@ -308,9 +316,30 @@ static void pf_thread(struct pf *pf, struct pf_proc *q, int tid, const char *com
 	pf_meta(pf, "thread_name", q->track, pf_tid(q, tid), NULL, comm);
 }
 
+/* A number, without printf's parse of a format (a record has several). */
+static void pf_u64(struct pf *pf, uint64_t v)
+{
+	char b[24], *p = kkr_digits(b + sizeof(b), v);
+
+	pf_put(pf, p, (size_t)(b + sizeof(b) - p));
+}
+
+static void pf_i64(struct pf *pf, int64_t v)
+{
+	if (v < 0)
+		pf_put(pf, "-", 1);
+	pf_u64(pf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* ,"ts":US.NNN (microseconds, to the ns) */
 static void pf_ts(struct pf *pf, uint64_t ts)
 {
-	pf_printf(pf, ",\"ts\":%" PRIu64 ".%03u", ts / 1000, (unsigned)(ts % 1000));
+	char frac[4] = { '.', (char)('0' + ts / 100 % 10), (char)('0' + ts / 10 % 10),
+			 (char)('0' + ts % 10) };
+
+	pf_put(pf, ",\"ts\":", 6);
+	pf_u64(pf, ts / 1000);
+	pf_put(pf, frac, 4);
 }
 
 static int pf_after(struct pf *pf)
@@ -357,11 +386,11 @@ static void pf_value(struct pf *pf, const struct kkr_arg *a)
 	switch (a->type) {
 	case KKR_INT:
 	case KKR_CHAR:
-		pf_printf(pf, "%" PRId64, a->v.i);
+		pf_i64(pf, a->v.i);
 		break;
 	case KKR_UINT:
 	case KKR_POINTER:
-		pf_printf(pf, "%" PRIu64, a->v.u);
+		pf_u64(pf, a->v.u);
 		break;
 	case KKR_FLOAT:
 		if (isfinite(a->v.f))
@@ -439,7 +468,11 @@ static int pf_event(struct kkr_writer *w, const struct kkr_event *e)
 	pf_str(pf, e->module);
 	pf_puts(pf, ",\"ph\":\"i\",\"s\":\"t\"");
 	pf_ts(pf, e->ts);
-	pf_printf(pf, ",\"pid\":%lld,\"tid\":%lld,\"args\":{", q->track, pf_tid(q, e->tid));
+	pf_put(pf, ",\"pid\":", 7);
+	pf_i64(pf, q->track);
+	pf_put(pf, ",\"tid\":", 7);
+	pf_i64(pf, pf_tid(q, e->tid));
+	pf_put(pf, ",\"args\":{", 9);
 	for (size_t i = 0; i < e->nargs; i++, key += strlen(key) + 1) {
 		pf_str(pf, key);
 		pf_put(pf, ":", 1);

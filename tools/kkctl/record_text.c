@@ -39,6 +39,25 @@ static int text_open(struct kkr_writer *w, const char *path)
 	return 0;
 }
 
+/* @v in decimal in at least @width columns, padded with @pad on the left
+ * (@left: on the right), as "%6d", "%-6d" and "%09llu" print it, without
+ * printf's parse of a format (three a record). */
+static void put_num(struct kkr_out *o, int64_t v, int width, char pad, bool left)
+{
+	char b[48], *end = b + sizeof(b), *p = kkr_digits(end, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	int n;
+
+	if (v < 0)
+		*--p = '-';
+	n = (int)(end - p);
+	if (!left)
+		for (; n < width; n++)
+			*--p = pad;
+	kkr_out_mem(o, p, (size_t)(end - p));
+	for (; left && n < width; n++)
+		kkr_out_lit(o, " ");
+}
+
 /* "[HOST:]NAME-PID  TID [TIME] " (@tid < 0: "-"; @mono 0: taken from @ts and
  * the last event's clocks, or the wall clock's if there was none) */
 static void head(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64_t ts,
@@ -54,14 +73,17 @@ static void head(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64
 
 	if (p->host[0]) {
 		kkr_out_text(o, p->host);
-		kkr_out_printf(o, ":");
+		kkr_out_lit(o, ":");
 	}
 	kkr_out_text(o, p->name);
-	kkr_out_printf(o, "-%-6d ", p->pid);
+	kkr_out_lit(o, "-");
+	put_num(o, p->pid, 6, ' ', true);
+	kkr_out_lit(o, " ");
 	if (tid >= 0)
-		kkr_out_printf(o, "%6d ", tid);
+		put_num(o, tid, 6, ' ', false);
 	else
-		kkr_out_printf(o, "%6s ", "-");
+		kkr_out_lit(o, "     -");
+	kkr_out_lit(o, " ");
 	if (w->wallclock || !mono) {
 		time_t s = (time_t)(ts / 1000000000u);
 		struct tm tm;
@@ -71,8 +93,11 @@ static void head(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64
 		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
 		kkr_out_printf(o, "[%s.%09lluZ] ", day, (unsigned long long)(ts % 1000000000u));
 	} else {
-		kkr_out_printf(o, "[%6llu.%09llu] ", (unsigned long long)(mono / 1000000000u),
-			       (unsigned long long)(mono % 1000000000u));
+		kkr_out_lit(o, "[");
+		put_num(o, (int64_t)(mono / 1000000000u), 6, ' ', false);
+		kkr_out_lit(o, ".");
+		put_num(o, (int64_t)(mono % 1000000000u), 9, '0', false);
+		kkr_out_lit(o, "] ");
 	}
 }
 
@@ -82,7 +107,7 @@ static int text_event(struct kkr_writer *w, const struct kkr_event *e)
 
 	head(w, e->proc, e->tid, e->ts, e->mono);
 	kkr_out_text(o, e->message);
-	kkr_out_printf(o, "\n");
+	kkr_out_lit(o, "\n");
 	return kkr_out_record(o);
 }
 
