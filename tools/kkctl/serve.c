@@ -51,10 +51,17 @@ static void serve_one(size_t i)
 	pool.res[i].trace_clock = clock;
 }
 
-/* May the next target be taken?  (pool.lock held) */
+/*
+ * May the next target be taken?  Only once the one after it is selected (or
+ * the selection is over): a request may end another process (a peer's
+ * "end" file), and the one the selection reached next is then still a
+ * target, reported gone, as when every target was selected first.  (pool.lock
+ * held)
+ */
 static bool can_take(void)
 {
 	return pool.go && !pool.abort && pool.next < pool.l->n &&
+	       (pool.next + 1 < pool.l->n || pool.closed) &&
 	       pool.next < pool.printed + kkctl_bounds.jobs;
 }
 
