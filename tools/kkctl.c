@@ -641,9 +641,9 @@ static int cmd_request(struct args *a, const struct command_def *c, char **argv)
 	/* a dynamic_debug/control write: checked, maybe cut (kkctl/ddctl.c) */
 	if (c->text && kkctl_dd_prepare(c->verb, file, text, tlen))
 		return 1;
-	if (kkctl_select(&a->sel))
+	/* each target served as soon as it is selected (kkctl/select.c) */
+	if (kkctl_select_serve(&a->sel, c->verb, file, text, tlen, &failed))
 		return 1;
-	failed = kkctl_serve_all(&a->sel.targets, c->verb, file, text, tlen);
 	unmatched = kkctl_dd_finish();
 	/* -f follows processes, not pids: one that exits ends it, with its
 	 * line ("exited"), and is never taken for another with its pid. */

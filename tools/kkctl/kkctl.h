@@ -11,7 +11,8 @@
  *   tools/kkctl/connect.c  reaching a pid's endpoint, its owner verified
  *   tools/kkctl/request.c  one request and its reply, within the bounds
  *   tools/kkctl/select.c   -p, -n, --tree, -M, --all: the targets
- *   tools/kkctl/serve.c    serving the targets --jobs at a time, in order
+ *   tools/kkctl/serve.c    serving the targets --jobs at a time, in order,
+ *                          each as soon as it is selected
  *   tools/kkctl/output.c   text and --json, nothing a process sent raw
  *   tools/kkctl/bounds.c   --timeout, --max-reply, --jobs and their $KKCTL_*
  *   tools/kkctl/remote.c   -H: the same command on other hosts, over ssh
@@ -84,6 +85,8 @@ struct where {
 	bool other_net;		/* its network namespace is not ours */
 	bool other_pid;		/* its pid namespace is not ours (inpid != pid) */
 	int net_err;		/* why /proc/PID/ns/net could not be looked at, or 0 */
+	bool have_uids;		/* its status was read: */
+	long uids[4];		/* its real, effective, saved and fs uids */
 };
 
 long kkctl_proc_uids(pid_t pid, long all[4]);
@@ -95,9 +98,12 @@ void kkctl_target_unwatch(struct target *t);
 bool kkctl_target_alive(const struct target *t);
 unsigned long kkctl_our_netns(void);
 int kkctl_proc_where(pid_t pid, struct where *w);
+int kkctl_proc_where_ids(pid_t pid, struct where *w, bool want_uids);
 void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl);
+void kkctl_proc_comm(struct target *t);
+void kkctl_proc_argv0(struct target *t);
 void kkctl_proc_names(struct target *t);
-int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads);
+int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads, unsigned long long *start);
 bool kkctl_has_control_thread(pid_t pid);
 int kkctl_scan_endpoints(pid_t in, void (*each)(pid_t pid, const char *name, void *arg),
 			 void *arg);
@@ -187,12 +193,19 @@ int kkctl_load_procs(void);
 void kkctl_free_procs(void);
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s);
 int kkctl_select(struct kkctl_sel *s);
+int kkctl_select_serve(struct kkctl_sel *s, const char *verb, const char *file,
+		       const char *body, size_t blen, bool *failed);
 long kkctl_select_again(const struct kkctl_sel *s, struct tlist *l);
 
 /* ---- serve.c, output.c ------------------------------------------------------ */
 
 bool kkctl_serve_all(struct tlist *l, const char *verb, const char *file, const char *body,
 		     size_t blen);
+int kkctl_serve_begin(struct tlist *l, size_t more, const char *verb, const char *file,
+		      const char *body, size_t blen, bool go);
+int kkctl_serve_add(struct tlist *l, const struct target *t);
+void kkctl_serve_poll(void);
+bool kkctl_serve_end(bool abort);
 
 void kkctl_put_escaped(FILE *f, const char *s, size_t n, const char *keep);
 void kkctl_put_json(FILE *f, const char *s, size_t n);

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,30 +19,74 @@
 #include "control_path.h"
 #include "kkctl.h"
 
+/*
+ * Read /proc/@pid/@leaf into @buf (NUL-terminated; cut to @n - 1 bytes):
+ * open, one read, close.  A /proc file of a process is made whole by the
+ * read that asks for it, so one read of a buffer that holds it is all of
+ * it; stdio would add an fstat() and a second read() for the end, and the
+ * selection makes these calls for every process on the machine (issue 41:
+ * beside 100 busy processes each call waits for a core).  Bytes, or -1 if
+ * the process is gone (errno set).  (common/'s kk_read_proc() is the
+ * library's: kkctl links none of it.)
+ */
+static ssize_t read_once(pid_t pid, const char *leaf, char *buf, size_t n)
+{
+	char path[64];
+	ssize_t r;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, leaf);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, n - 1);
+	e = errno;
+	close(fd);
+	buf[r > 0 ? r : 0] = '\0';
+	errno = e;
+	return r;
+}
+
+/*
+ * The lines of /proc/PID/status kkctl uses, in one read: the kernel builds
+ * the whole file for each open (every thread's state, every capability
+ * set), so a selection reads it at most once a process (issue 41).  @uids
+ * gets the real, effective, saved and filesystem uids, *@inpid the last
+ * field of NSpid (the pid in its innermost pid namespace).  -1 if gone.
+ */
+static int read_status(pid_t pid, long uids[4], pid_t *inpid)
+{
+	char buf[4096], *line;
+
+	if (read_once(pid, "status", buf, sizeof(buf)) < 0)
+		return -1;
+	if ((line = strstr(buf, "\nUid:")))
+		sscanf(line + 5, "%ld %ld %ld %ld", &uids[0], &uids[1], &uids[2], &uids[3]);
+	if ((line = strstr(buf, "\nNSpid:"))) {
+		char *tok = line + 7, *end;
+		long v;
+
+		/* the last field: the pid in its innermost namespace */
+		while ((v = strtol(tok, &end, 10)) > 0 && end != tok) {
+			*inpid = (pid_t)v;
+			tok = end;
+		}
+	}
+	return 0;
+}
+
 /* The effective uid of @pid from /proc/PID/status (and in @all, if given,
  * its real, effective, saved and filesystem uids).  -1 if gone. */
 long kkctl_proc_uids(pid_t pid, long all[4])
 {
-	char path[64], line[256];
-	long uid = -1;
-	FILE *f;
+	long u[4] = { -1, -1, -1, -1 };
+	pid_t inpid = pid;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (read_status(pid, u, &inpid))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Uid:", 4)) {
-			long u[4] = { -1, -1, -1, -1 };
-
-			if (sscanf(line + 4, "%ld %ld %ld %ld", &u[0], &u[1], &u[2], &u[3]) >= 2)
-				uid = u[1];
-			if (all)
-				memcpy(all, u, sizeof(u));
-			break;
-		}
-	fclose(f);
-	return uid;
+	if (all)
+		memcpy(all, u, sizeof(u));
+	return u[1];
 }
 
 long kkctl_proc_uid(pid_t pid)
@@ -79,17 +124,10 @@ struct proc_stat {
  */
 static int read_stat(pid_t pid, struct proc_stat *ps)
 {
-	char path[64], buf[1024], *p;
-	size_t n;
-	FILE *f;
+	char buf[1024], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (read_once(pid, "stat", buf, sizeof(buf)) < 0)
 		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	p = strrchr(buf, ')');	/* after the command name, which may hold ')' */
 	if (!p || sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 			 "%*d %*d %ld %*d %llu", &ps->state, &ps->ppid, &ps->threads,
@@ -159,9 +197,10 @@ bool kkctl_target_alive(const struct target *t)
 }
 
 /* Our network namespace: its inode, and its /proc/net/unix's (see
- * kkctl_proc_where()).  Filled by the first call, before any thread. */
+ * kkctl_proc_where()), and our pid namespace's.  Filled by the first call,
+ * before any thread. */
 static struct {
-	unsigned long ns, unix_list;
+	unsigned long ns, unix_list, pidns;
 } ours;
 
 unsigned long kkctl_our_netns(void)
@@ -169,36 +208,51 @@ unsigned long kkctl_our_netns(void)
 	if (!ours.ns) {
 		ours.ns = ino_of("/proc/self/ns/net");
 		ours.unix_list = ino_of("/proc/self/net/unix");
+		ours.pidns = ino_of("/proc/self/ns/pid");
 	}
 	return ours.ns;
 }
 
-/* Fill @w for @pid.  -1 if it is gone.  A network namespace we may not look
- * at (another user's process, when we are not root) counts as ours: that is
- * where we would look for it, as before namespaces were looked at. */
-int kkctl_proc_where(pid_t pid, struct where *w)
+/*
+ * @pid's pid in its own pid namespace, into @w.  A process in our pid
+ * namespace (/proc/PID/ns/pid is ours) has the pid we see: its status is not
+ * read, only stat()ed links.  Else NSpid says, and Uid comes with it
+ * (w->have_uids).  -1 if it is gone.
+ */
+static int where_pid(pid_t pid, struct where *w, bool want_uids)
 {
-	char path[64], line[256];
-	FILE *f;
+	char path[64];
+	unsigned long ino;
 
 	w->inpid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	w->have_uids = false;
+	for (int i = 0; i < 4; i++)
+		w->uids[i] = -1;
+	if (!want_uids) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+		kkctl_our_netns();
+		ino = ino_of(path);
+		if (ino && ino == ours.pidns)
+			return 0;
+		if (!ino && errno == ENOENT)
+			return -1;
+	}
+	if (read_status(pid, w->uids, &w->inpid))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "NSpid:", 6)) {
-			char *tok = line + 6, *end;
-			long v;
+	w->have_uids = true;
+	return 0;
+}
 
-			/* the last field: the pid in its innermost namespace */
-			while ((v = strtol(tok, &end, 10)) > 0 && end != tok) {
-				w->inpid = (pid_t)v;
-				tok = end;
-			}
-			break;
-		}
-	fclose(f);
+/* Fill @w for @pid (with its uids, reading its status, if @want_uids).  -1
+ * if it is gone.  A network namespace we may not look at (another user's
+ * process, when we are not root) counts as ours: that is where we would look
+ * for it, as before namespaces were looked at. */
+int kkctl_proc_where_ids(pid_t pid, struct where *w, bool want_uids)
+{
+	char path[64];
+
+	if (where_pid(pid, w, want_uids))
+		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	w->netns = ino_of(path);
 	w->net_err = w->netns ? 0 : errno;
@@ -217,6 +271,11 @@ int kkctl_proc_where(pid_t pid, struct where *w)
 	}
 	w->other_pid = w->inpid != pid;
 	return 0;
+}
+
+int kkctl_proc_where(pid_t pid, struct where *w)
+{
+	return kkctl_proc_where_ids(pid, w, false);
 }
 
 /* The container @pid belongs to, as the host names it: the path of its
@@ -249,23 +308,25 @@ void kkctl_proc_cgroup(pid_t pid, char *buf, size_t bl)
 		fclose(f);
 }
 
-/* @t's comm and the base name of its argv[0], what -n matches ("?" and ""
- * if it is gone). */
-void kkctl_proc_names(struct target *t)
+/* @t's comm ("?" if it is gone): its name in reports, and what -n matches
+ * first. */
+void kkctl_proc_comm(struct target *t)
+{
+	if (read_once(t->pid, "comm", t->name, sizeof(t->name)) > 0)
+		t->name[strcspn(t->name, "\n")] = '\0';
+	else
+		strcpy(t->name, "?");
+}
+
+/* The base name of @t's argv[0] ("" if it is gone): -n's other name, read
+ * only when the comm did not match. */
+void kkctl_proc_argv0(struct target *t)
 {
 	char path[64], buf[4096];
 	FILE *f;
 	size_t n;
 
-	strcpy(t->name, "?");
 	t->argv0[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(t->name, sizeof(t->name), f))
-			t->name[strcspn(t->name, "\n")] = '\0';
-		fclose(f);
-	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)t->pid);
 	f = fopen(path, "re");
 	if (f) {
@@ -279,6 +340,14 @@ void kkctl_proc_names(struct target *t)
 		memcpy(t->argv0, b, n);
 		t->argv0[n] = '\0';
 	}
+}
+
+/* @t's comm and the base name of its argv[0], what -n matches ("?" and ""
+ * if it is gone). */
+void kkctl_proc_names(struct target *t)
+{
+	kkctl_proc_comm(t);
+	kkctl_proc_argv0(t);
 }
 
 /* The endpoint names in the network namespace of process @in (0: ours):
@@ -346,23 +415,19 @@ bool kkctl_has_control_thread(pid_t pid)
 	if (!d)
 		return false;
 	while (!found && (e = readdir(d))) {
-		FILE *f;
-
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		found = fgets(comm, sizeof(comm), f) && !strcmp(comm, CONTROL_THREAD "\n");
-		fclose(f);
+		snprintf(path, sizeof(path), "task/%.16s/comm", e->d_name);
+		found = read_once(pid, path, comm, sizeof(comm)) > 0 &&
+			!strcmp(comm, CONTROL_THREAD "\n");
 	}
 	closedir(d);
 	return found;
 }
 
-/* @pid's parent and number of threads, from /proc/PID/stat.  -1 if gone. */
-int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads)
+/* @pid's parent, number of threads and start time (as kkctl_proc_start()
+ * says it), from one read of /proc/PID/stat.  -1 if gone. */
+int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads, unsigned long long *start)
 {
 	struct proc_stat ps;
 
@@ -370,5 +435,6 @@ int kkctl_proc_stat(pid_t pid, pid_t *ppid, long *threads)
 		return -1;
 	*ppid = (pid_t)ps.ppid;
 	*threads = ps.threads;
+	*start = ps.state == 'Z' || ps.state == 'X' ? 0 : ps.start ? ps.start : 1;
 	return 0;
 }

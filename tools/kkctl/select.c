@@ -46,42 +46,63 @@ void kkctl_tlist_free(struct tlist *l)
 }
 
 
-/* Fill @t's container fields (and its host name if @host: that takes a fork). */
-static void target_where(struct target *t, bool host)
+/* Fill @t's container fields from @w (and its host name if @host: that
+ * takes a fork). */
+static void target_where(struct target *t, const struct where *w, bool host)
 {
-	struct where w;
-
-	if (kkctl_proc_where(t->pid, &w) || (!w.other_net && !w.other_pid))
+	if (!w->other_net && !w->other_pid)
 		return;
 	t->contained = true;
-	t->inpid = w.inpid;
-	t->netns = w.netns;
+	t->inpid = w->inpid;
+	t->netns = w->netns;
 	kkctl_proc_cgroup(t->pid, t->cgroup, sizeof(t->cgroup));
 	if (host)
 		kkctl_proc_hostname(t->pid, t->host, sizeof(t->host));
 }
 
-/* Fill in @t, known by its pid: its uid, names and container (its host name
- * too if @host: that takes a fork). */
-static void target_load(struct target *t, bool host)
-{
-	kkctl_target_watch(t);			/* first: the process it is */
-	t->start = kkctl_proc_start(t->pid);	/* then: what follows is this process's */
-	t->uid = (uid_t)kkctl_proc_uid(t->pid);
-	kkctl_proc_names(t);
-	target_where(t, host);
-}
-
-/* Every live process, from /proc: its parent, and whether it serves. */
+/* Every live process, from /proc: what the selection read of it, each file
+ * once (issue 41: with 100 busy processes beside it, every read waits for a
+ * core), its parent, and whether it serves. */
 static struct {
 	struct proc {
 		pid_t pid, ppid;
-		struct where w;
+		unsigned long long start;	/* as kkctl_proc_start() says */
+		struct where w;	/* w.have_uids: its status was read too */
 		bool serves;	/* an endpoint name in its /proc/PID/net/unix, or the thread */
 		bool in_tree;	/* in one of the --tree trees */
 	} *v;
 	size_t n, cap;
 } procs;
+
+/*
+ * Fill in @t, known by its pid: its comm and container (its host name too
+ * if @host: that takes a fork), into @w where it lives, and its uids if
+ * @uids (--all matches by them, --json shows them; else its status is not
+ * read here: the endpoint owner's check reads it after connecting).  The
+ * pidfd is opened first and the start time read after it: what follows is
+ * this process's.  @p, if not NULL, is what the selection read of it
+ * before: used when its start time is still the same.  -n reads its
+ * argv[0] only if the comm does not match (name_matches()).
+ */
+static void target_load(struct target *t, bool host, bool uids, struct proc *p,
+			struct where *w)
+{
+	kkctl_target_watch(t);			/* first: the process it is */
+	t->start = kkctl_proc_start(t->pid);	/* then: what follows is this process's */
+	if (p && p->start == t->start && t->start) {
+		*w = p->w;
+		if (uids && !w->have_uids) {
+			w->have_uids = true;
+			kkctl_proc_uids(t->pid, w->uids);
+			p->w = *w;
+		}
+	} else if (kkctl_proc_where_ids(t->pid, w, uids)) {
+		*w = (struct where){ .inpid = t->pid, .uids = { -1, -1, -1, -1 } };
+	}
+	t->uid = (uid_t)w->uids[1];
+	kkctl_proc_comm(t);
+	target_where(t, w, host);
+}
 
 struct pids {
 	pid_t *v;
@@ -155,7 +176,8 @@ static int read_procs(DIR *d)
 		if (*end || pid <= 0 || pid > 0x7fffffff)
 			continue;
 		p.pid = (pid_t)pid;
-		if (kkctl_proc_stat(p.pid, &p.ppid, &threads) || kkctl_proc_where(p.pid, &p.w))
+		if (kkctl_proc_stat(p.pid, &p.ppid, &threads, &p.start) ||
+		    kkctl_proc_where(p.pid, &p.w))
 			continue;	/* gone */
 		if (!p.w.other_net)
 			p.w.netns = kkctl_our_netns();
@@ -285,13 +307,10 @@ static bool mark_tree(pid_t root)
  * anyone, and check_peer() (connect.c) refuses it.  So a user's --all on a
  * shared host stays within that user's processes.
  */
-static bool yours(pid_t pid)
+static bool yours(const long ids[4])
 {
-	long ids[4] = { -1, -1, -1, -1 };
 	uid_t me = geteuid();
 
-	if (kkctl_proc_uids(pid, ids) < 0)
-		return false;
 	for (int i = 0; i < 2; i++) {
 		if (ids[i] < 0 || ((uid_t)ids[i] == kkctl_userns.overflow && !kkctl_userns.all_mapped))
 			continue;
@@ -301,11 +320,16 @@ static bool yours(pid_t pid)
 	return false;
 }
 
-/* Has @t one of the names of -n (its comm or its argv[0]'s base name)? */
-static bool name_matches(const struct target *t, char **names, int nn)
+/* Has @t one of the names of -n (its comm or its argv[0]'s base name)?  Its
+ * argv[0] is read only if no comm matches. */
+static bool name_matches(struct target *t, char **names, int nn)
 {
 	for (int i = 0; i < nn; i++)
-		if (!strcmp(t->name, names[i]) || !strcmp(t->argv0, names[i]))
+		if (!strcmp(t->name, names[i]))
+			return true;
+	kkctl_proc_argv0(t);
+	for (int i = 0; i < nn; i++)
+		if (!strcmp(t->argv0, names[i]))
 			return true;
 	return false;
 }
@@ -437,45 +461,60 @@ static bool machine_matches(const struct target *t, const struct kkctl_sel *s)
 	return false;
 }
 
-/* Is @p, described by @t, matched by @s? */
-static bool matches(const struct kkctl_sel *s, const struct proc *p, const struct target *t)
+/* Is @p, described by @t and @w, matched by @s? */
+static bool matches(const struct kkctl_sel *s, const struct proc *p, struct target *t,
+		    const struct where *w)
 {
 	bool narrowed = s->nn || s->nt || s->nm || s->nu;
 
 	return (narrowed && (!s->nn || name_matches(t, s->names, s->nn)) &&
 		(!s->nt || p->in_tree) && (!s->nm || machine_matches(t, s)) &&
 		(!s->nu || unit_matches(p->pid, s))) ||
-	       (s->all && !s->nm && yours(p->pid));
+	       (s->all && !s->nm && yours(w->uids));
+}
+
+/* Could @s match @p, by what the scan of /proc already knows?  A process
+ * that does not serve, or is outside every --tree when only the trees could
+ * match it, is not read any further. */
+static bool may_match(const struct kkctl_sel *s, const struct proc *p)
+{
+	bool narrowed = s->nn || s->nt || s->nm || s->nu;
+
+	return p->serves && ((narrowed && (!s->nt || p->in_tree)) || (s->all && !s->nm));
 }
 
 /*
  * Add to @l, in pid order, every process that serves and is matched: by
  * --all (yours()), or by the names, trees and containers (-M, with -p the
  * pids inside them), which narrow each other (with both -n and --tree, a
- * process must have one of the names and be in one of the trees).  How many
- * matched, or -1 (out of memory).
+ * process must have one of the names and be in one of the trees).  Each is
+ * added through kkctl_serve_add(): when @l is being served, it is served
+ * from then on, while the rest are selected.  How many matched, or -1 (out
+ * of memory).
  */
 long kkctl_select_procs(struct tlist *l, const struct kkctl_sel *s)
 {
-	bool narrowed = s->nn || s->nt || s->nm || s->nu;
 	long matched = 0;
 
 	for (size_t i = 0; i < procs.n; i++) {
 		struct proc *p = &procs.v[i];
 		struct target t = { .pid = p->pid, .selected = true };
+		struct where w;
 
-		if (!p->serves || (!s->all && !narrowed))
+		kkctl_serve_poll();	/* print what is done meanwhile */
+		if (!may_match(s, p))
 			continue;
-		target_load(&t, s->nm || kkctl_json);
-		if (!matches(s, p, &t)) {
+		target_load(&t, s->nm || kkctl_json, s->all || kkctl_json, p, &w);
+		if (!matches(s, p, &t, &w)) {
 			kkctl_target_unwatch(&t);
 			continue;
 		}
-		switch (kkctl_tlist_add(l, &t)) {
+		switch (kkctl_serve_add(l, &t)) {
 		case -1:
 			kkctl_target_unwatch(&t);
+			fprintf(stderr, "%s: out of memory\n", kkctl_prog);
 			return -1;
-		case 1:		/* named by -p too: that one is loaded below */
+		case 1:		/* named by -p too: that one is loaded already */
 			kkctl_target_unwatch(&t);
 		}
 		matched++;
@@ -503,30 +542,43 @@ static void no_match(const struct kkctl_sel *s)
 			s->nn ? "has that name" : "has a control endpoint");
 }
 
-/* Add the processes the selectors match to the -p targets.  0, or 1 (the exit
- * status) after saying why. */
-static int match_selectors(struct kkctl_sel *s)
+/* -M's -p are pids inside its containers; else they are ours.  Has @s
+ * selectors (more than -p)? */
+static bool has_selectors(struct kkctl_sel *s)
 {
-	long matched;
+	if (s->nm)		/* -p PID is the pid inside the container */
+		s->targets.n = 0;
+	else
+		s->nmp = 0;
+	return s->nn || s->nt || s->all || s->nm || s->nu;
+}
 
+/* Read /proc and mark the --tree trees.  0, or 1 (the exit status) after
+ * saying why.  A tree that is not there is a mistake, not an empty set: it
+ * is said before anything is written anywhere. */
+static int scan_procs(const struct kkctl_sel *s)
+{
 	if (kkctl_load_procs())
 		return 1;
-	/* A tree that is not there is a mistake, not an empty set: say so
-	 * before anything is written anywhere. */
 	for (int i = 0; i < s->nt; i++)
 		if (!mark_tree(s->trees[i])) {
 			fprintf(stderr, "%s: --tree %d: no such process\n", kkctl_prog,
 				(int)s->trees[i]);
 			return 1;
 		}
-	matched = kkctl_select_procs(&s->targets, s);
-	if (matched < 0)
-		return 1;
-	if (!matched) {
-		no_match(s);
-		return 1;
-	}
 	return 0;
+}
+
+/* Describe the -p targets (what the scan read of them, if it did). */
+static void load_named(struct kkctl_sel *s)
+{
+	for (size_t i = 0; i < s->targets.n; i++) {
+		struct target *t = &s->targets.v[i];
+		struct where w;
+
+		if (!t->name[0])	/* a -p pid: not described yet */
+			target_load(t, kkctl_json, kkctl_json, find_proc(t->pid), &w);
+	}
 }
 
 /* The targets of a request: the -p pids (or, with -M, the pids inside its
@@ -534,15 +586,59 @@ static int match_selectors(struct kkctl_sel *s)
  * or 1 (the exit status) after saying why. */
 int kkctl_select(struct kkctl_sel *s)
 {
-	if (s->nm)		/* -p PID is the pid inside the container */
-		s->targets.n = 0;
-	else
-		s->nmp = 0;
-	if ((s->nn || s->nt || s->all || s->nm || s->nu) && match_selectors(s))
+	long matched;
+
+	if (has_selectors(s)) {
+		if (scan_procs(s) || (matched = kkctl_select_procs(&s->targets, s)) < 0)
+			return 1;
+		if (!matched) {
+			no_match(s);
+			return 1;
+		}
+	}
+	load_named(s);
+	return 0;
+}
+
+/* How many processes of the scan serve: the most the selectors can add. */
+static size_t count_serving(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < procs.n; i++)
+		n += procs.v[i].serves;
+	return n;
+}
+
+/*
+ * kkctl_select(), each target served (serve.c) as soon as it is selected
+ * rather than after the whole scan: the -p targets first, once a selector
+ * has matched a process (no match is an error, and nothing is sent), then
+ * each process as it matches.  The order of the replies and the exit status
+ * are kkctl_select()'s then kkctl_serve_all()'s.  0 with *@failed set as
+ * kkctl_serve_all() returns, or 1 (the exit status) after saying why, with
+ * nothing sent.
+ */
+int kkctl_select_serve(struct kkctl_sel *s, const char *verb, const char *file,
+		       const char *body, size_t blen, bool *failed)
+{
+	bool sel = has_selectors(s);
+	long matched;
+
+	if (sel && scan_procs(s))
 		return 1;
-	for (size_t i = 0; i < s->targets.n; i++)
-		if (!s->targets.v[i].name[0])	/* a -p pid: not described yet */
-			target_load(&s->targets.v[i], kkctl_json);
+	load_named(s);
+	if (kkctl_serve_begin(&s->targets, sel ? count_serving() : 0, verb, file, body, blen,
+			      !sel))
+		return 1;
+	matched = sel ? kkctl_select_procs(&s->targets, s) : 1;
+	if (matched <= 0) {
+		if (!matched)
+			no_match(s);
+		*failed = kkctl_serve_end(true);
+		return 1;
+	}
+	*failed = kkctl_serve_end(false);
 	return 0;
 }
 
