@@ -11,17 +11,11 @@
 set -u
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] &&
 	{ echo "skip: under a sanitizer a fork child does not wait for its thread (docs/control.md)"; exit 77; }
-B=${KK_BUILD:?}
 SRC=${KK_SRC:?}
-CC=${CC:-cc}
-tmp=$(mktemp -d /tmp/kk-fork-seccomp.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-CFLAGS="-O2 -Wall -Wextra -Werror -I$SRC/include -pthread"
-[ "${KK_TEST_LABEL:-default}" = fallback ] && CFLAGS="$CFLAGS -DKK_NO_JUMP_LABEL"
+KK_CPROG_NAME=fork-seccomp
+. "$SRC/test/cprog-lib.sh"
 
 cat > "$tmp/prog.c" <<'C'
-#include <dirent.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -33,29 +27,10 @@ cat > "$tmp/prog.c" <<'C'
 #include <sys/wait.h>
 #include <unistd.h>
 #include <kernelkit/dynamic_debug.h>
+#include <tasks.h>
 
 void hello(void) { pr_debug("hello\n"); }
 
-static int named(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int found = 0;
-
-	while (d && (e = readdir(d))) {
-		char path[300], name[64] = "";
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if (e->d_name[0] != '.' && (f = fopen(path, "r"))) {
-			found |= fgets(name, sizeof(name), f) && !strcmp(name, "kk-control\n");
-			fclose(f);
-		}
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
 
 int main(void)
 {
@@ -79,7 +54,7 @@ int main(void)
 		if (pid == 0) {
 			if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &p))
 				_exit(77);
-			while (!named())
+			while (!task_named("kk-control"))
 				sched_yield();
 			_exit(0);
 		}

@@ -11,14 +11,9 @@
 # the threads' names and needs "kk-control" among them.
 set -u
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && { echo "skip: ASan refuses a preload ahead of its runtime"; exit 77; }
-B=${KK_BUILD:?}
 SRC=${KK_SRC:?}
-CC=${CC:-cc}
-tmp=$(mktemp -d /tmp/kk-before-main.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-CFLAGS="-O2 -Wall -Wextra -Werror -I$SRC/include -pthread"
-[ "${KK_TEST_LABEL:-default}" = fallback ] && CFLAGS="$CFLAGS -DKK_NO_JUMP_LABEL"
+KK_CPROG_NAME=before-main
+. "$SRC/test/cprog-lib.sh"
 
 cat > "$tmp/slow.c" <<'C'
 #define _GNU_SOURCE
@@ -51,31 +46,16 @@ int pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), 
 }
 C
 cat > "$tmp/prog.c" <<'C'
-#include <dirent.h>
 #include <stdio.h>
-#include <string.h>
 #include <kernelkit/dynamic_debug.h>
+#include <tasks.h>
 
 void hello(void) { pr_debug("hello\n"); }
 
 int main(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int found = 0;
+	int found = task_named("kk-control") != 0;
 
-	while (d && (e = readdir(d))) {
-		char path[300], name[64] = "";
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if (e->d_name[0] != '.' && (f = fopen(path, "r"))) {
-			found |= fgets(name, sizeof(name), f) && !strcmp(name, "kk-control\n");
-			fclose(f);
-		}
-	}
-	if (d)
-		closedir(d);
 	hello();
 	printf("kk-control at main: %d\n", found);
 	return 0;

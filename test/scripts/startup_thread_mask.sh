@@ -8,22 +8,16 @@
 # strace -f shows the creators' calls; /proc shows the thread's mask, which
 # must stay what it was.
 set -u
-B=${KK_BUILD:?}
 SRC=${KK_SRC:?}
-CC=${CC:-cc}
 command -v strace > /dev/null || { echo "skip: no strace"; exit 77; }
 v=$(getconf GNU_LIBC_VERSION 2> /dev/null | sed -n 's/^glibc 2\.\([0-9]*\).*/\1/p')
 [ -n "$v" ] && [ "$v" -ge 32 ] || { echo "skip: not glibc 2.32 or later (no pthread_attr_setsigmask_np)"; exit 77; }
 # ASan's pthread_create() interceptor sets and restores the creator's mask itself.
 [ "${KK_TEST_LABEL:-default}" = asan+ubsan ] && { echo "skip: the sanitizer's pthread_create() masks the creator"; exit 77; }
-tmp=$(mktemp -d /tmp/kk-thread-mask.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-CFLAGS="-O2 -Wall -Wextra -Werror -I$SRC/include -pthread"
-[ "${KK_TEST_LABEL:-default}" = fallback ] && CFLAGS="$CFLAGS -DKK_NO_JUMP_LABEL"
+KK_CPROG_NAME=thread-mask
+. "$SRC/test/cprog-lib.sh"
 
 cat > "$tmp/prog.c" <<'C'
-#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +26,7 @@ cat > "$tmp/prog.c" <<'C'
 #include <sys/wait.h>
 #include <unistd.h>
 #include <kernelkit/dynamic_debug.h>
+#include <tasks.h>
 
 void hello(void) { pr_debug("hello\n"); }
 
@@ -39,40 +34,26 @@ void hello(void) { pr_debug("hello\n"); }
 static const char *thread_mask(void)
 {
 	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
-	DIR *d = opendir("/proc/self/task");
-	const char *verdict = "no kk-control thread";
-	struct dirent *e;
+	int tid = task_named("kk-control");
+	char path[64], line[256];
+	unsigned long long blk = 0;
+	FILE *f;
 
-	while (d && (e = readdir(d))) {
-		char path[300], line[256] = "";
-		unsigned long long blk = 0;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if (e->d_name[0] == '.' || !(f = fopen(path, "r")))
-			continue;
-		if (!fgets(line, sizeof(line), f) || strcmp(line, "kk-control\n")) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "SigBlk:", 7))
-				blk = strtoull(line + 7, NULL, 16);
-		fclose(f);
-		verdict = "ok";
-		if (!(blk >> (SIGUSR1 - 1) & 1) || !(blk >> (SIGTERM - 1) & 1))
-			verdict = "SIGUSR1 or SIGTERM not blocked";
-		for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
-			if (blk >> (faults[i] - 1) & 1)
-				verdict = "a fault signal blocked";
-	}
-	if (d)
-		closedir(d);
-	return verdict;
+	if (!tid)
+		return "no kk-control thread";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (!(f = fopen(path, "r")))
+		return "no kk-control thread";
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigBlk:", 7))
+			blk = strtoull(line + 7, NULL, 16);
+	fclose(f);
+	if (!(blk >> (SIGUSR1 - 1) & 1) || !(blk >> (SIGTERM - 1) & 1))
+		return "SIGUSR1 or SIGTERM not blocked";
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		if (blk >> (faults[i] - 1) & 1)
+			return "a fault signal blocked";
+	return "ok";
 }
 
 int main(void)

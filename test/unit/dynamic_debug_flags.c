@@ -68,19 +68,10 @@ static void set_all(const char *flags)
 	free(r);
 }
 
-static char *trace_text(void)
-{
-	char *t = NULL;
-	size_t n;
-
-	cr_assert_eq(kk_control_read("dynamic_debug/trace", &t, &n), 0);
-	return t;
-}
-
 /* Records in the ring since the last clear (its header's entries-in-buffer). */
 static unsigned long records_shown(void)
 {
-	char *t = trace_text();
+	char *t = dynamic_debug_trace_text();
 	const char *p = strstr(t, "entries-written: ");
 	unsigned long in = 0, written = 0;
 
@@ -121,7 +112,7 @@ Test(dynamic_debug_flags, a_call_prints_only_with_p_and_records_only_with_T)
 		kk_dyndbg_trace_clear();
 		call_all((int)i);
 		kk_dyndbg_set_sink(NULL, NULL);
-		t = trace_text();
+		t = dynamic_debug_trace_text();
 		if (fc->prints) {
 			/* 1 message, 3 rows of hex, 1 rate-limited message */
 			cr_assert_eq(c.n, 5, "%s: %d lines: %s", fc->query, c.n, c.buf);
@@ -216,7 +207,7 @@ Test(dynamic_debug_flags, the_rate_limit_follows_the_flags)
 	rs = rs_due();
 	cr_assert_eq(__kk_dynamic_ratelimit(&rs, rl_site()), 1);
 	cr_assert_eq(c.n, 0, "T alone: the report was printed: %s", c.buf);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "rl_site: 3 callbacks suppressed\n"), "T: report not recorded:\n%s", t);
 	free(t);
 

@@ -55,15 +55,6 @@ __attribute__((noinline)) void tr_nodesc(int v)
 	_dynamic_func_call_no_desc("tr nodesc %d", no_desc_fn, v);
 }
 
-static char *trace_text(void)
-{
-	char *t = NULL;
-	size_t n;
-
-	cr_assert_eq(kk_control_read("dynamic_debug/trace", &t, &n), 0);
-	return t;
-}
-
 static char *pipe_text(void)
 {
 	char *t = NULL;
@@ -81,38 +72,30 @@ static const char *msg_of(const char *line)
 	return p ? p + 2 : NULL;
 }
 
-static void enable(const char *q)
-{
-	char *r = NULL;
-
-	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
-	free(r);
-}
-
 /* ---- the flag ---------------------------------------------------------------- */
 
 Test(dynamic_debug_trace, flag_parses_lists_and_switches_the_site)
 {
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "_");
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "T");
-	enable("func tr_seq +pmf");
+	dynamic_debug_must_write("func tr_seq +pmf");
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "pTmf");
-	enable("func tr_seq -p");
+	dynamic_debug_must_write("func tr_seq -p");
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "Tmf");
 	/* a listing line written back keeps the flag */
-	enable("func tr_seq =T");
+	dynamic_debug_must_write("func tr_seq =T");
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "T");
 	tr_seq(1, 1);		/* T alone switches the site on: it records */
-	char *t = trace_text();
+	char *t = dynamic_debug_trace_text();
 
 	cr_assert(strstr(t, "seq 1 1\n"), "%s", t);
 	free(t);
-	enable("func tr_seq -T");
+	dynamic_debug_must_write("func tr_seq -T");
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_seq"), "_");
 	kk_dyndbg_trace_clear();
 	tr_seq(1, 2);		/* off again: nothing recorded */
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert_null(strstr(t, "seq 1 2"), "%s", t);
 	free(t);
 }
@@ -126,7 +109,7 @@ Test(dynamic_debug_trace, flag_refused_where_nothing_would_record)
 	cr_assert(strstr(r, "'T'"), "%s", r);
 	free(r);
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_nodesc"), "_");
-	enable("func tr_nodesc +p");	/* p stays allowed there */
+	dynamic_debug_must_write("func tr_nodesc +p");	/* p stays allowed there */
 	cr_assert_str_eq(dynamic_debug_flags_of("tr_nodesc"), "p");
 }
 
@@ -137,7 +120,7 @@ Test(dynamic_debug_trace, flag_is_inherited_by_exec)
 	ssize_t n, got = 0;
 	pid_t pid;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	cr_assert_eq(pipe(p), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -177,19 +160,19 @@ Test(dynamic_debug_trace, p_prints_T_records_both_do_both)
 	char *t;
 
 	kk_dyndbg_set_sink(sink, NULL);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	tr_seq(2, 1);
 	cr_assert_eq(sunk_len, 0, "T alone printed: %s", sunk);
-	enable("func tr_seq +p");
+	dynamic_debug_must_write("func tr_seq +p");
 	tr_seq(2, 2);
 	cr_assert(strstr(sunk, "seq 2 2\n"), "p+T did not print: %s", sunk);
 	cr_assert_null(strstr(sunk, "seq 2 1"), "%s", sunk);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "seq 2 1\n") && strstr(t, "seq 2 2\n"), "%s", t);
 	free(t);
-	enable("func tr_seq -T");
+	dynamic_debug_must_write("func tr_seq -T");
 	tr_seq(2, 3);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(sunk, "seq 2 3\n"), "%s", sunk);
 	cr_assert_null(strstr(t, "seq 2 3"), "p alone recorded: %s", t);
 	free(t);
@@ -202,16 +185,16 @@ Test(dynamic_debug_trace, records_of_an_unloaded_object_are_not_formatted)
 	char *t;
 
 	cr_assert_not_null(h, "%s", dlerror());
-	enable("module dynamic_debug_mod +T");
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("module dynamic_debug_mod +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	((void (*)(int))dlsym(h, "ddm_plain"))(5);
 	tr_seq(70, 0);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "ddm plain one 5"), "%s", t);
 	free(t);
 	/* its format and site are gone with it: the record is counted, not read */
 	dlclose(h);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert_null(strstr(t, "ddm plain"), "%s", t);
 	cr_assert(strstr(t, "seq 70 0\n"), "%s", t);
 	cr_assert(strstr(t, "# 3 records of unloaded objects not shown"), "%s", t);
@@ -226,10 +209,10 @@ Test(dynamic_debug_trace, arguments_are_formatted_as_printf_would)
 	const char *s = "hello world";
 	void *p = (void *)(uintptr_t)0x1234abcd;
 
-	enable("func tr_mixed +T");
+	dynamic_debug_must_write("func tr_mixed +T");
 	tr_mixed(-42, -1234567890123LL, 200, (size_t)77, 3.14159, s, p, 'Q', 5);
 	tr_mixed(7, 0, 0, 0, -0.5, NULL, NULL, 'z', 0);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	snprintf(want, sizeof(want), "d=%d ll=%lld hh=%hhu z=%zu f=%.3f s=%s p=%p c=%c pct=%% w=[%*d] "
 		 "ps=[%.*s] x=%#x e=%e\n", -42, -1234567890123LL, (unsigned char)200, (size_t)77,
 		 3.14159, s, p, 'Q', 6, -42, 5, s, (unsigned)-42, 3.14159);
@@ -260,10 +243,10 @@ Test(dynamic_debug_trace, long_formats_are_packed_whole)
 {
 	char *t;
 
-	enable("func tr_many +T");
+	dynamic_debug_must_write("func tr_many +T");
 	tr_many(100);
 	tr_many(200);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "] 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 "
 			 "118 119 120 121 122 123 124 125 126 127 128 abc|\n"), "%s", t);
 	cr_assert(strstr(t, "] 200 201 202 "), "%s", t);
@@ -274,9 +257,9 @@ Test(dynamic_debug_trace, unsupported_conversions_show_the_rest_of_the_format)
 {
 	char *t;
 
-	enable("func tr_unsupported +T");
+	dynamic_debug_must_write("func tr_unsupported +T");
 	tr_unsupported(5);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "before 5 then %ls\n"), "%s", t);
 	free(t);
 }
@@ -285,7 +268,7 @@ Test(dynamic_debug_trace, strings_are_copied_at_the_call)
 {
 	char buf[32], big[1000], *t;
 
-	enable("func tr_str +T");
+	dynamic_debug_must_write("func tr_str +T");
 	strcpy(buf, "original");
 	tr_str(buf);
 	strcpy(buf, "CHANGED!");	/* after the call: the record keeps the old text */
@@ -293,7 +276,7 @@ Test(dynamic_debug_trace, strings_are_copied_at_the_call)
 	big[sizeof(big) - 1] = '\0';
 	tr_str(big);
 	memset(big, 'n', sizeof(big) - 1);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "str <original>\n"), "%s", t);
 	cr_assert_null(strstr(t, "CHANGED"), "%s", t);
 	/* a long string is bounded (256 bytes), not dereferenced later */
@@ -327,10 +310,10 @@ Test(dynamic_debug_trace, one_thread_reads_back_in_order)
 {
 	char *t;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	for (unsigned long i = 0; i < 500; i++)
 		tr_seq(3, i);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert_eq(check_seq(t, 3, 0), 500, "%s", t);
 	cr_assert(strstr(t, "entries-in-buffer/entries-written: 500/500"), "%.300s", t);
 	free(t);
@@ -348,7 +331,7 @@ Test(dynamic_debug_trace, trace_pipe_reads_are_bounded_and_consume_only_what_the
 	long got = 0;
 	char *t;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	for (unsigned long i = 0; i < 15000; i++)	/* 840 KiB of a 1 MiB ring, 500 KiB of text */
 		tr_seq(7, i);
 	do {
@@ -370,10 +353,10 @@ Test(dynamic_debug_trace, wraps_around_keeping_the_newest)
 	long n;
 
 	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	for (unsigned long i = 0; i < 5000; i++)
 		tr_seq(4, i);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	/* the newest, consecutive, ending with the last one */
 	r = strstr(t, "seq 4 4999\n");
 	cr_assert(r, "%s", t);
@@ -401,10 +384,10 @@ Test(dynamic_debug_trace, every_record_written_is_shown_or_counted_overwritten)
 	char *t;
 
 	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	for (unsigned long i = 0; i < 5000; i++)
 		tr_seq(5, i);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	h = strstr(t, "entries-in-buffer/entries-written: ");
 	cr_assert(h && sscanf(h, "entries-in-buffer/entries-written: %lu/%lu", &shown, &written) == 2,
 		  "%.300s", t);
@@ -478,7 +461,7 @@ Test(dynamic_debug_trace, concurrent_writers_and_a_consuming_reader)
 	for (int i = 0; i < NW; i++)
 		last[i] = -1;
 	cr_assert_eq(kk_dyndbg_trace_set_size(16384), 0);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	pthread_barrier_init(&writers_start, NULL, NW);
 	for (int i = 0; i < NW; i++)
 		pthread_create(&th[i], NULL, writer, (void *)(intptr_t)(10 + i));
@@ -520,7 +503,7 @@ Test(dynamic_debug_trace, trace_pipe_loses_nothing_that_was_not_overwritten)
 	for (int i = 0; i < NW; i++)
 		last[i] = -1;
 	cr_assert_eq(kk_dyndbg_trace_set_size(16384u << 10), 0);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	pthread_barrier_init(&writers_start, NULL, NW);
 	for (int i = 0; i < NW; i++)
 		pthread_create(&th[i], NULL, writer, (void *)(intptr_t)(10 + i));
@@ -536,7 +519,7 @@ Test(dynamic_debug_trace, trace_pipe_loses_nothing_that_was_not_overwritten)
 		empty = !*t;
 		free(t);
 	} while (!empty);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert(strstr(t, "# lost: overwritten 0, nested 0, no buffer 0\n"), "%.300s", t);
 	free(t);
 	atomic_store(&writers_go, 1);
@@ -557,7 +540,7 @@ Test(dynamic_debug_trace, merged_across_threads_by_time)
 	pthread_t th;
 	char *t;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	/* 0, 2, 4 here; 1, 3 on two other threads (each joined before the next) */
 	for (unsigned long i = 0; i < 5; i++) {
 		if (i % 2 == 0) {
@@ -567,7 +550,7 @@ Test(dynamic_debug_trace, merged_across_threads_by_time)
 		pthread_create(&th, NULL, seq_one, (void *)(uintptr_t)i);
 		pthread_join(th, NULL);
 	}
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert_eq(check_seq(t, 20, 0), 5, "%s", t);
 	free(t);
 }
@@ -588,12 +571,12 @@ Test(dynamic_debug_trace, a_signal_handler_records)
 	char *t;
 
 	sigaction(SIGUSR1, &sa, NULL);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	/* the handler's first event is the thread's first: it maps the ring */
 	raise(SIGUSR1);
 	tr_seq(31, 0);
 	raise(SIGUSR1);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	cr_assert_eq(check_seq(t, 30, 0), 2, "%s", t);
 	cr_assert_eq(check_seq(t, 31, 0), 1, "%s", t);
 	cr_assert(strstr(t, "seq 30 0") < strstr(t, "seq 31 0") &&
@@ -622,7 +605,7 @@ Test(dynamic_debug_trace, a_handler_interrupting_the_writer_never_tears_a_record
 
 	sigaction(SIGUSR1, &sa, NULL);
 	cr_assert_eq(kk_dyndbg_trace_set_size(1 << 20), 0);
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	/* Touch every page of the ring first: signals come back from page faults,
 	 * which are all inside the writer, so a fresh ring would test only drops. */
 	for (unsigned long i = 0; i < 40000; i++)
@@ -637,7 +620,7 @@ Test(dynamic_debug_trace, a_handler_interrupting_the_writer_never_tears_a_record
 		tr_seq(32, i);
 	atomic_store(&kicking, 0);
 	pthread_join(k, NULL);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	/* ours all there and in order; the handler's in order, or dropped and counted */
 	cr_assert_eq(check_seq(t, 32, 0), 10000);
 	/* every line whole */
@@ -680,7 +663,7 @@ Test(dynamic_debug_trace, a_forked_child_has_a_usable_ring)
 	pid_t pid;
 	int st;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	tr_seq(40, 0);
 	pthread_create(&th, NULL, other_thread, NULL);
 	pthread_join(th, NULL);
@@ -708,7 +691,7 @@ Test(dynamic_debug_trace, a_forked_child_has_a_usable_ring)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 	tr_seq(40, 2);	/* the parent goes on */
-	char *t = trace_text();
+	char *t = dynamic_debug_trace_text();
 
 	cr_assert(strstr(t, "seq 40 2\n") && strstr(t, "seq 41 0\n"), "%s", t);
 	cr_assert_null(strstr(t, "seq 40 1\n"), "the child's record in the parent: %s", t);
@@ -908,7 +891,7 @@ Test(dynamic_debug_trace, buffer_size_kb_round_trips)
 	cr_assert_str_eq(t, "8\n", "a refused write changed the size");
 	free(t);
 	/* the threads' rings follow: the total is one ring of the new size */
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	tr_seq(60, 0);
 	t = read_file("dynamic_debug/buffer_total_size_kb");
 	cr_assert_str_eq(t, "8\n");
@@ -929,7 +912,7 @@ Test(dynamic_debug_trace, trace_clears_by_writing_nothing_or_zero)
 {
 	char *t;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	tr_seq(61, 0);
 	t = read_file("dynamic_debug/trace");
 	cr_assert(strstr(t, "seq 61 0\n") && strstr(t, "entries-in-buffer/entries-written: 1/1"),
@@ -964,7 +947,7 @@ Test(dynamic_debug_trace, trace_pipe_consumes_and_is_not_writable)
 {
 	char *t;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	tr_seq(62, 0);
 	tr_seq(62, 1);
 	t = read_file("dynamic_debug/trace_pipe");
@@ -1020,7 +1003,7 @@ Test(dynamic_debug_trace, trace_pipe_blocks_until_a_record)
 {
 	bool parked = false, got = false;
 
-	enable("func tr_seq +T");
+	dynamic_debug_must_write("func tr_seq +T");
 	free(pipe_text());	/* drain */
 	/*
 	 * The reader parks, as there is nothing to show; then a record is

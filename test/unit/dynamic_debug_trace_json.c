@@ -76,14 +76,6 @@ __attribute__((noinline)) void js_seq(unsigned long i)
 	pr_debug("jseq %lu\n", i);
 }
 
-static void enable(const char *q)
-{
-	char *r = NULL;
-
-	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
-	free(r);
-}
-
 static char tmpdir[] = "/tmp/kk-json-XXXXXX";
 
 static void make_tmp(void)
@@ -166,7 +158,7 @@ Test(dynamic_debug_trace_json, every_conversion_typed_and_named)
 	int64_t off;
 
 	pthread_setname_np(pthread_self(), "json-main");
-	enable("func js_all +T");
+	dynamic_debug_must_write("func js_all +T");
 	js_all(bad);
 	write_tmp("msg", msg, (size_t)js_all_text(msg, sizeof(msg), bad));
 	write_tmp("fmt", js_all_fmt, strlen(js_all_fmt));
@@ -179,9 +171,9 @@ Test(dynamic_debug_trace_json, every_conversion_typed_and_named)
 
 Test(dynamic_debug_trace_json, non_finite_long_double_null_and_cut_records)
 {
-	enable("func js_more +T");
-	enable("func js_cut +T");
-	enable("func js_quote +T");
+	dynamic_debug_must_write("func js_more +T");
+	dynamic_debug_must_write("func js_cut +T");
+	dynamic_debug_must_write("func js_quote +T");
 	js_more();
 	js_cut();
 	js_quote();
@@ -195,7 +187,7 @@ Test(dynamic_debug_trace_json, consumes_as_trace_pipe_does)
 	char *t = NULL;
 	size_t n = 0;
 
-	enable("func js_seq +T");
+	dynamic_debug_must_write("func js_seq +T");
 	js_seq(1);
 	read_json("first");
 	check("valid first");
@@ -241,7 +233,7 @@ Test(dynamic_debug_trace_json, lost_records_counted_per_thread)
 	char args[128], c;
 
 	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
-	enable("func js_seq +T");
+	dynamic_debug_must_write("func js_seq +T");
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(pipe(w[i].go), 0);
 		cr_assert_eq(pipe(w[i].done), 0);
@@ -269,7 +261,7 @@ Test(dynamic_debug_trace_json, limited_to_threads)
 	char *t = NULL, list[32];
 	size_t n;
 
-	enable("func js_seq +T");
+	dynamic_debug_must_write("func js_seq +T");
 	js_seq(7);
 	snprintf(list, sizeof(list), "%d", (int)getpid() + 1000000);
 	cr_assert_eq(kk_control_write("dynamic_debug/trace_threads", list, strlen(list), NULL), 0);
@@ -332,7 +324,7 @@ Test(dynamic_debug_trace_json, bounded_reads_consume_only_what_they_send)
 	size_t reads = 0, events;
 	char c;
 
-	enable("func js_seq +T");
+	dynamic_debug_must_write("func js_seq +T");
 	for (int i = 0; i < 2; i++) {
 		int64_t t0 = clock_ns(CLOCK_MONOTONIC);
 

@@ -23,14 +23,6 @@ __attribute__((noinline)) void rg_seq(int tag, unsigned long i)
 	pr_debug("rseq %d %lu\n", tag, i);
 }
 
-static void enable(const char *q)
-{
-	char *r = NULL;
-
-	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
-	free(r);
-}
-
 static char *read_file(const char *name)
 {
 	char *t = NULL;
@@ -88,7 +80,7 @@ Test(dynamic_debug_trace_ring, counts_add_up_while_a_thread_writes)
 	pthread_t th;
 
 	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	pthread_create(&th, NULL, busy_writer, NULL);
 	for (int i = 0; i < 300; i++) {
 		unsigned long before = atomic_load(&writes_done);
@@ -122,7 +114,7 @@ Test(dynamic_debug_trace_ring, clearing_resets_the_counts)
 	char *t;
 
 	cr_assert_eq(kk_dyndbg_trace_set_size(4096), 0);
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	for (unsigned long i = 0; i < 1000; i++)
 		rg_seq(2, i);
 	t = read_file("dynamic_debug/trace");
@@ -150,7 +142,7 @@ Test(dynamic_debug_trace_ring, text_time_stamps_have_nanoseconds)
 	regmatch_t m;
 	char *t;
 
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	rg_seq(3, 0);
 	t = read_file("dynamic_debug/trace");
 	cr_assert_eq(regcomp(&re, "^ *[0-9]+ \\[ *[0-9]+\\.[0-9]{9}\\] rseq 3 0$",
@@ -169,7 +161,7 @@ Test(dynamic_debug_trace_ring, default_ring_holds_a_burst)
 	unsigned long shown, written, over;
 	char *t;
 
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	for (unsigned long i = 0; i < 10000; i++)
 		rg_seq(4, i);
 	t = read_file("dynamic_debug/trace");
@@ -228,7 +220,7 @@ Test(dynamic_debug_trace_ring, trace_threads_limits_the_readers)
 	pthread_t ta, tb;
 	char *t, *r, list[64];
 
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	start_named(&a, &ta);
 	start_named(&b, &tb);
 	rg_seq(52, 0);	/* this thread */
@@ -279,7 +271,7 @@ Test(dynamic_debug_trace_ring, trace_threads_header_counts_the_shown_threads)
 	pthread_t ta;
 	char *t;
 
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	start_named(&a, &ta);
 	for (unsigned long i = 0; i < 5; i++)
 		rg_seq(54, i);
@@ -319,7 +311,7 @@ Test(dynamic_debug_trace_ring, print_time_stamps_printed_lines_as_printk)
 	char *t, *r;
 
 	kk_dyndbg_set_sink(capture, NULL);
-	enable("func rg_seq +p");
+	dynamic_debug_must_write("func rg_seq +p");
 	t = read_file("dynamic_debug/print_time");
 	cr_assert_str_eq(t, "0\n", "off by default, as printk.time");
 	free(t);
@@ -329,7 +321,7 @@ Test(dynamic_debug_trace_ring, print_time_stamps_printed_lines_as_printk)
 	rg_seq(60, 1);
 	cr_assert(matches(printed, "^\\[ *[0-9]+\\.[0-9]{6}\\] rseq 60 1\n$"), "%s", printed);
 	/* before the site's decorations, as printk's time is before the message */
-	enable("func rg_seq +tf");
+	dynamic_debug_must_write("func rg_seq +tf");
 	rg_seq(60, 2);
 	cr_assert(matches(printed, "^\\[ *[0-9]+\\.[0-9]{6}\\] \\[[0-9]+\\] rg_seq: rseq 60 2\n$"),
 		  "%s", printed);
@@ -365,7 +357,7 @@ Test(dynamic_debug_trace_ring, trace_clock_shows_wall_clock_time_on_request)
 	struct timespec mono, real;
 	char *t, *r;
 
-	enable("func rg_seq +T");
+	dynamic_debug_must_write("func rg_seq +T");
 	rg_seq(70, 0);
 	t = read_file("dynamic_debug/trace_clock");
 	cr_assert_str_eq(t, "[mono] realtime\n");

@@ -31,23 +31,6 @@ __attribute__((noinline)) void wr_four(const char *a, const char *b, const char 
 	pr_debug("w4 %s|%s|%s|%s|%d\n", a, b, c, d, v);
 }
 
-static void enable(const char *q)
-{
-	char *r = NULL;
-
-	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
-	free(r);
-}
-
-static char *trace_text(void)
-{
-	char *t = NULL;
-	size_t n;
-
-	cr_assert_eq(kk_control_read("dynamic_debug/trace", &t, &n), 0);
-	return t ? t : strdup("");
-}
-
 /* A thread's first event (its ring is mapped then) and its later ones. */
 static void *errno_thread(void *arg)
 {
@@ -68,12 +51,12 @@ Test(dynamic_debug_trace_write, an_event_leaves_errno_and_m_records_it)
 	char *t;
 
 	kk_dyndbg_trace_clear();
-	enable("func wr_errno +T");
+	dynamic_debug_must_write("func wr_errno +T");
 	cr_assert_eq(pthread_create(&th, NULL, errno_thread, seen), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(seen[i], EINTR, "event %d: errno %d after it", i, seen[i]);
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	for (int i = 0; i < 3; i++) {
 		char want[64];
 
@@ -90,14 +73,14 @@ Test(dynamic_debug_trace_write, records_near_the_largest_size_are_whole_or_cut_n
 	memset(s, 'a', sizeof(s) - 1);
 	s[sizeof(s) - 1] = '\0';
 	kk_dyndbg_trace_clear();
-	enable("func wr_three +T");
-	enable("func wr_four +T");
+	dynamic_debug_must_write("func wr_three +T");
+	dynamic_debug_must_write("func wr_four +T");
 	for (int round = 0; round < 2; round++) {	/* the second: the formats are cached */
 		wr_three(s, s, s, 10 + round);
 		wr_four(s, s, s, s, 20 + round);
 		wr_three("x", "y", "z", 30 + round);
 	}
-	t = trace_text();
+	t = dynamic_debug_trace_text();
 	for (int round = 0; round < 2; round++) {
 		/* whole: each string bounded at 256 bytes, the int after them */
 		snprintf(want, sizeof(want), "w3 %.256s|%.256s|%.256s|%d\n", s, s, s, 10 + round);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers for the dynamic-debug tests: writes, listings, captured output. */
+/* Helpers for the dynamic-debug tests (Criterion programs): writes, listings, captured output. */
 #ifndef DYNDBG_UTIL_H
 #define DYNDBG_UTIL_H
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +31,25 @@ static inline int control_file_write(const char *file, const char *text, char **
 static inline int dynamic_debug_write(const char *q, char **reply)
 {
 	return control_file_write("dynamic_debug/control", q, reply);
+}
+
+/* A write to dynamic_debug/control that must succeed (the test fails with its reply). */
+static inline void dynamic_debug_must_write(const char *q)
+{
+	char *r = NULL;
+
+	cr_assert_eq(dynamic_debug_write(q, &r), 0, "%s: %s", q, r);
+	free(r);
+}
+
+/* dynamic_debug/trace's text, malloc'ed ("" when it has none); the read must succeed. */
+static inline char *dynamic_debug_trace_text(void)
+{
+	char *t = NULL;
+	size_t n;
+
+	cr_assert_eq(kk_control_read("dynamic_debug/trace", &t, &n), 0);
+	return t ? t : strdup("");
 }
 
 #if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
