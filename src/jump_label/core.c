@@ -3,12 +3,15 @@
  * Static keys: the registry of keys and sites, and the key API.
  *
  * Data structures first.  They are the kernel's (kernel/jump_label.c), so
- * that registering an object costs no allocation per key or per site:
- *  - In each ELF object's own kk_jump_table the sites of one key are one run
- *    of entries.  The linker's order usually is such (link_runs() checks it
- *    as it links, O(n)); otherwise the table is sorted in place when the
- *    object registers, by key and then by address (jump_label_sort_entries).
- *    No copy of the table is kept.
+ * that registering an object costs no allocation per key or per site (only
+ * a key with several runs costs a record, and one use for each object):
+ *  - In each ELF object's own kk_jump_table the sites of one key are usually
+ *    one run of entries: a site's key is linked to its run in one pass, O(n).
+ *    A key with several runs in one table (a site in an inline function,
+ *    inlined into several functions; a key used by several units) has a
+ *    record, as a key used by several objects has: for each object, where
+ *    its first and its last run start (jump_label_use).  The table is never
+ *    sorted or written (the kernel sorts it), and no copy of it is kept.
  *  - jump_label_object: one per object with a table: where the table is, the
  *    object's address range, and its module name (computed when a listing or
  *    an error message first needs it).
@@ -17,10 +20,10 @@
  *      JL_ENTRIES set:   the first entry of the key's run in the only object
  *                        that has sites of the key (the common case);
  *      JL_ENTRIES clear: a struct jump_label_key (NULL: none), the runs of the key in
- *                        every object that has some.  Made for a key that
- *                        several objects use, and for a key that the API
- *                        touched while no object had sites of it (so that the
- *                        listing shows it).
+ *                        every object that has some.  Made for a key with
+ *                        several runs (in one object or several), and for a
+ *                        key that the API touched while no object had sites
+ *                        of it (so that the listing shows it).
  *    Bits 1-2 of priv are the key's place in the queue (JL_Q_*).
  *  - the queue: an array of the keys with a queued state.  The state itself
  *    is in the key's priv bits, so queuing a key again, or an immediate change
@@ -30,13 +33,14 @@
  * jump_label_mutex, the analogue of the kernel's jump_label_mutex.  Readers of a key
  * only ever load key->enabled.
  *
- * Differences from the kernel: a table in which every key's sites are one
- * run (in any order of keys) is not rewritten, so its pages stay as the
- * loader left them (shared with the file when nothing relocated them); an entry's key is absolute (bit 1 set,
- * relocated at load, so a site can sit anywhere, also in a C++ inline
- * function in a shared object), or, in objects built with the headers before
- * that, relative to a per-site slot that holds the key's address: moving such
- * an entry re-bases the slot offset too, exactly as for code and target.
+ * Differences from the kernel: the table is not sorted (the kernel's
+ * jump_label_sort_entries() heap-sorts every table, ~700 instructions an
+ * entry), so its pages stay as the loader left them (shared with the file
+ * when nothing relocated them); a key in several runs costs a record
+ * instead.  An entry's key is absolute (bit 1 set, relocated at load, so a
+ * site can sit anywhere, also in a C++ inline function in a shared object),
+ * or, in objects built with the headers before that, relative to a per-site
+ * slot that holds the key's address.
  */
 #include <errno.h>
 #include <limits.h>
@@ -59,23 +63,29 @@
 
 struct jump_label_object {
 	struct jump_label_object *next;
-	struct jump_entry *start, *stop;	/* the table, sorted */
+	struct jump_entry *start, *stop;	/* the table, as linked */
 	uintptr_t lo, hi;			/* the object's mapped range; 0, 0: unknown */
 	char name[64];				/* "" until first needed */
 };
 
-/* One object's run of a key's entries. */
+/*
+ * One object's runs of a key's entries: the first run starts at @first, the
+ * last at @last (the same run, unless a site of the key was inlined into
+ * several functions); other keys' entries may lie between them.
+ */
 struct jump_label_use {
 	struct jump_label_object *obj;
-	const struct jump_entry *first;
+	const struct jump_entry *first, *last;
 };
 
 struct jump_label_key {
 	struct jump_label_key *next;
 	struct jump_label_key **pprev;		/* O(1) unlink */
 	struct static_key *key;
-	struct jump_label_use *uses;
+	struct jump_label_use *uses;		/* in the order linked: inl, or malloc'ed */
 	size_t nuses, cap;
+	bool known;				/* made by the API: kept with no use */
+	struct jump_label_use inl[2];		/* the first two: one allocation a record */
 };
 
 #define JL_ENTRIES	1ul		/* priv points at a jump_entry, not a jump_label_key */
@@ -178,76 +188,6 @@ static inline bool entry_branch(const struct jump_entry *e)
 	return e->key & 1;
 }
 
-static int entry_cmp(const struct jump_entry *a, const struct jump_entry *b)
-{
-	uintptr_t ka = (uintptr_t)entry_key(a), kb = (uintptr_t)entry_key(b);
-	uintptr_t ca, cb;
-
-	if (ka != kb)
-		return ka < kb ? -1 : 1;
-	/* within a key by address, so that the sites of a batch come sorted */
-	ca = entry_code(a);
-	cb = entry_code(b);
-	return ca < cb ? -1 : ca > cb;
-}
-
-/*
- * The kernel's jump_label_swap(): the fields are relative to their own
- * address, so an entry that moves by delta has every offset re-based by it;
- * an absolute key stays.  delta is a multiple of the entry size, so the
- * flag bits of key stay.
- */
-static int64_t key_moved(const struct jump_entry *e, int64_t delta)
-{
-	return entry_key_abs(e) ? e->key : e->key + delta;
-}
-
-static void entry_swap(struct jump_entry *a, struct jump_entry *b)
-{
-	int64_t delta = (int64_t)((intptr_t)a - (intptr_t)b);
-	struct jump_entry t = *a;
-
-	a->code = (int32_t)(b->code - delta);
-	a->target = (int32_t)(b->target - delta);
-	a->key = key_moved(b, -delta);
-	b->code = (int32_t)(t.code + delta);
-	b->target = (int32_t)(t.target + delta);
-	b->key = key_moved(&t, delta);
-}
-
-static void sift_down(struct jump_entry *v, size_t root, size_t n)
-{
-	size_t child;
-
-	while ((child = 2 * root + 1) < n) {
-		if (child + 1 < n && entry_cmp(&v[child], &v[child + 1]) < 0)
-			child++;
-		if (entry_cmp(&v[root], &v[child]) >= 0)
-			return;
-		entry_swap(&v[root], &v[child]);
-		root = child;
-	}
-}
-
-/*
- * jump_label_sort_entries(): heapsort in place, no memory.  Only for a table
- * in which some key has more than one run (see link_runs()): a table whose
- * keys each come in one run is not written at all, so its pages stay clean
- * and shared with the file; the order of the sites within a key does not
- * matter here (each batch sorts its sites by address).
- */
-static void sort_entries(struct jump_entry *v, size_t n)
-{
-	size_t i;
-
-	for (i = n / 2; i-- > 0;)
-		sift_down(v, i, n);
-	for (i = n; --i > 0;) {
-		entry_swap(&v[0], &v[i]);
-		sift_down(v, 0, i);
-	}
-}
-
 /* ---- key -> sites ----------------------------------------------------------------- */
 
 static inline uintptr_t priv_of(const struct static_key *key)
@@ -323,10 +263,27 @@ static size_t run_len(const struct jump_label_object *o, const struct jump_entry
 	return (size_t)(x - e);
 }
 
+typedef int run_fn(struct jump_label_object *o, const struct jump_entry *e, size_t n, void *arg);
+
+/* Call @fn for each run of @key in @u; stops at a nonzero return. */
+static int use_runs(struct static_key *key, const struct jump_label_use *u, run_fn *fn, void *arg)
+{
+	for (const struct jump_entry *e = u->first; e <= u->last; e++) {
+		size_t n;
+		int ret;
+
+		if (entry_key(e) != key)
+			continue;
+		n = run_len(u->obj, e);
+		if ((ret = fn(u->obj, e, n, arg)))
+			return ret;
+		e += n - 1;
+	}
+	return 0;
+}
+
 /* Call @fn for every run of @key's entries; stops at a nonzero return. */
-static int for_each_run(struct static_key *key,
-			int (*fn)(struct jump_label_object *o, const struct jump_entry *e, size_t n, void *arg),
-			void *arg)
+static int for_each_run(struct static_key *key, run_fn *fn, void *arg)
 {
 	const struct jump_entry *e = key_entries(key);
 	struct jump_label_key *k;
@@ -339,8 +296,7 @@ static int for_each_run(struct static_key *key,
 	if (!(k = key_record(key)))
 		return 0;
 	for (size_t i = 0; i < k->nuses; i++) {
-		int ret = fn(k->uses[i].obj, k->uses[i].first,
-			     run_len(k->uses[i].obj, k->uses[i].first), arg);
+		int ret = use_runs(key, &k->uses[i], fn, arg);
 
 		if (ret)
 			return ret;
@@ -371,6 +327,8 @@ static struct jump_label_key *record_new(struct static_key *key)
 	if (!k)
 		return NULL;
 	k->key = key;
+	k->uses = k->inl;
+	k->cap = sizeof(k->inl) / sizeof(k->inl[0]);
 	k->next = records;
 	if (records)
 		records->pprev = &k->next;
@@ -384,22 +342,25 @@ static void record_free(struct jump_label_key *k)
 	*k->pprev = k->next;
 	if (k->next)
 		k->next->pprev = k->pprev;
-	free(k->uses);
+	if (k->uses != k->inl)
+		free(k->uses);
 	free(k);
 }
 
 static int record_add_use(struct jump_label_key *k, struct jump_label_object *o, const struct jump_entry *e)
 {
 	if (k->nuses == k->cap) {
-		size_t cap = k->cap ? 2 * k->cap : 2;
-		struct jump_label_use *u = realloc(k->uses, cap * sizeof(*u));
+		size_t cap = 2 * k->cap;
+		struct jump_label_use *u = realloc(k->uses == k->inl ? NULL : k->uses, cap * sizeof(*u));
 
 		if (!u)
 			return -ENOMEM;
+		if (k->uses == k->inl)
+			memcpy(u, k->inl, sizeof(k->inl));
 		k->uses = u;
 		k->cap = cap;
 	}
-	k->uses[k->nuses++] = (struct jump_label_use){ o, e };
+	k->uses[k->nuses++] = (struct jump_label_use){ o, e, e };
 	return 0;
 }
 
@@ -415,6 +376,7 @@ static int key_known(struct static_key *key)
 		return 0;
 	if (!(k = record_new(key)))
 		return fail(-ENOMEM, "out of memory for the key record");
+	k->known = true;
 	link_record(key, k);
 	return 0;
 }
@@ -441,7 +403,7 @@ static int link_run(struct jump_label_object *o, const struct jump_entry *e)
 		link_entries(key, e);
 		return 0;
 	}
-	if (other) {				/* a second object: now a record */
+	if (other) {				/* a second run: now a record */
 		struct jump_label_object *oo = entry_object(other);
 
 		if (!(k = record_new(key)))
@@ -451,6 +413,10 @@ static int link_run(struct jump_label_object *o, const struct jump_entry *e)
 			return -ENOMEM;
 		}
 		link_record(key, k);
+	}
+	if (k->nuses && k->uses[k->nuses - 1].obj == o) {	/* another run here */
+		k->uses[k->nuses - 1].last = e;
+		return 0;
 	}
 	return record_add_use(k, o, e);
 }
@@ -472,27 +438,18 @@ static void unlink_run(struct jump_label_object *o, const struct jump_entry *e)
 		if (k->uses[i].obj != o)
 			k->uses[w++] = k->uses[i];
 	k->nuses = w;
-	if (w == 1) {		/* back to the common case */
+	if (!w && !k->known) {	/* its runs were all here: unlinked, as before */
+		uintptr_t q = key_qstate(key);
+
+		record_free(k);
+		priv_set(key, q);
+	} else if (w == 1 && k->uses[0].first == k->uses[0].last) {	/* back to the common case: one run */
 		const struct jump_entry *first = k->uses[0].first;
 		uintptr_t q = key_qstate(key);
 
 		record_free(k);
 		priv_set(key, (uintptr_t)first | JL_ENTRIES | q);
 	}
-}
-
-/* Whether @key already has a run in @o's table (linked by link_runs()). */
-static bool linked_here(const struct jump_label_object *o, struct static_key *key)
-{
-	const struct jump_entry *x;
-	struct jump_label_key *k;
-
-	if (!priv_of(key))
-		return false;
-	if ((x = key_entries(key)))
-		return x >= o->start && x < o->stop;
-	k = key_record(key);
-	return k && k->nuses && k->uses[k->nuses - 1].obj == o;
 }
 
 /* Unlink the runs of @o's table before @end. */
@@ -503,18 +460,17 @@ static void unlink_runs(struct jump_label_object *o, const struct jump_entry *en
 }
 
 /*
- * Link every run of @o's table to its key, in one pass, unsorted: a key whose
- * entries form one run is all the registry needs.  The linker concatenates
- * the units' tables, so a key used by one unit is one run whatever order the
- * compiler gave the unit's sites (a dynamic-debug site's key always is).
- * Returns 1, with nothing linked, when some key has a second run (a key
- * shared by units, sites interleaved): the table must be sorted first.
+ * Link every run of @o's table to its key, in one pass, in the table's order.
+ * The linker concatenates the units' tables, so most keys are one run
+ * whatever order the compiler gave a unit's sites; a key with a second run
+ * (a dynamic-debug site in an inline function, inlined into several
+ * functions: nginx's ngx_event_del_timer()) gets a record of its runs.
+ * All or nothing: -ENOMEM with nothing linked.
  */
 static int link_runs(struct jump_label_object *o)
 {
 	struct static_key *prev = NULL;
 	struct jump_entry *e;
-	int ret = 0;
 
 	for (e = o->start; e < o->stop; e++) {
 		struct static_key *key = entry_key(e);
@@ -522,18 +478,12 @@ static int link_runs(struct jump_label_object *o)
 		if (key == prev)
 			continue;
 		prev = key;
-		if (linked_here(o, key)) {
-			ret = 1;
-			break;
-		}
 		if (link_run(o, e)) {
-			ret = -ENOMEM;
-			break;
+			unlink_runs(o, e);
+			return -ENOMEM;
 		}
 	}
-	if (ret)		/* all or nothing: unlink what we linked */
-		unlink_runs(o, e);
-	return ret;
+	return 0;
 }
 
 /* ---- the queue -------------------------------------------------------------------- */
@@ -1092,17 +1042,12 @@ KK_EXPORT int kk_jump_label_add_object(const struct jump_entry *start, const str
 		kk_warn("out of memory registering %zu static-key sites", (size_t)(stop - start));
 		goto out;
 	}
-	/* The table is in a writable section ("aw"): sorting it is ours to do. */
 	o->start = (struct jump_entry *)start;
 	o->stop = (struct jump_entry *)stop;
 	kk_addr_range(start, &base, &o->lo, &o->hi);
 	o->next = objects;
 	objects = o;
 	ret = link_runs(o);
-	if (ret > 0) {		/* some key in several runs: sort, then link */
-		sort_entries(o->start, (size_t)(stop - start));
-		ret = link_runs(o);
-	}
 	if (ret) {
 		kk_warn("out of memory registering %zu static-key sites", (size_t)(stop - start));
 		objects = o->next;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The static-key registry: an object's own table is sorted in place (entries
- * moved with their relative offsets re-based), keys are linked to their runs
- * without an allocation per key or site, and the first patch of many pages
- * never drops a page that is already privately modified.
+ * The static-key registry: an object's own table is never written (a key
+ * with several runs in it is linked to each run), keys are linked to their
+ * runs without an allocation per key or site, and the first patch of many
+ * pages never drops a page that is already privately modified.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -56,12 +56,15 @@ static void set_entry(struct jump_entry *e, uint8_t *code, uint8_t *target,
 }
 
 /*
- * A hand-built object whose table is out of order: entries must move, and
- * a moved entry must still point at its own site, target and key: a slot
- * offset is re-based, an absolute key is not.  The table mixes both kinds
- * (an object may link units built with older headers).
+ * A hand-built object whose keys each have several runs, in no order (the
+ * kernel sorts such a table; issue 41: nginx's inline timer sites made
+ * kernelkit heap-sort it, ~700 instructions an entry).  The table is not
+ * written (it is read-only here: a write crashes), and switching a key
+ * patches every site of it and no other.  The table mixes absolute keys and
+ * keys through a slot (an object may link units built with older headers),
+ * and unlikely() with likely() sites.
  */
-Test(jump_label_registry, sorting_table_sorted_in_place_and_entries_rebased)
+Test(jump_label_registry, sorting_keys_in_several_runs_are_linked_unsorted)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uint8_t *code = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -91,23 +94,14 @@ Test(jump_label_registry, sorting_table_sorted_in_place_and_entries_rebased)
 		set_entry(&tab[i], site, target, &slot[in[i].key], in[i].branch, in[i].abs);
 	}
 	cr_assert_eq(mprotect(code, pg, PROT_READ | PROT_EXEC), 0);
+	cr_assert_eq(mprotect(tab, pg, PROT_READ), 0);
 
 	cr_assert_eq(kk_jump_label_add_object(tab, tab + n), 0);
-	for (int i = 1; i < n; i++) {
-		cr_expect((uintptr_t)e_key(&tab[i - 1]) < (uintptr_t)e_key(&tab[i]) ||
-			  (e_key(&tab[i - 1]) == e_key(&tab[i]) && e_code(&tab[i - 1]) < e_code(&tab[i])),
-			  "entry %d out of order", i);
-	}
-	for (int i = 0; i < n; i++) {	/* every original entry is still there, intact */
-		int found = 0;
-
-		for (int j = 0; j < n; j++)
-			found += e_code(&tab[j]) == (uintptr_t)(code + in[i].off) &&
-				 e_target(&tab[j]) == (uintptr_t)target &&
-				 e_key(&tab[j]) == *&slot[in[i].key] &&
-				 (int)(tab[j].key & 1) == in[i].branch;
-		cr_expect_eq(found, 1, "site at +%d", in[i].off);
-	}
+	for (int i = 0; i < n; i++)	/* every entry is where it was, intact */
+		cr_expect(e_code(&tab[i]) == (uintptr_t)(code + in[i].off) &&
+			  e_target(&tab[i]) == (uintptr_t)target &&
+			  e_key(&tab[i]) == *&slot[in[i].key] &&
+			  (int)(tab[i].key & 1) == in[i].branch, "entry %d", i);
 
 	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
 	cr_expect(kkt_is_jump_to(code + 80, target) && kkt_is_jump_to(code + 32, target));
@@ -222,6 +216,73 @@ Test(jump_label_registry, sorting_runs_in_any_key_order_are_not_written)
 	kk_jump_label_del_object(o.tab, o.tab + n, NULL);
 	cr_expect_eq(static_branch_disable(&sk1), 0);
 	cr_expect_eq(static_branch_disable(&sk2), 0);
+}
+
+/*
+ * A key with several runs in one object and a run in another: each unload
+ * leaves the other object's sites switched with the key, all of them, in
+ * either order.  (With one object gone the key has one object left; if that
+ * one holds several runs, all of them stay linked.)
+ */
+static void expect_sites(const struct hand_object *o, const int *off, int n, int jump)
+{
+	for (int i = 0; i < n; i++)
+		cr_expect(jump ? kkt_is_jump_to(o->code + off[i], o->target) : kkt_is_nop(o->code + off[i]),
+			  "site +%d of %p: %s expected", off[i], (void *)o->code, jump ? "a jump" : "a NOP");
+}
+
+static void key_in_two_objects(int unload_many_first)
+{
+	static const struct hand_site many[] = {
+		{ 0, 1 }, { 16, 0 }, { 32, 1 }, { 48, 2 }, { 64, 1 }, { 80, 0 },
+	};
+	static const struct hand_site one[] = { { 0, 2 }, { 16, 1 } };
+	static const int many_k1[] = { 0, 32, 64 }, many_other[] = { 16, 48, 80 };
+	static const int one_k1[] = { 16 }, one_other[] = { 0 };
+	struct hand_object a = make_table(many, 6), b = make_table(one, 2);
+	const struct hand_object *gone = unload_many_first ? &a : &b;
+	const struct hand_object *left = unload_many_first ? &b : &a;
+	const int *left_k1 = unload_many_first ? one_k1 : many_k1;
+	int left_n = unload_many_first ? 1 : 3;
+	char *txt = NULL;
+
+	cr_assert_eq(kk_jump_label_add_object(a.tab, a.tab + 6), 0);
+	cr_assert_eq(kk_jump_label_add_object(b.tab, b.tab + 2), 0);
+	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
+	expect_sites(&a, many_k1, 3, 1);
+	expect_sites(&b, one_k1, 1, 1);
+	expect_sites(&a, many_other, 3, 0);
+	expect_sites(&b, one_other, 1, 0);
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(strstr(txt, "\nsort_k1 1 1 4 "), "%s", txt);
+	free(txt);
+	cr_assert_eq(static_branch_disable(&sk1), 0);
+	expect_sites(&a, many_k1, 3, 0);
+	expect_sites(&b, one_k1, 1, 0);
+
+	kk_jump_label_del_object(gone->tab, gone->tab + (gone == &a ? 6 : 2), NULL);
+	cr_assert_eq(static_branch_enable(&sk1), 0, "%s", kk_jump_label_strerror());
+	expect_sites(left, left_k1, left_n, 1);
+	expect_sites(gone, gone == &a ? many_k1 : one_k1, gone == &a ? 3 : 1, 0);
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(strstr(txt, left_n == 3 ? "\nsort_k1 1 1 3 " : "\nsort_k1 1 1 1 "), "%s", txt);
+	free(txt);
+	cr_assert_eq(static_branch_disable(&sk1), 0);
+	expect_sites(left, left_k1, left_n, 0);
+	kk_jump_label_del_object(left->tab, left->tab + (left == &a ? 6 : 2), NULL);
+	cr_assert_eq(kk_control_read("static_keys", &txt, NULL), 0);
+	cr_expect(!strstr(txt, "sort_k1 "), "unloaded sites still listed:\n%s", txt);
+	free(txt);
+}
+
+Test(jump_label_registry, sorting_key_in_runs_of_two_objects_unload_many_first)
+{
+	key_in_two_objects(1);
+}
+
+Test(jump_label_registry, sorting_key_in_runs_of_two_objects_unload_one_first)
+{
+	key_in_two_objects(0);
 }
 
 /* ---- the first patch of many pages ---------------------------------------------- */
