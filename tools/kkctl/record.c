@@ -6,10 +6,11 @@
  *   kkctl TARGET... record [-o PATH] [--format ctf|perfetto|jsonl|text]
  *         [--duration S] [--count N] [--threads TID|NAME,...] [--wallclock] QUERY...
  *
- * In every selected process: `begin 1000` and the queries on
+ * In every selected process: `begin 1000 held` and the queries on
  * dynamic_debug/session (the library remembers what it changed, and puts it
- * back by itself when 1000 ms pass with no renew: a kkctl killed with
- * SIGKILL leaves nothing switched on); then reads of
+ * back by itself as soon as we are gone, SIGKILL included: it watches us
+ * with a pidfd; where it cannot see us, when 1000 ms pass with no renew;
+ * docs/dynamic_debug.md); then reads of
  * dynamic_debug/trace_pipe_json back to back, by one thread per process
  * (a read sends at most 128 KiB, the oldest records first, and keeps the
  * rest for the next; with nothing to send it waits up to 250 ms for a
@@ -315,7 +316,7 @@ static bool join_ours(struct rtarget *rt, const struct result *res)
 	if (!res->body || sscanf(res->body, "busy: session %16[0-9a-f] is open", id) != 1 ||
 	    strlen(id) != 16 || !our_session(id))
 		return false;
-	snprintf(req, sizeof(req), "renew %s\n", id);
+	snprintf(req, sizeof(req), "renew %s held\n", id);	/* (held: by us, from now) */
 	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &r2);
 	free(r2.body);
 	if (!r2.ok)
@@ -1062,7 +1063,8 @@ static const struct kkr_writer_ops *find_writer(const char *name)
 	return NULL;
 }
 
-/* "begin 1000\n" and the queries, one a line. */
+/* "begin 1000 held\n" and the queries, one a line (held: we hold the
+ * session; it ends when we are gone). */
 static char *begin_body(char **queries, int nq, size_t *len)
 {
 	size_t n = 32;
@@ -1072,7 +1074,7 @@ static char *begin_body(char **queries, int nq, size_t *len)
 		n += strlen(queries[i]) + 1;
 	if (!(b = malloc(n)))
 		return NULL;
-	*len = (size_t)snprintf(b, n, "begin %d\n", LEASE_MS);
+	*len = (size_t)snprintf(b, n, "begin %d held\n", LEASE_MS);
 	for (int i = 0; i < nq; i++)
 		*len += (size_t)snprintf(b + *len, n - *len, "%s\n", queries[i]);
 	return b;
