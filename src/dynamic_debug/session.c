@@ -352,7 +352,7 @@ static int parse_lease(const char *arg, unsigned int *ms, struct kk_buf *out)
 		v = v * 10 + (unsigned long)(*p - '0');
 	if (p == arg || (*p && !kk_is_space((unsigned char)*p)) || v < LEASE_MIN_MS ||
 	    v > LEASE_MAX_MS) {
-		kk_buf_printf(out, "bad lease '%s': expected 'begin LEASE_MS', LEASE_MS from %d to %d; "
+		kk_buf_printf(out, "bad lease '%s': expected 'begin LEASE_MS [held]', LEASE_MS from %d to %d; "
 			      "no session began\n", arg, LEASE_MIN_MS, LEASE_MAX_MS);
 		return -EINVAL;
 	}
@@ -513,7 +513,7 @@ static int session_write(const char *buf, size_t len, struct kk_buf *out, void *
 		return do_end(arg, out);
 	if (!strcmp(first, "no"))
 		return do_none(arg, out);
-	kk_buf_printf(out, "expected 'begin LEASE_MS' and queries, 'renew ID' or 'end ID'\n");
+	kk_buf_printf(out, "expected 'begin LEASE_MS' (and 'held') and queries, 'renew ID' (and 'held') or 'end ID'\n");
 	return -EINVAL;
 }
 
