@@ -130,7 +130,7 @@ static bool holder_gone_locked(void)
 		holder_drop_locked(false);
 		return false;
 	}
-	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 }
 
 static void close_locked(void)
