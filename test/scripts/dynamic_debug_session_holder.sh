@@ -8,7 +8,9 @@
 #  - without `held`: the time lease alone (the session outlives the write);
 #  - `begin 1000 bogus`: refused in one line, nothing changed;
 #  - a process in a pid namespace of its own (unshare -p), which cannot see
-#    kkctl's pid: `held` gives the time lease (LEASE_MS, no holder), silently.
+#    kkctl's pid: `held` gives the time lease (LEASE_MS, no holder), silently;
+#  - a renewal queued on the socket while the process was stopped past its
+#    lease counts (the endpoint serves the backlog before judging the lease).
 # Every check reads the state right after the change: no timing.
 set -u
 KK_CTL_LIB_NAME=kkholder
@@ -60,6 +62,47 @@ out=$(begin "$p" 'begin 1000 bogus') && fail "begin 1000 bogus was taken: $out"
 case $out in *"expected 'held' or nothing"*) ;; *) fail "begin 1000 bogus: $out" ;; esac
 [ "$(session_of "$p")" = "no session" ] || fail "a refused begin left a session"
 site_off "$p" || fail "a refused begin switched flood_tick on"
+
+# 5 (first: the writer is ours). A renewal that waited in the backlog past
+# the lease's end counts: the writer is stopped (every thread), a `renew` is
+# queued on its socket (ss shows the pending connection), the lease's 2000
+# ms pass while it is stopped; continued, the endpoint serves the renewal
+# before it judges the lease.  (Before: the lease fired first, and the
+# renew got "no session".)
+all_stopped() {
+	for st in /proc/"$1"/task/*/stat; do
+		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
+		[ "$state" = T ] || return 1
+	done
+	return 0
+}
+queued() { [ "$(ss -xlH src "@kernelkit/$1" 2>/dev/null | awk '{print $3}')" = 1 ]; }
+# (a try counts only if the writer was stopped well inside the lease: on a
+# loaded machine the lease may run out before the stop; then try again)
+try=0
+while :; do
+	try=$((try + 1))
+	[ $try -le 5 ] || { echo "skip: could not stop the writer within 1 s of a begin, 5 times (load)"; exit 77; }
+	t0=$(date +%s%N)
+	out=$(begin "$p" 'begin 2000')
+	id=$(printf '%s\n' "$out" | sed -n 's/^session \([0-9a-f]\{16\}\): matched.*/\1/p')
+	[ -n "$id" ] || fail "begin 2000: $out"
+	kill -STOP "$p"
+	until_ok "writer stopped" all_stopped "$p"
+	[ $(($(date +%s%N) - t0)) -lt 1000000000 ] && break
+	kill -CONT "$p"
+	"$K" -p "$p" write dynamic_debug/session "end $id" > /dev/null 2>&1
+done
+"$K" -p "$p" write dynamic_debug/session "renew $id" > "$tmp/renew.out" 2>&1 &
+r=$!
+pids="$pids $r"
+until_ok "the renew queued on the stopped writer's socket" queued "$p"
+t0=$(date +%s%N)	# (the fault: stopped past its 2000 ms lease)
+while [ $(($(date +%s%N) - t0)) -lt 2500000000 ]; do sleep 0.1; done
+kill -CONT "$p"
+wait "$r" || fail "a renewal queued while the lease ran out did not count: $(cat "$tmp/renew.out")"
+case $(session_of "$p") in "session $id "*) ;; *) fail "session $id ended after its renewal: $(session_of "$p")" ;; esac
+end_session "$p"
 
 # 4. a process that cannot see kkctl's pid: the time lease, no holder
 spawn "unshare -p -f --kill-child" 2
