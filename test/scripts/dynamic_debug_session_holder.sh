@@ -65,7 +65,7 @@ site_off "$p" || fail "a refused begin switched flood_tick on"
 
 # 5 (first: the writer is ours). A renewal that waited in the backlog past
 # the lease's end counts: the writer is stopped (every thread), a `renew` is
-# queued on its socket (ss shows the pending connection), the lease's 2000
+# queued on its socket (ss shows the pending connection), the lease's 4000
 # ms pass while it is stopped; continued, the endpoint serves the renewal
 # before it judges the lease.  (Before: the lease fired first, and the
 # renew got "no session".)
@@ -82,14 +82,14 @@ queued() { [ "$(ss -xlH src "@kernelkit/$1" 2>/dev/null | awk '{print $3}')" = 1
 try=0
 while :; do
 	try=$((try + 1))
-	[ $try -le 5 ] || { echo "skip: could not stop the writer within 1 s of a begin, 5 times (load)"; exit 77; }
+	[ $try -le 5 ] || { echo "skip: could not stop the writer within 3 s of a begin, 5 times (load)"; exit 77; }
 	t0=$(date +%s%N)
-	out=$(begin "$p" 'begin 2000')
+	out=$(begin "$p" 'begin 4000')
 	id=$(printf '%s\n' "$out" | sed -n 's/^session \([0-9a-f]\{16\}\): matched.*/\1/p')
-	[ -n "$id" ] || fail "begin 2000: $out"
+	[ -n "$id" ] || fail "begin 4000: $out"
 	kill -STOP "$p"
 	until_ok "writer stopped" all_stopped "$p"
-	[ $(($(date +%s%N) - t0)) -lt 1000000000 ] && break
+	[ $(($(date +%s%N) - t0)) -lt 3000000000 ] && break
 	kill -CONT "$p"
 	"$K" -p "$p" write dynamic_debug/session "end $id" > /dev/null 2>&1
 done
@@ -97,8 +97,8 @@ done
 r=$!
 pids="$pids $r"
 until_ok "the renew queued on the stopped writer's socket" queued "$p"
-t0=$(date +%s%N)	# (the fault: stopped past its 2000 ms lease)
-while [ $(($(date +%s%N) - t0)) -lt 2500000000 ]; do sleep 0.1; done
+t0=$(date +%s%N)	# (the fault: stopped past its 4000 ms lease)
+while [ $(($(date +%s%N) - t0)) -lt 4500000000 ]; do sleep 0.1; done
 kill -CONT "$p"
 wait "$r" || fail "a renewal queued while the lease ran out did not count: $(cat "$tmp/renew.out")"
 case $(session_of "$p") in "session $id "*) ;; *) fail "session $id ended after its renewal: $(session_of "$p")" ;; esac
