@@ -472,6 +472,7 @@ struct control_client {
 };
 
 static struct control_client clients[CTL_CLIENTS];	/* lfd_lock */
+static __thread const struct control_client *cur_client;	/* whose handler runs here */
 
 /*
  * Whom the endpoint serves: who may ptrace the process (the kernel's
@@ -706,7 +707,9 @@ static void client_request(struct control_client *c)
 		return;
 	}
 	pthread_mutex_unlock(&lfd_lock);
+	cur_client = c;
 	status = dispatch(req, name, nl + 1, len - (size_t)(nl + 1 - req), &body);
+	cur_client = NULL;
 	pthread_mutex_lock(&lfd_lock);
 	/* A read may have waited (trace_pipe: up to 250 ms for a record): what
 	 * it returns must still be the peer's to see.  A write is not judged
@@ -731,6 +734,40 @@ static bool client_gave_up(int fd)
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/*
+ * The holder of what the request does (dynamic_debug/session): a pidfd of
+ * the peer whose request runs on this thread, or -errno: -ESRCH when there
+ * is none (kk_control_write() from the program) or its pid is not visible
+ * here (SO_PEERCRED gives 0 for a peer in a pid namespace we do not see, as
+ * kkctl on the host is to a container).  The pid is the peer's at
+ * connect(); while the peer is still connected it is still the peer's (a
+ * pid is not reused while its process lives), so the pidfd is checked after
+ * it is opened.  pidfd_open() (Linux 5.3) sets close-on-exec.
+ */
+int kk_control_peer_pidfd(pid_t *pid)
+{
+	const struct control_client *c = cur_client;
+	int fd;
+
+	*pid = 0;
+	if (!c || c->peer.pid <= 0)
+		return -ESRCH;
+	*pid = c->peer.pid;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, c->peer.pid, 0);
+#else
+	fd = -1;
+	errno = ENOSYS;
+#endif
+	if (fd < 0)
+		return -errno;
+	if (client_gave_up(c->fd.fd)) {
+		close(fd);	/* just made: ours */
+		return -ESRCH;
+	}
+	return fd;
 }
 
 /* Receive what is there.  false: the client is gone (or failed). */
@@ -1004,10 +1041,11 @@ static int renew_socket(void)
 
 /* What one poll() waits on: the clients, then maybe the listening socket. */
 struct pollset {
-	struct pollfd pfd[CTL_CLIENTS + 1];
-	struct control_client *who[CTL_CLIENTS + 1];	/* NULL: the listening socket */
+	struct pollfd pfd[CTL_CLIENTS + 2];
+	struct control_client *who[CTL_CLIENTS + 2];	/* NULL: the listening socket, the timer's fd */
 	int n;
 	int timeout;		/* ms, -1: none */
+	int watch;		/* pfd[watch] is the timer's descriptor; -1: none */
 	bool listening;		/* pfd[n - 1] is the listening socket */
 };
 
@@ -1028,10 +1066,13 @@ static void pollset_wake_by(struct pollset *ps, uint64_t now, uint64_t when)
 }
 
 /*
- * A facility's deadline (kk_control_set_timer(): the session's lease).  Read
- * each turn; while it is 0 the poll() has no timeout of its own.
+ * A facility's deadline and descriptor (kk_control_set_timer(): the
+ * session's lease, and the pidfd of its holder).  Read each turn; while the
+ * deadline is 0 the poll() has no timeout of its own, and while the
+ * descriptor is -1 it is not polled.
  */
 static const uint64_t *timer_due;	/* atomic pointer, set once */
+static const int *timer_watch;		/* atomic pointer, set once */
 static void (*timer_fire)(void);	/* atomic */
 
 /* The deadline, 0 when none. */
@@ -1042,19 +1083,55 @@ static uint64_t timer_when(void)
 	return due ? __atomic_load_n(due, __ATOMIC_ACQUIRE) : 0;
 }
 
-void kk_control_set_timer(const uint64_t *due, void (*fire)(void))
+/* The watched descriptor, -1 when none. */
+static int timer_fd(void)
+{
+	const int *w = __atomic_load_n(&timer_watch, __ATOMIC_ACQUIRE);
+
+	return w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : -1;
+}
+
+void kk_control_set_timer(const uint64_t *due, const int *watch, void (*fire)(void))
 {
 	__atomic_store_n(&timer_fire, fire, __ATOMIC_RELAXED);
+	__atomic_store_n(&timer_watch, watch, __ATOMIC_RELEASE);
 	__atomic_store_n(&timer_due, due, __ATOMIC_RELEASE);
 }
 
-/* The deadline passed (lfd_lock held): fire it without our lock. */
-static void timer_run(void)
+/* A request is on its way in: a client accepted whose request is not whole
+ * yet (lfd_lock held). */
+static bool requests_pending(void)
+{
+	for (int i = 0; i < CTL_CLIENTS; i++)
+		if (clients[i].used && !clients[i].answered)
+			return true;
+	return false;
+}
+
+/*
+ * When the deadline fires: once it has passed and no request is on its way
+ * in, for a renewal that waited in the backlog while we did not run (the
+ * process stopped, the cores busy) must count; but not later than
+ * KK_CONTROL_TIMEOUT_MS after it, whatever comes (lfd_lock held).
+ */
+static uint64_t timer_fires_at(uint64_t now)
 {
 	uint64_t when = timer_when();
-	void (*fire)(void) = __atomic_load_n(&timer_fire, __ATOMIC_RELAXED);
 
-	if (!when || now_ms() < when || !fire)
+	if (when && when <= now && requests_pending())
+		return when + KK_CONTROL_TIMEOUT_MS > now ? when + KK_CONTROL_TIMEOUT_MS : now;
+	return when;
+}
+
+/* After this turn's I/O (lfd_lock held; a connection accepted this turn is
+ * a request on its way in): fire the deadline, or the watched descriptor
+ * that poll() reported, without our lock. */
+static void timer_run(const struct pollset *ps)
+{
+	void (*fire)(void) = __atomic_load_n(&timer_fire, __ATOMIC_RELAXED);
+	uint64_t now = now_ms(), when = timer_fires_at(now);
+
+	if (!fire || !((when && now >= when) || (ps->watch >= 0 && ps->pfd[ps->watch].revents)))
 		return;
 	pthread_mutex_unlock(&lfd_lock);
 	fire();
@@ -1088,8 +1165,13 @@ static void pollset_fill(struct pollset *ps, int lfd_num, uint64_t pause_until)
 		pollset_wake_by(ps, now, c->deadline);
 		pollset_add(ps, c->fd.fd, POLLIN | (c->answered && !c->shut ? POLLOUT : 0), c);
 	}
-	if ((when = timer_when()))	/* 0 with no session: no timeout of its own */
+	if ((when = timer_fires_at(now)))	/* 0 with no session: no timeout of its own */
 		pollset_wake_by(ps, now, when > now ? when : now);
+	ps->watch = -1;
+	if (timer_fd() >= 0) {	/* (before the listening socket, which is last) */
+		ps->watch = ps->n;
+		pollset_add(ps, timer_fd(), POLLIN, NULL);
+	}
 	if (used < CTL_CLIENTS && now >= pause_until) {
 		pollset_add(ps, lfd_num, POLLIN, NULL);
 		ps->listening = true;
@@ -1171,14 +1253,15 @@ static void *serve(void *arg)
 		pthread_mutex_unlock(&lfd_lock);
 		ready = poll(ps.pfd, (nfds_t)ps.n, ps.timeout);
 		pthread_mutex_lock(&lfd_lock);
-		timer_run();
-		if (ready <= 0)
-			continue;		/* a deadline, or EINTR */
-		for (int i = 0; i < ps.n; i++)
-			if (ps.who[i] && ps.who[i]->used && ps.pfd[i].revents)
-				client_io(ps.who[i]);
-		if (ps.listening && ps.pfd[ps.n - 1].revents && !accept_one(num, &pause_until))
+		if (ready > 0)		/* (else a deadline, or EINTR) */
+			for (int i = 0; i < ps.n; i++)
+				if (ps.who[i] && ps.who[i]->used && ps.pfd[i].revents)
+					client_io(ps.who[i]);
+		if (ready > 0 && ps.listening && ps.pfd[ps.n - 1].revents &&
+		    !accept_one(num, &pause_until))
 			break;
+		/* Last: a renewal served above counts before the lease is judged. */
+		timer_run(&ps);
 	}
 	clients_close_all();
 	pthread_mutex_unlock(&lfd_lock);

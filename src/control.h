@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct kk_control_file_ops;
 
@@ -50,15 +51,29 @@ void kk_control_autostart(void);
 void kk_control_refuse(void);
 
 /*
- * One deadline that the endpoint's thread keeps for a facility: the lease of
- * dynamic_debug/session (src/dynamic_debug/session.c), which must end when
- * its holder is gone even if no client ever connects again.  Each turn the
- * thread reads *@due (atomic; CLOCK_MONOTONIC milliseconds, kk_now_ns() /
- * 1000000; 0: none) into its poll() timeout, and once that time has come
- * calls @fire() with none of its locks held.  While *@due is 0 the thread
- * waits with no timeout: no periodic wake-up.  Setting it again is a no-op.
+ * One deadline and one descriptor that the endpoint's thread keeps for a
+ * facility: the lease of dynamic_debug/session (src/dynamic_debug/session.c)
+ * and the pidfd of its holder, for the session must end when its holder is
+ * gone even if no client ever connects again.  Each turn the thread reads
+ * *@due (atomic; CLOCK_MONOTONIC milliseconds, kk_now_ns() / 1000000; 0:
+ * none) into its poll() timeout and polls *@watch (atomic; -1: none) for
+ * POLLIN, and after the turn's requests calls @fire() with none of its locks
+ * held: when *@watch was reported (readable, or closed under us: POLLNVAL),
+ * or when *@due has come and no request is on its way in (one accepted and
+ * not whole yet: a renewal that waited in the backlog counts), and at the
+ * latest KK_CONTROL_TIMEOUT_MS after *@due.  While *@due is 0 and *@watch
+ * -1 the thread waits with no timeout: no periodic wake-up.  Setting it
+ * again is a no-op.
  */
-void kk_control_set_timer(const uint64_t *due, void (*fire)(void));
+void kk_control_set_timer(const uint64_t *due, const int *watch, void (*fire)(void));
+/*
+ * In a control file's handler: a pidfd (close-on-exec, at the lowest free
+ * number: the caller moves it, kk_fd_adopt()) of the process whose request
+ * it serves, its pid in *@pid, or -errno: -ESRCH with no such process (kk_control_write()) or
+ * one whose pid this process's pid namespace does not see; the kernel's
+ * refusal of pidfd_open() (ENOSYS, EPERM under seccomp, EMFILE).
+ */
+int kk_control_peer_pidfd(pid_t *pid);
 /*
  * *due was set from a thread other than the endpoint's, which may be waiting
  * with no timeout: wake it (one connection to the endpoint, a descriptor for

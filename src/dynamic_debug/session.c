@@ -27,7 +27,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <sys/types.h>
 
 #include <kernelkit/control.h>
@@ -38,19 +40,30 @@
 
 #define LEASE_MIN_MS	100
 #define LEASE_MAX_MS	60000
+/* A lease whose holder we watch is this many times LEASE_MS: only a backstop
+ * against a holder alive but stuck (stopped, hung), for the pidfd ends the
+ * session when the holder is gone.  kkctl's 1000 ms make 10 s: ten
+ * renewals' time, far more than a renewal takes on a loaded machine (kkctl
+ * renews every read, 300 ms while it pauses; with 100 busy writers on two
+ * cores, reads came seconds apart). */
+#define HELD_FACTOR	10
 #define SESSION_MAX_WRITE	(4096 + 64)	/* control's 4096 of queries, and the verb */
 
 struct session {
 	uint64_t id;			/* 0: none open */
-	unsigned int lease_ms;
+	unsigned int lease_ms;		/* the lease now: asked_ms, or HELD_FACTOR times it */
+	unsigned int asked_ms;		/* LEASE_MS of the begin */
 	struct kk_dd_change *sites;	/* the sites it changed */
 	size_t n;
 	bool warned;			/* said that putting them back failed */
+	struct kk_fd holder;		/* pidfd of the holder ("held"); fd -1: none */
+	pid_t holder_pid;		/* as our pid namespace sees it */
 };
 
-static struct session sess;		/* under the sites lock */
+static struct session sess = { .holder = KK_FD_INIT };	/* under the sites lock */
 static uint64_t sess_due;		/* atomic: when the lease ends (now_ms()); 0: no session */
 static unsigned int sess_lease;		/* atomic: sess.lease_ms, for kk_dd_session_touch() */
+static int sess_watch = -1;		/* atomic: sess.holder.fd, for the endpoint's poll() */
 
 static uint64_t now_ms(void)
 {
@@ -67,11 +80,66 @@ static uint64_t new_id(void)
 	return r ? r : 1;
 }
 
+/* The lease runs @ms from now. */
+static void lease_set_locked(unsigned int ms)
+{
+	sess.lease_ms = ms;
+	__atomic_store_n(&sess_lease, ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&sess_due, now_ms() + ms, __ATOMIC_RELEASE);
+}
+
+/* Watch @fd (a pidfd of the process @pid, just opened) as the holder: the
+ * session ends when it exits, and the lease becomes a backstop.  Any
+ * failure leaves the time lease, and says nothing: a kernel or a seccomp
+ * filter that refuses pidfds is no error of the holder's. */
+static void holder_set_locked(int fd, pid_t pid)
+{
+	if (fd < 0 || sess.holder.fd >= 0 || kk_fd_adopt(&sess.holder, fd) < 0) {
+		if (fd >= 0 && sess.holder.fd >= 0)
+			close(fd);	/* just opened: ours */
+		return;
+	}
+	sess.holder_pid = pid;
+	__atomic_store_n(&sess_watch, sess.holder.fd, __ATOMIC_RELEASE);
+	lease_set_locked(sess.asked_ms * HELD_FACTOR);
+}
+
+/* Stop watching the holder (closed if the number is still our pidfd): the
+ * lease is LEASE_MS again, from now. */
+static void holder_drop_locked(bool ours)
+{
+	__atomic_store_n(&sess_watch, -1, __ATOMIC_RELEASE);
+	if (ours)
+		kk_fd_release(&sess.holder);
+	sess.holder.fd = -1;
+	sess.holder_pid = 0;
+	if (sess.id)
+		lease_set_locked(sess.asked_ms);
+}
+
+/* Is the holder gone?  A pidfd is readable once its process has exited
+ * (SIGKILL included).  If the program closed our number (closefrom()), we
+ * forget it and keep the time lease. */
+static bool holder_gone_locked(void)
+{
+	struct pollfd p = { .fd = sess.holder.fd, .events = POLLIN };
+
+	if (sess.holder.fd < 0)
+		return false;
+	if (!kk_fd_ours(&sess.holder)) {
+		holder_drop_locked(false);
+		return false;
+	}
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
 static void close_locked(void)
 {
+	holder_drop_locked(true);
 	__atomic_store_n(&sess_due, 0, __ATOMIC_RELEASE);
 	free(sess.sites);
 	memset(&sess, 0, sizeof(sess));
+	sess.holder.fd = -1;
 }
 
 /* Put the sites back and close: 0, or -errno and the session stays open. */
@@ -84,19 +152,22 @@ static int end_locked(unsigned long *restored, unsigned long *left)
 	return ret;
 }
 
-/* The lease ended with nobody to renew it: end the session as `end` would. */
+/* The holder is gone, or the lease ended with nobody to renew it: end the
+ * session as `end` would. */
 static void expire_locked(uint64_t now)
 {
 	uint64_t due = __atomic_load_n(&sess_due, __ATOMIC_ACQUIRE);
 	unsigned long restored, left;
 	int ret;
 
-	if (!sess.id || !due || now < due)
+	if (!sess.id || !due || (now < due && !holder_gone_locked()))
 		return;
 	ret = end_locked(&restored, &left);
 	if (!ret)
 		return;
 	/* Still switched on, and nobody holds it: say so (once), and try again. */
+	if (sess.holder.fd >= 0)
+		holder_drop_locked(true);	/* (gone: its pidfd would wake us at once) */
 	__atomic_store_n(&sess_due, now + sess.lease_ms, __ATOMIC_RELEASE);
 	if (!sess.warned)
 		kk_warn("dynamic_debug/session %016llx: its lease ended, but putting its %zu sites back "
@@ -105,7 +176,8 @@ static void expire_locked(uint64_t now)
 	sess.warned = true;
 }
 
-/* The endpoint's thread, at the lease's end (kk_control_set_timer()). */
+/* The endpoint's thread, at the lease's end or the holder's
+ * (kk_control_set_timer()). */
 static void session_timer(void)
 {
 	kk_dd_sites_lock();
@@ -172,15 +244,52 @@ static int check_id_locked(const char *arg, struct kk_buf *out)
 	return -ENOENT;
 }
 
-static int do_renew(const char *arg, struct kk_buf *out)
+/* After a begin's lease or a renew's id: nothing (0), "held" (1), or
+ * -EINVAL with its line. */
+static int parse_held(const char *s, const char *verb, struct kk_buf *out)
 {
-	int ret;
+	s += strspn(s, " \t");
+	if (!*s)
+		return 0;
+	if (!strcmp(s, "held"))
+		return 1;
+	kk_buf_printf(out, "expected 'held' or nothing after %s, got '%s'\n", verb, s);
+	return -EINVAL;
+}
 
+/* The process whose request this is becomes the holder, if it can be
+ * watched and the session has none (a fork child's, joined by its kkctl). */
+static void take_holder_locked(void)
+{
+	pid_t pid;
+	int fd;
+
+	if (sess.holder.fd >= 0)
+		return;
+	fd = kk_control_peer_pidfd(&pid);
+	holder_set_locked(fd, pid);
+}
+
+/*
+ * "renew ID [held]", or a read's "session ID ..." line: a renewal that reaches the open session counts, even
+ * one that came after the lease's end (it waited in the backlog while the
+ * endpoint did not run): only a holder gone ends it here.
+ */
+static int do_renew(const char *arg, bool line, struct kk_buf *out)
+{
+	/* (a read's line written back: its words after the id are not ours) */
+	int held = line ? 0 : parse_held(arg + strcspn(arg, " \t"), "renew ID", out), ret;
+
+	if (held < 0)
+		return held;
 	kk_dd_sites_lock();
-	expire_locked(now_ms());
+	if (sess.id && holder_gone_locked())
+		expire_locked(now_ms());
 	ret = check_id_locked(arg, out);
 	if (!ret) {
-		__atomic_store_n(&sess_due, now_ms() + sess.lease_ms, __ATOMIC_RELEASE);
+		if (held)
+			take_holder_locked();
+		lease_set_locked(sess.lease_ms);
 		kk_buf_printf(out, "session %016llx: lease renewed, %u ms\n",
 			      (unsigned long long)sess.id, sess.lease_ms);
 	}
@@ -233,7 +342,7 @@ static int do_none(const char *arg, struct kk_buf *out)
 	return ret;
 }
 
-/* The lease of "begin LEASE_MS": 0, or -EINVAL with its line. */
+/* The lease of "begin LEASE_MS [held]": 0, or -EINVAL with its line. */
 static int parse_lease(const char *arg, unsigned int *ms, struct kk_buf *out)
 {
 	unsigned long v = 0;
@@ -241,8 +350,9 @@ static int parse_lease(const char *arg, unsigned int *ms, struct kk_buf *out)
 
 	for (; *p >= '0' && *p <= '9' && v <= LEASE_MAX_MS; p++)
 		v = v * 10 + (unsigned long)(*p - '0');
-	if (p == arg || (*p && !(*p >= '0' && *p <= '9')) || v < LEASE_MIN_MS || v > LEASE_MAX_MS) {
-		kk_buf_printf(out, "bad lease '%s': expected 'begin LEASE_MS', LEASE_MS from %d to %d; "
+	if (p == arg || (*p && !kk_is_space((unsigned char)*p)) || v < LEASE_MIN_MS ||
+	    v > LEASE_MAX_MS) {
+		kk_buf_printf(out, "bad lease '%s': expected 'begin LEASE_MS [held]', LEASE_MS from %d to %d; "
 			      "no session began\n", arg, LEASE_MIN_MS, LEASE_MAX_MS);
 		return -EINVAL;
 	}
@@ -291,8 +401,10 @@ static void last_line(const struct kk_buf *why, struct kk_buf *out)
 	kk_buf_printf(out, "%.*s\n", (int)(e - b), b);
 }
 
-/* Under the sites lock: apply @b and open the session. */
-static int begin_locked(const struct ddebug_block *b, unsigned int lease, struct kk_buf *out)
+/* Under the sites lock: apply @b and open the session (@held: its writer
+ * holds it). */
+static int begin_locked(const struct ddebug_block *b, unsigned int lease, bool held,
+			struct kk_buf *out)
 {
 	struct kk_dyndbg_result res;
 	struct kk_buf why = { 0 };
@@ -314,9 +426,10 @@ static int begin_locked(const struct ddebug_block *b, unsigned int lease, struct
 		return ret;
 	}
 	kk_buf_free(&why);
-	sess = (struct session){ new_id(), lease, ch, n, false };
-	__atomic_store_n(&sess_lease, lease, __ATOMIC_RELAXED);
-	__atomic_store_n(&sess_due, now_ms() + lease, __ATOMIC_RELEASE);
+	sess = (struct session){ new_id(), lease, lease, ch, n, false, KK_FD_INIT, 0 };
+	lease_set_locked(lease);
+	if (held)
+		take_holder_locked();
 	kk_buf_printf(out, "session %016llx: matched %lu changed %zu\n", (unsigned long long)sess.id,
 		      res.matched, n);
 	return 0;
@@ -326,16 +439,17 @@ static int do_begin(const char *arg, const char *rest, size_t rlen, struct kk_bu
 {
 	struct ddebug_block b;
 	unsigned int lease;
-	int ret;
+	int ret, held;
 
 	ret = parse_lease(arg, &lease, out);
-	if (!ret)
+	held = ret ? 0 : parse_held(arg + strspn(arg, "0123456789"), "begin LEASE_MS", out);
+	if (!ret && held >= 0)
 		ret = parse_queries(rest, rlen, &b, out);
-	if (ret)
-		return ret;
-	kk_control_set_timer(&sess_due, session_timer);
+	if (ret || held < 0)
+		return ret ? ret : held;
+	kk_control_set_timer(&sess_due, &sess_watch, session_timer);
 	kk_dd_sites_lock();
-	ret = begin_locked(&b, lease, out);
+	ret = begin_locked(&b, lease, held, out);
 	kk_dd_sites_unlock();
 	ddebug_block_free(&b);
 	if (!ret)
@@ -352,7 +466,11 @@ static int session_show(struct kk_buf *out, void *priv)
 	(void)priv;
 	kk_dd_sites_lock();
 	expire_locked(now);
-	if (sess.id)
+	if (sess.id && sess.holder.fd >= 0)
+		kk_buf_printf(out, "session %016llx lease_ms %u expires_in_ms %llu sites %zu "
+			      "holder %d\n", (unsigned long long)sess.id, sess.lease_ms,
+			      (unsigned long long)left_ms(now), sess.n, (int)sess.holder_pid);
+	else if (sess.id)
 		kk_buf_printf(out, "session %016llx lease_ms %u expires_in_ms %llu sites %zu\n",
 			      (unsigned long long)sess.id, sess.lease_ms,
 			      (unsigned long long)left_ms(now), sess.n);
@@ -390,12 +508,12 @@ static int session_write(const char *buf, size_t len, struct kk_buf *out, void *
 	if (!strcmp(first, "begin"))
 		return do_begin(arg, rest, (size_t)(end - rest), out);
 	if (!strcmp(first, "renew") || !strcmp(first, "session"))
-		return do_renew(arg, out);
+		return do_renew(arg, first[0] == 's', out);
 	if (!strcmp(first, "end"))
 		return do_end(arg, out);
 	if (!strcmp(first, "no"))
 		return do_none(arg, out);
-	kk_buf_printf(out, "expected 'begin LEASE_MS' and queries, 'renew ID' or 'end ID'\n");
+	kk_buf_printf(out, "expected 'begin LEASE_MS' (and 'held') and queries, 'renew ID' (and 'held') or 'end ID'\n");
 	return -EINVAL;
 }
 
@@ -406,12 +524,17 @@ static const struct kk_control_file_ops session_fops = {
 };
 KK_CONTROL_LIB_FILE(session_file, "dynamic_debug/session", &session_fops);
 
-/* fork(): the child keeps the session, with a lease of its own from now.
- * (The sites lock is held across the fork: the state is whole.) */
+/* fork(): the child keeps the session, with a lease of its own from now,
+ * LEASE_MS as the begin asked: its parent's holder did not begin it here, so
+ * the child's copy of the pidfd is closed, and the kkctl that joins it with
+ * `renew ID held` becomes its holder.  (The sites lock is held across the
+ * fork: the state is whole.) */
 static void session_child(void)
 {
+	if (sess.holder.fd >= 0)
+		holder_drop_locked(true);
 	if (sess.id)
-		__atomic_store_n(&sess_due, now_ms() + sess.lease_ms, __ATOMIC_RELEASE);
+		lease_set_locked(sess.asked_ms);
 }
 
 static const struct kk_fork_ops session_fork_ops = {

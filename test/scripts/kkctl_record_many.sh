@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # kkctl record against many processes that all write flat out
 # (kk-bench peers-record with 100 processes: leases ran out, and kkctl did
-# not end within 30 s of SIGINT).  NPROC copies of test/progs/record_flood,
+# not end within 30 s of SIGINT).  NPROC (4; KK_MANY_NPROC=100 for the
+# benchmark's count) copies of test/progs/record_flood,
 # one thread each, writing continuously (more than kkctl can read on two
 # loaded cores: the rings overwrite, which is counted, not a failure), are
 # recorded until the file holds MIN_BYTES, then kkctl gets SIGINT.
@@ -12,7 +13,8 @@
 #    session open in every process (no "no session", status 0);
 #  - every site is back in every process (flood_tick =_), no session is open;
 #  - kkctl ends after SIGINT (hang guard: 120 s) with status 0, and says
-#    nothing but its summary line;
+#    nothing but its summary line (and the time it took is printed, for the
+#    end's one deadline: END_NS, 20 s, in tools/kkctl/record.c; not asserted);
 #  - every line of the file parses as JSON.
 set -u
 KK_CTL_LIB_NAME=kkmany
@@ -21,14 +23,11 @@ K=$B/kkctl
 PROG=$B/test/progs/record_flood
 [ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
 command -v python3 > /dev/null || { echo "no python3"; exit 77; }
-NPROC=${KK_MANY_NPROC:-50}
-# Known broken, so not run by default: with 50 processes writing flat out on
-# two cores, every lease runs out while kkctl records (a renew reaches the
-# endpoint after the lease's 1000 ms), and the 50 writers load the whole
-# suite for minutes.  KK_RECORD_MANY=1 runs it.
-[ "${KK_RECORD_MANY:-0}" = 1 ] ||
-	{ echo "skip: known broken (leases run out with $NPROC busy writers on 2 cores); KK_RECORD_MANY=1 runs it"; exit 77; }
-MIN_BYTES=4000000
+# 4 by default: the suite runs it beside ~600 others on two cores.  (With 50
+# and the time lease alone, every lease ran out; kkctl_record_lease.sh makes
+# that deterministic.)
+NPROC=${KK_MANY_NPROC:-4}
+MIN_BYTES=${KK_MANY_BYTES:-1000000}
 Q='func flood_tick +T'
 
 . "$KK_SRC/test/record-lib.sh"
@@ -67,10 +66,13 @@ rec=$!
 pids="$pids $rec"
 # (events in the file: every session began, the recording runs)
 until_long "$MIN_BYTES bytes recorded" big_enough
+t0=$(date +%s%N)
 kill -INT "$rec"
 until_long "kkctl record's end after SIGINT" gone "$rec"
 wait "$rec"
 rc=$?
+echo "kkctl ended $((($(date +%s%N) - t0) / 1000000)) ms after SIGINT, $NPROC processes" \
+	"(load: $(cut -d' ' -f1-3 /proc/loadavg))"
 cat "$tmp/r.err"
 [ "$rc" -eq 0 ] || fail "kkctl record: status $rc"
 grep -q 'no session' "$tmp/r.err" && fail "a session's lease ran out while kkctl recorded"

@@ -158,6 +158,8 @@ int kkctl_wait_fd(int fd, short events, uint64_t deadline);
 int kkctl_reach_pid(const struct target *t, uint64_t deadline, int *tries, struct result *res);
 void kkctl_request(const struct target *t, const char *verb, const char *file,
 		   const char *body, size_t blen, struct result *res);
+void kkctl_request_by(const struct target *t, const char *verb, const char *file,
+		      const char *body, size_t blen, uint64_t deadline, struct result *res);
 bool kkctl_settle_gone(const struct target *t, struct result *res);
 
 /* ---- select.c: the targets ------------------------------------------------- */

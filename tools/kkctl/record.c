@@ -6,10 +6,11 @@
  *   kkctl TARGET... record [-o PATH] [--format ctf|perfetto|jsonl|text]
  *         [--duration S] [--count N] [--threads TID|NAME,...] [--wallclock] QUERY...
  *
- * In every selected process: `begin 1000` and the queries on
+ * In every selected process: `begin 1000 held` and the queries on
  * dynamic_debug/session (the library remembers what it changed, and puts it
- * back by itself when 1000 ms pass with no renew: a kkctl killed with
- * SIGKILL leaves nothing switched on); then reads of
+ * back by itself as soon as we are gone, SIGKILL included: it watches us
+ * with a pidfd; where it cannot see us, when 1000 ms pass with no renew;
+ * docs/dynamic_debug.md); then reads of
  * dynamic_debug/trace_pipe_json back to back, by one thread per process
  * (a read sends at most 128 KiB, the oldest records first, and keeps the
  * rest for the next; with nothing to send it waits up to 250 ms for a
@@ -333,6 +334,31 @@ static void target_exited(struct rtarget *rt)
 		kkr_push(&rt->src, &r, 1, 0);
 }
 
+/* A request's deadline: the target's bounds (--timeout), and after the
+ * stop no later than the end's one deadline (kkr.end_by), whatever the
+ * request. */
+static uint64_t req_deadline(void)
+{
+	uint64_t d = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9), end_by;
+
+	pthread_mutex_lock(&kkr.lock);
+	end_by = kkr.stop ? kkr.end_by : 0;
+	pthread_mutex_unlock(&kkr.lock);
+	return end_by && end_by < d ? end_by : d;
+}
+
+/* The request by @deadline failed because the end's deadline came: not the
+ * target's failure (the summary counts it as not read to its end). */
+static bool cut_by_end(uint64_t deadline, const struct result *res)
+{
+	bool cut;
+
+	pthread_mutex_lock(&kkr.lock);
+	cut = !res->gone && kkr.stop && deadline == kkr.end_by && kk_now_ns() >= deadline;
+	pthread_mutex_unlock(&kkr.lock);
+	return cut;
+}
+
 /* A request failed: gone (not a failure) or failed (said). */
 static void target_failed(struct rtarget *rt, struct result *res)
 {
@@ -368,8 +394,8 @@ static bool join_ours(struct rtarget *rt, const struct result *res)
 	if (!res->body || sscanf(res->body, "busy: session %16[0-9a-f] is open", id) != 1 ||
 	    strlen(id) != 16 || !our_session(id))
 		return false;
-	snprintf(req, sizeof(req), "renew %s\n", id);
-	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &r2);
+	snprintf(req, sizeof(req), "renew %s held\n", id);	/* (held: by us, from now) */
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, req, strlen(req), req_deadline(), &r2);
 	free(r2.body);
 	if (!r2.ok)
 		return false;
@@ -387,7 +413,7 @@ static void target_begin(struct rtarget *rt)
 	unsigned long long matched, changed;
 	char id[17];
 
-	kkctl_request(&rt->t, "write", SESSION_FILE, kkr.body, kkr.blen, &res);
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, kkr.body, kkr.blen, req_deadline(), &res);
 	if (res.ok && sscanf(res.body, "session %16[0-9a-f]: matched %llu changed %llu", id,
 			     &matched, &changed) == 3 && strlen(id) == 16) {
 		pthread_mutex_lock(&kkr.lock);
@@ -418,7 +444,7 @@ static void target_end(struct rtarget *rt)
 	unsigned long long restored, left;
 
 	snprintf(req, sizeof(req), "end %s\n", rt->id);
-	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &res);
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, req, strlen(req), req_deadline(), &res);
 	if (res.ok && sscanf(res.body, "session %*16[0-9a-f] ended: restored %llu, left %llu",
 			     &restored, &left) == 2) {
 		rt->restored = restored;
@@ -509,14 +535,17 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
  * time, 0 if it brought none, or failed. */
 static uint64_t target_read(struct rtarget *rt)
 {
-	uint64_t start = wall_ns(), last;
+	uint64_t start = wall_ns(), last, dl = req_deadline();
 	struct result res;
 	size_t n;
 
 	rt->renewed = kk_now_ns();
-	kkctl_request(&rt->t, "read", TRACE_FILE, NULL, 0, &res);
+	kkctl_request_by(&rt->t, "read", TRACE_FILE, NULL, 0, dl, &res);
 	if (!res.ok) {
-		target_failed(rt, &res);
+		if (cut_by_end(dl, &res))
+			rt->cut = true;
+		else
+			target_failed(rt, &res);
 		free(res.body);
 		return 0;
 	}
@@ -535,7 +564,7 @@ static void target_renew(struct rtarget *rt)
 
 	snprintf(req, sizeof(req), "renew %s\n", rt->id);
 	rt->renewed = kk_now_ns();
-	kkctl_request(&rt->t, "write", SESSION_FILE, req, strlen(req), &res);
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, req, strlen(req), req_deadline(), &res);
 	if (!res.ok)
 		target_failed(rt, &res);
 	free(res.body);
@@ -734,14 +763,24 @@ static int begin_all(struct tlist *l)
 	return 1;
 }
 
+static bool kkr_stopped(void)
+{
+	bool stop;
+
+	pthread_mutex_lock(&kkr.lock);
+	stop = kkr.stop;
+	pthread_mutex_unlock(&kkr.lock);
+	return stop;
+}
+
 /* Processes the selectors match now that are not targets yet: begun (or
  * joined) and read by threads of their own. */
 static void pick_up(void)
 {
 	struct tlist fresh = { 0 };
 
-	if (kkctl_select_again(&kkr.opts->sel, &fresh) < 0) {
-		kkctl_tlist_free(&fresh);
+	if (kkctl_select_again(&kkr.opts->sel, &fresh) < 0 || kkr_stopped()) {
+		kkctl_tlist_free(&fresh);	/* (stopped meanwhile: nothing new begins) */
 		return;
 	}
 	for (size_t i = 0; i < fresh.n; i++) {
@@ -759,6 +798,10 @@ static void pick_up(void)
 	kkctl_tlist_free(&fresh);
 }
 
+static pthread_t picker;
+static bool picking;
+static bool picker_done;	/* (under kkr.lock) */
+
 /* The picker: pick_up() every PICKUP_NS until the end. */
 static void *picker_thread(void *arg)
 {
@@ -772,12 +815,30 @@ static void *picker_thread(void *arg)
 		pick_up();
 		pthread_mutex_lock(&kkr.lock);
 	}
+	picker_done = true;
+	pthread_cond_broadcast(&kkr.cond);
 	pthread_mutex_unlock(&kkr.lock);
 	return NULL;
 }
 
-static pthread_t picker;
-static bool picking;
+/* Wait for the picker until the end's deadline: a scan of /proc in flight
+ * (seconds, with many busy processes on a loaded machine) must not hold the
+ * end past it.  One still scanning then is left to exit() (what it begins
+ * after the stop ends by itself: held sessions end with us). */
+static void picker_join(void)
+{
+	bool done;
+
+	pthread_mutex_lock(&kkr.lock);
+	while (!picker_done && kk_now_ns() < kkr.end_by)
+		wait_until(kkr.end_by);
+	done = picker_done;
+	pthread_mutex_unlock(&kkr.lock);
+	if (done)
+		pthread_join(picker, NULL);
+	else
+		pthread_detach(picker);
+}
 
 /* Start the picker (with the signals kkctl ends on blocked) when a selector
  * may match new processes: -n, --tree, --all, -M. */
@@ -879,17 +940,23 @@ int kkr_writer_open(struct kkr_writer *w)
 	return 0;
 }
 
-/* Write what can be written; wait up to 100 ms for more.  -1: the writer
- * failed. */
+/* Write what can be written, at most what the merge held when the round
+ * began (readers that fill it as fast as we write would keep one round
+ * going for ever, and the end, SIGINT included, is looked at between rounds:
+ * with 4 processes writing flat out, kkctl did not end in 120 s); wait up to
+ * 100 ms for more.  -1: the writer failed. */
 static int write_round(struct kkr_writer *w, bool all)
 {
 	struct kkr_rec *batch[BATCH];
-	size_t n;
+	size_t n, budget = SIZE_MAX;
 	int ret = 0;
 
 	do {
 		pthread_mutex_lock(&kkr.lock);
-		n = take_ready(batch, BATCH, all);
+		if (budget == SIZE_MAX)
+			budget = kkr.n > BATCH ? kkr.n : BATCH;
+		n = take_ready(batch, budget < BATCH ? budget : BATCH, all);
+		budget -= n;
 		if (n)	/* room for the readers that pause */
 			pthread_cond_broadcast(&kkr.cond);
 		if (!n && !all) {
@@ -909,7 +976,7 @@ static int write_round(struct kkr_writer *w, bool all)
 				kkr_rec_free(batch[i]);
 			else
 				ret = emit(w, batch[i]);
-	} while (n == BATCH && !ret);
+	} while (n == BATCH && budget && !ret);
 	if (!ret && kkr.opened && w->ops->flush)
 		ret = w->ops->flush(w);
 	return ret;
@@ -994,11 +1061,16 @@ int kkr_finish(struct kkr_writer *w, bool writer_ok)
 	pthread_cond_broadcast(&kkr.cond);
 	pthread_mutex_unlock(&kkr.lock);
 	kkr_remote_stop();
-	if (picking)
-		pthread_join(picker, NULL);
-	picking = false;
-	while (writer_ok && !ret && readers_live())
-		ret = write_round(w, false);
+	/* (the picker after the readers' first pass: its scan of /proc must not
+	 * stall the writer, which the readers wait for; then any reader it
+	 * started meanwhile) */
+	for (int pass = 0; pass < 2; pass++) {
+		while (writer_ok && !ret && readers_live())
+			ret = write_round(w, false);
+		if (picking)
+			picker_join();
+		picking = false;
+	}
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->thread)
 			pthread_join(kkr.tv[i]->th, NULL);
@@ -1122,7 +1194,8 @@ static const struct kkr_writer_ops *find_writer(const char *name)
 	return NULL;
 }
 
-/* "begin 1000\n" and the queries, one a line. */
+/* "begin 1000 held\n" and the queries, one a line (held: we hold the
+ * session; it ends when we are gone). */
 static char *begin_body(char **queries, int nq, size_t *len)
 {
 	size_t n = 32;
@@ -1132,7 +1205,7 @@ static char *begin_body(char **queries, int nq, size_t *len)
 		n += strlen(queries[i]) + 1;
 	if (!(b = malloc(n)))
 		return NULL;
-	*len = (size_t)snprintf(b, n, "begin %d\n", LEASE_MS);
+	*len = (size_t)snprintf(b, n, "begin %d held\n", LEASE_MS);
 	for (int i = 0; i < nq; i++)
 		*len += (size_t)snprintf(b + *len, n - *len, "%s\n", queries[i]);
 	return b;

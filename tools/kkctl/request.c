@@ -265,8 +265,16 @@ bool kkctl_settle_gone(const struct target *t, struct result *res)
 void kkctl_request(const struct target *t, const char *verb, const char *file,
 		   const char *body, size_t blen, struct result *res)
 {
+	kkctl_request_by(t, verb, file, body, blen,
+			 kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9), res);
+}
+
+/* kkctl_request(), all by @deadline (kk_now_ns()), which may be sooner than
+ * the target's bounds (kkctl record's end: one deadline for all). */
+void kkctl_request_by(const struct target *t, const char *verb, const char *file,
+		      const char *body, size_t blen, uint64_t deadline, struct result *res)
+{
 	pid_t pid = t->pid;
-	uint64_t deadline = kk_now_ns() + (uint64_t)(kkctl_bounds.timeout_s * 1e9);
 	char head[KK_CONTROL_NAME_MAX + 16], *resp, *nl;
 	size_t rlen;
 	int fd, n, err, tries = 1;
