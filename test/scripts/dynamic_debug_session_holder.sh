@@ -20,7 +20,6 @@ PROG=$B/test/progs/record_flood
 [ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
 unshare -p -f true 2>/dev/null || { echo "skip: unshare -p refused here (a pid namespace is needed)"; exit 77; }
 . "$KK_SRC/test/record-lib.sh"
-site_off() { "$K" -p "$1" read dynamic_debug/control | grep flood_tick | grep -q ' =_ '; }
 begin() { "$K" -p "$1" write dynamic_debug/session "$(printf '%s\nfunc flood_tick +T' "$2")" 2>&1; }
 end_session() {
 	id=$(session_of "$1" | cut -d' ' -f2)

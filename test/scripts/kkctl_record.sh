@@ -33,7 +33,6 @@ ask() {
 	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
 }
 . "$KK_SRC/test/record-lib.sh"
-no_session() { session_of "$1" | grep -qx 'no session'; }
 all_sessions() { for p in $procs; do has_session "$p" || return 1; done; }
 no_sessions() { for p in $procs; do no_session "$p" || return 1; done; }
 snapshot() { for p in $procs; do "$K" -p "$p" read dynamic_debug/control > "$tmp/ctl.$p.$1" || fail "control of $p"; done; }

@@ -56,36 +56,26 @@ kill -INT "$rec"
 wait "$rec"
 rc=$?
 cat "$tmp/r.err"
-[ "$rc" -eq 0 ] || fail "kkctl record: status $rc"
-[ "$(wc -l < "$tmp/r.err")" -eq 1 ] || fail "kkctl record said more than its summary"
-grep -q 'no session' "$tmp/r.err" && fail "a session's lease expired while kkctl recorded"
-grep -q "; sites put back $NPROC, left as others set them 0\$" "$tmp/r.err" ||
-	fail "not every session was ended by kkctl (a lease expired?)"
+ended_clean "$rc" "$NPROC"
 
-python3 - "$tmp/r.jsonl" $N $procs <<'EOF' || fail "the recording"
-import json, sys
+PYTHONPATH=$KK_SRC/test python3 - "$tmp/r.jsonl" $N $procs <<'EOF' || fail "the recording"
+import sys
+from record_jsonl import Records
 path, n, procs = sys.argv[1], int(sys.argv[2]), [int(p) for p in sys.argv[3:]]
-seen, lost, bad = {p: set() for p in procs}, {p: 0 for p in procs}, 0
-with open(path, 'rb') as f:
-    for no, raw in enumerate(f, 1):
-        try:
-            r = json.loads(raw.decode('utf-8'))
-        except Exception as e:
-            bad += 1
-            if bad <= 3:
-                print("line %d does not parse (%s): %.120r" % (no, e, raw))
-            continue
-        if r['type'] == 'lost':
-            lost[r['pid']] += r['count']
-        elif r['type'] == 'event':
-            a = {x['name']: x['value'] for x in r['args']}
-            key = (r['tid'], a['round'], a['i'])
-            if key in seen[r['pid']]:
-                print("process %d: an event read twice: %r" % (r['pid'], key))
-                sys.exit(1)
-            seen[r['pid']].add(key)
-if bad:
-    print("%d lines do not parse" % bad)
+seen, lost = {p: set() for p in procs}, {p: 0 for p in procs}
+recs = Records(path)
+for r in recs:
+    if r['type'] == 'lost':
+        lost[r['pid']] += r['count']
+    elif r['type'] == 'event':
+        a = {x['name']: x['value'] for x in r['args']}
+        key = (r['tid'], a['round'], a['i'])
+        if key in seen[r['pid']]:
+            print("process %d: an event read twice: %r" % (r['pid'], key))
+            sys.exit(1)
+        seen[r['pid']].add(key)
+if recs.bad:
+    print("%d lines do not parse" % recs.bad)
     sys.exit(1)
 for p in procs:
     got = len(seen[p]) + lost[p]

@@ -33,7 +33,6 @@ Q='func flood_tick +T'
 . "$KK_SRC/test/record-lib.sh"
 # (what kkctl said, with any failure)
 fail() { echo "FAIL: $*"; [ -s "$tmp/r.err" ] && tail -5 "$tmp/r.err"; exit 1; }
-no_session() { session_of "$1" | grep -qx 'no session'; }
 big_enough() { [ "$(stat -c %s "$tmp/r.jsonl" 2>/dev/null || echo 0)" -ge $MIN_BYTES ]; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 # Until CMD succeeds, at most 120 s by the clock (a hang guard: on two
@@ -74,36 +73,21 @@ rc=$?
 echo "kkctl ended $((($(date +%s%N) - t0) / 1000000)) ms after SIGINT, $NPROC processes" \
 	"(load: $(cut -d' ' -f1-3 /proc/loadavg))"
 cat "$tmp/r.err"
-[ "$rc" -eq 0 ] || fail "kkctl record: status $rc"
-grep -q 'no session' "$tmp/r.err" && fail "a session's lease ran out while kkctl recorded"
-grep -q "; sites put back [1-9][0-9]*, left as others set them 0\$" "$tmp/r.err" ||
-	fail "kkctl put no site back (a lease ran out?)"
-[ "$(wc -l < "$tmp/r.err")" -eq 1 ] || fail "kkctl record said more than its summary"
-for p in $procs; do
-	no_session "$p" || fail "process $p: a session is still open: $(session_of "$p")"
-	"$K" -p "$p" read dynamic_debug/control | grep flood_tick | grep -qv ' =_ ' &&
-		fail "process $p: flood_tick is still switched on"
-done
+ended_clean "$rc" "[1-9][0-9]*"
 
-python3 - "$tmp/r.jsonl" <<'EOF' || fail "the recording"
-import json, sys
-events = lost = bad = 0
+PYTHONPATH=$KK_SRC/test python3 - "$tmp/r.jsonl" <<'EOF' || fail "the recording"
+import sys
+from record_jsonl import Records
+events = lost = 0
 pids = set()
-with open(sys.argv[1], 'rb') as f:
-    for no, raw in enumerate(f, 1):
-        try:
-            r = json.loads(raw.decode('utf-8'))
-        except Exception as e:
-            bad += 1
-            if bad <= 3:
-                print("line %d does not parse (%s): %.120r" % (no, e, raw))
-            continue
-        if r['type'] == 'event':
-            events += 1
-            pids.add(r['pid'])
-        elif r['type'] == 'lost':
-            lost += r['count']
+recs = Records(sys.argv[1])
+for r in recs:
+    if r['type'] == 'event':
+        events += 1
+        pids.add(r['pid'])
+    elif r['type'] == 'lost':
+        lost += r['count']
 print("%d events from %d processes, %d lost" % (events, len(pids), lost))
-sys.exit(1 if bad or not events else 0)
+sys.exit(1 if recs.bad or not events else 0)
 EOF
 echo "kkctl_record_many: ok"

@@ -15,17 +15,8 @@
 # kk_dyndbg_add_object execute (and all they call) grows by at most 100
 # instructions a jump entry from 10 to 100 units.
 set -u
-B=${KK_BUILD:?}
-case "${KK_TEST_LABEL:-default}" in
-fallback) flags="-DKK_NO_JUMP_LABEL" ;;
-default) flags="" ;;
-*) echo "skip: callgrind does not run a ${KK_TEST_LABEL} build"; exit 77 ;;
-esac
-command -v valgrind >/dev/null 2>&1 || { echo "skip: no valgrind"; exit 77; }
-[ -f "$B/libkernelkit.so" ] || { echo "skip: not built"; exit 77; }
-src=$(pwd)
-tmp=$(mktemp -d /tmp/kk-reginline.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+KK_REG_NAME=reginline
+. "${KK_SRC:-.}/test/register-insns-lib.sh"
 F=10
 
 # gen UNITS DIR: the program's source
@@ -47,14 +38,7 @@ gen() {
 # insns UNITS: instructions executed inside the registration functions
 insns() {
 	d=$tmp/u$1
-	gen "$1" "$d" &&
-		${CC:-cc} -O2 -D_GNU_SOURCE $flags -I"$src/include" -o "$d/prog" "$d"/*.c \
-			-L"$B" -lkernelkit -Wl,-rpath,"$B" -pthread || { echo "build failed" >&2; return 1; }
-	env -i KK_CONTROL=0 valgrind --tool=callgrind --callgrind-out-file="$d/cg" \
-		--collect-atstart=no --toggle-collect=kk_dyndbg_add_object \
-		--toggle-collect=kk_jump_label_add_object "$d/prog" 2>"$d/vg" ||
-		{ cat "$d/vg" >&2; return 1; }
-	sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$d/vg"
+	gen "$1" "$d" && reg_insns "$d"
 }
 a=$(insns 10) && b=$(insns 100) && [ -n "$a" ] && [ -n "$b" ] ||
 	{ echo "FAIL: not measured"; exit 1; }

@@ -11,31 +11,15 @@
 # functions execute (kk_jump_label_add_object, kk_dyndbg_add_object and all
 # they call) grows by at most 100 instructions a site from 100 to 1000.
 set -u
-B=${KK_BUILD:?}
-case "${KK_TEST_LABEL:-default}" in
-fallback) flags="-DKK_NO_JUMP_LABEL" ;;
-default) flags="" ;;
-*) echo "skip: callgrind does not run a ${KK_TEST_LABEL} build"; exit 77 ;;
-esac
-command -v valgrind >/dev/null 2>&1 || { echo "skip: no valgrind"; exit 77; }
-[ -f "$B/libkernelkit.so" ] || { echo "skip: not built"; exit 77; }
-src=$(pwd)
-tmp=$(mktemp -d /tmp/kk-reginsns.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+KK_REG_NAME=reginsns
+. "${KK_SRC:-.}/test/register-insns-lib.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
 # insns N UNITS: instructions executed inside the registration functions
 insns() {
 	d=$tmp/p$1-$2
-	sh "$src/bench/gen-dd-units.sh" "$1" "$2" "$d" &&
-		${CC:-cc} -O2 -D_GNU_SOURCE $flags -I"$src/include" -o "$d/prog" "$d"/*.c \
-			-L"$B" -lkernelkit -Wl,-rpath,"$B" -pthread || { echo "build failed" >&2; return 1; }
-	env -i KK_CONTROL=0 valgrind --tool=callgrind --callgrind-out-file="$d/cg" \
-		--collect-atstart=no --toggle-collect=kk_dyndbg_add_object \
-		--toggle-collect=kk_jump_label_add_object "$d/prog" 2>"$d/vg" ||
-		{ cat "$d/vg" >&2; return 1; }
-	sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$d/vg"
+	sh "$src/bench/gen-dd-units.sh" "$1" "$2" "$d" && reg_insns "$d"
 }
 # check NAME N1 U1 N2 U2
 check() {
