@@ -29,7 +29,9 @@
  * every signal blocked, runs the sites (issue 37, held-out round: killed by
  * SIGTRAP; test/scripts/jump_label_stress_handler_mask.sh).
  *
- * Environment: KK_STRESS_TOGGLES overrides the toggle count.
+ * Environment: KK_STRESS_TOGGLES overrides the toggle count; the toggling
+ * also stops after KK_STRESS_SECONDS (150) of wall time, once 256 toggles
+ * ran (stress_budget.h: a loaded machine does fewer, checks the same).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +44,7 @@
 #include <string.h>
 
 #include <kernelkit/jump_label.h>
+#include "stress_budget.h"
 
 #ifndef JL_STRESS_SIGNALS
 #define JL_STRESS_SIGNALS 0		/* default of KK_STRESS_SIGNALS */
@@ -289,6 +292,10 @@ int main(void)
 		/* Keep the readers in the race: in the fallback build a toggle
 		 * is a store, and 100k of them would be over before they start. */
 		if (t % 64 == 0) {
+			if (stress_budget_spent(t, 256, 150)) {
+				toggles = t;
+				break;
+			}
 			long target = atomic_load(&calls) + NSITES;
 
 			while (atomic_load(&calls) < target)

@@ -7,6 +7,9 @@
  *
  *   text_poke_torture [READERS [FLIPS]]     defaults: 2 readers, 500 flips
  *
+ * The flips also stop after KK_STRESS_SECONDS (20) of wall time, once 16
+ * ran (stress_budget.h: a loaded machine does fewer, checks the same).
+ *
  * 512 functions f_abc (octal index abc), each aligned to 64 bytes and padded
  * before its site.  x86_64 (5-byte sites, at any byte): b*8+c one-byte NOPs,
  * so every offset 0..63 of a line holds the first byte of 8 sites, those at
@@ -49,6 +52,7 @@
 #include <kernelkit/jump_label.h>
 
 #include "kktest.h"
+#include "stress_budget.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/helgrind.h>)
@@ -302,7 +306,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "text_poke_torture: pthread_create failed\n");
 			return 1;
 		}
+	stress_budget_spent(0, 1, 20);	/* starts the clock */
 	for (long k = 0; k < flips && !flip((int)(k % 2 == 0)); k++) {
+		if (k % BURST == 0 && stress_budget_spent(k, 2 * BURST, 20)) {
+			flips = k;
+			break;
+		}
 		run_all("main", (int)(k % 2 == 0));
 		if (k % BURST == BURST - 1)
 			wait_passes(nr);
