@@ -1,6 +1,17 @@
 # SPDX-License-Identifier: MIT
 # Waiting helpers of the kkctl record scripts, sourced once $K (kkctl) and
-# fail() exist.
+# fail() exist (or first, by a script that then calls record_setup).
+# record_setup NAME [PROG]: the set-up of a script that drives PROG
+# (test/progs/, default record_flood) with kkctl: control-lib.sh with its
+# $tmp named NAME (B, $pids, fail(), $control_env), K and PROG; exit 77
+# where kkctl or PROG is not built.
+record_setup() {
+	KK_CTL_LIB_NAME=$1
+	. "${KK_SRC:?}/test/control-lib.sh"
+	K=$B/kkctl
+	PROG=$B/test/progs/${2:-record_flood}
+	[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+}
 # until_ok WHAT CMD...: until CMD succeeds, at most 30 s (a hang guard: each
 # try waits for the event).
 until_ok() {
@@ -12,6 +23,16 @@ until_ok() {
 		[ $i -le 600 ] || fail "$what: not within 30 s"
 		sleep 0.05
 	done
+}
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# all_stopped PID: every thread of PID stopped (kill -STOP returns before the
+# group stop reached them all)
+all_stopped() {
+	for st in /proc/"$1"/task/*/stat; do
+		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
+		[ "$state" = T ] || return 1
+	done
+	return 0
 }
 served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
 session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }

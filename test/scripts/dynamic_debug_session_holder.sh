@@ -13,13 +13,9 @@
 #    lease counts (the endpoint serves the backlog before judging the lease).
 # Every check reads the state right after the change: no timing.
 set -u
-KK_CTL_LIB_NAME=kkholder
-. "${KK_SRC:?}/test/control-lib.sh"
-K=$B/kkctl
-PROG=$B/test/progs/record_flood
-[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+. "${KK_SRC:?}/test/record-lib.sh"
+record_setup kkholder
 unshare -p -f true 2>/dev/null || { echo "skip: unshare -p refused here (a pid namespace is needed)"; exit 77; }
-. "$KK_SRC/test/record-lib.sh"
 begin() { "$K" -p "$1" write dynamic_debug/session "$(printf '%s\nfunc flood_tick +T' "$2")" 2>&1; }
 end_session() {
 	id=$(session_of "$1" | cut -d' ' -f2)
@@ -68,13 +64,6 @@ site_off "$p" || fail "a refused begin switched flood_tick on"
 # ms pass while it is stopped; continued, the endpoint serves the renewal
 # before it judges the lease.  (Before: the lease fired first, and the
 # renew got "no session".)
-all_stopped() {
-	for st in /proc/"$1"/task/*/stat; do
-		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
-		[ "$state" = T ] || return 1
-	done
-	return 0
-}
 queued() { [ "$(ss -xlH src "@kernelkit/$1" 2>/dev/null | awk '{print $3}')" = 1 ]; }
 # (a try counts only if the writer was stopped well inside the lease: on a
 # loaded machine the lease may run out before the stop; then try again)
