@@ -38,6 +38,14 @@ served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
 session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }
 has_session() { session_of "$1" | grep -q '^session '; }
 no_session() { session_of "$1" | grep -qx 'no session'; }
+# session_begin P 'begin LEASE_MS [held]': that begin of 'func flood_tick
+# +T' in process P, by a one-shot kkctl write (it exits: a holder gone);
+# its reply.  session_end P: end P's open session.
+session_begin() { "$K" -p "$1" write dynamic_debug/session "$(printf '%s\nfunc flood_tick +T' "$2")" 2>&1; }
+session_end() {
+	id=$(session_of "$1" | cut -d' ' -f2)
+	"$K" -p "$1" write dynamic_debug/session "end $id" > /dev/null || fail "end $id"
+}
 # site_off P: record_flood's flood_tick has no flag set in process P.
 site_off() { "$K" -p "$1" read dynamic_debug/control | grep flood_tick | grep -q ' =_ '; }
 # ended_clean RC SITES: kkctl record exited with RC 0 and said one line
