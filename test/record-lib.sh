@@ -12,6 +12,21 @@ record_setup() {
 	PROG=$B/test/progs/${2:-record_flood}
 	[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
 }
+# trio_start: record_trio ($PROG) in the background, its stdin on fd 3 and
+# its stdout on fd 4 (fifos), its stderr in $tmp/trio.err; sets $trio.
+# trio_ask LINE: one command of record_trio's, its answer in $ans ("ok...").
+trio_start() {
+	mkfifo "$tmp/in" "$tmp/out"
+	env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/trio.err" &
+	trio=$!
+	pids="$pids $trio"
+	exec 3> "$tmp/in" 4< "$tmp/out"
+}
+trio_ask() {
+	echo "$1" >&3
+	IFS= read -r ans <&4 || fail "record_trio: no answer to '$1'"
+	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
+}
 # until_ok WHAT CMD...: until CMD succeeds, at most 30 s (a hang guard: each
 # try waits for the event).
 until_ok() {
