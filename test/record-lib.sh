@@ -1,6 +1,32 @@
 # SPDX-License-Identifier: MIT
 # Waiting helpers of the kkctl record scripts, sourced once $K (kkctl) and
-# fail() exist.
+# fail() exist (or first, by a script that then calls record_setup).
+# record_setup NAME [PROG]: the set-up of a script that drives PROG
+# (test/progs/, default record_flood) with kkctl: control-lib.sh with its
+# $tmp named NAME (B, $pids, fail(), $control_env), K and PROG; exit 77
+# where kkctl or PROG is not built.
+record_setup() {
+	KK_CTL_LIB_NAME=$1
+	. "${KK_SRC:?}/test/control-lib.sh"
+	K=$B/kkctl
+	PROG=$B/test/progs/${2:-record_flood}
+	[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+}
+# trio_start: record_trio ($PROG) in the background, its stdin on fd 3 and
+# its stdout on fd 4 (fifos), its stderr in $tmp/trio.err; sets $trio.
+# trio_ask LINE: one command of record_trio's, its answer in $ans ("ok...").
+trio_start() {
+	mkfifo "$tmp/in" "$tmp/out"
+	env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/trio.err" &
+	trio=$!
+	pids="$pids $trio"
+	exec 3> "$tmp/in" 4< "$tmp/out"
+}
+trio_ask() {
+	echo "$1" >&3
+	IFS= read -r ans <&4 || fail "record_trio: no answer to '$1'"
+	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
+}
 # until_ok WHAT CMD...: until CMD succeeds, at most 30 s (a hang guard: each
 # try waits for the event).
 until_ok() {
@@ -13,10 +39,28 @@ until_ok() {
 		sleep 0.05
 	done
 }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# all_stopped PID: every thread of PID stopped (kill -STOP returns before the
+# group stop reached them all)
+all_stopped() {
+	for st in /proc/"$1"/task/*/stat; do
+		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
+		[ "$state" = T ] || return 1
+	done
+	return 0
+}
 served() { grep -q " @kernelkit/$1\$" /proc/net/unix; }
 session_of() { "$K" -p "$1" read dynamic_debug/session 2>&1; }
 has_session() { session_of "$1" | grep -q '^session '; }
 no_session() { session_of "$1" | grep -qx 'no session'; }
+# session_begin P 'begin LEASE_MS [held]': that begin of 'func flood_tick
+# +T' in process P, by a one-shot kkctl write (it exits: a holder gone);
+# its reply.  session_end P: end P's open session.
+session_begin() { "$K" -p "$1" write dynamic_debug/session "$(printf '%s\nfunc flood_tick +T' "$2")" 2>&1; }
+session_end() {
+	id=$(session_of "$1" | cut -d' ' -f2)
+	"$K" -p "$1" write dynamic_debug/session "end $id" > /dev/null || fail "end $id"
+}
 # site_off P: record_flood's flood_tick has no flag set in process P.
 site_off() { "$K" -p "$1" read dynamic_debug/control | grep flood_tick | grep -q ' =_ '; }
 # ended_clean RC SITES: kkctl record exited with RC 0 and said one line

@@ -13,18 +13,9 @@
 #    lease counts (the endpoint serves the backlog before judging the lease).
 # Every check reads the state right after the change: no timing.
 set -u
-KK_CTL_LIB_NAME=kkholder
-. "${KK_SRC:?}/test/control-lib.sh"
-K=$B/kkctl
-PROG=$B/test/progs/record_flood
-[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+. "${KK_SRC:?}/test/record-lib.sh"
+record_setup kkholder
 unshare -p -f true 2>/dev/null || { echo "skip: unshare -p refused here (a pid namespace is needed)"; exit 77; }
-. "$KK_SRC/test/record-lib.sh"
-begin() { "$K" -p "$1" write dynamic_debug/session "$(printf '%s\nfunc flood_tick +T' "$2")" 2>&1; }
-end_session() {
-	id=$(session_of "$1" | cut -d' ' -f2)
-	"$K" -p "$1" write dynamic_debug/session "end $id" > /dev/null || fail "end $id"
-}
 
 # A writer that waits on its stdin (a fifo kept open on fd $3) for "go".
 spawn() {
@@ -38,25 +29,25 @@ p=$!
 until_ok "endpoint of $p" served "$p"
 
 # 1. held by a kkctl that is gone
-out=$(begin "$p" 'begin 1000 held')
+out=$(session_begin "$p" 'begin 1000 held')
 case $out in "session "*": matched 1 changed 1") ;; *) fail "begin held: $out" ;; esac
 s=$(session_of "$p")
 [ "$s" = "no session" ] || fail "the holder (kkctl write) exited, its session did not end: $s"
 site_off "$p" || fail "flood_tick still on after its holder exited"
 
 # 2. no holder: the time lease alone
-out=$(begin "$p" 'begin 60000')
+out=$(session_begin "$p" 'begin 60000')
 case $out in "session "*": matched 1 changed 1") ;; *) fail "begin: $out" ;; esac
 s=$(session_of "$p")
 case $s in
 "session "*" lease_ms 60000 "*" sites 1") ;;
 *) fail "a session without holder: $s" ;;
 esac
-end_session "$p"
+session_end "$p"
 site_off "$p" || fail "flood_tick still on after end"
 
 # 3. a bad word after the lease: refused, nothing changed
-out=$(begin "$p" 'begin 1000 bogus') && fail "begin 1000 bogus was taken: $out"
+out=$(session_begin "$p" 'begin 1000 bogus') && fail "begin 1000 bogus was taken: $out"
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "more than one line: $out"
 case $out in *"expected 'held' or nothing"*) ;; *) fail "begin 1000 bogus: $out" ;; esac
 [ "$(session_of "$p")" = "no session" ] || fail "a refused begin left a session"
@@ -68,13 +59,6 @@ site_off "$p" || fail "a refused begin switched flood_tick on"
 # ms pass while it is stopped; continued, the endpoint serves the renewal
 # before it judges the lease.  (Before: the lease fired first, and the
 # renew got "no session".)
-all_stopped() {
-	for st in /proc/"$1"/task/*/stat; do
-		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
-		[ "$state" = T ] || return 1
-	done
-	return 0
-}
 queued() { [ "$(ss -xlH src "@kernelkit/$1" 2>/dev/null | awk '{print $3}')" = 1 ]; }
 # (a try counts only if the writer was stopped well inside the lease: on a
 # loaded machine the lease may run out before the stop; then try again)
@@ -83,7 +67,7 @@ while :; do
 	try=$((try + 1))
 	[ $try -le 5 ] || { echo "skip: could not stop the writer within 3 s of a begin, 5 times (load)"; exit 77; }
 	t0=$(date +%s%N)
-	out=$(begin "$p" 'begin 4000')
+	out=$(session_begin "$p" 'begin 4000')
 	id=$(printf '%s\n' "$out" | sed -n 's/^session \([0-9a-f]\{16\}\): matched.*/\1/p')
 	[ -n "$id" ] || fail "begin 4000: $out"
 	kill -STOP "$p"
@@ -101,7 +85,7 @@ while [ $(($(date +%s%N) - t0)) -lt 4500000000 ]; do sleep 0.1; done
 kill -CONT "$p"
 wait "$r" || fail "a renewal queued while the lease ran out did not count: $(cat "$tmp/renew.out")"
 case $(session_of "$p") in "session $id "*) ;; *) fail "session $id ended after its renewal: $(session_of "$p")" ;; esac
-end_session "$p"
+session_end "$p"
 
 # 4. a process that cannot see kkctl's pid: the time lease, no holder
 spawn "unshare -p -f --kill-child" 2
@@ -121,13 +105,13 @@ until "$K" -p "$c" read dynamic_debug/session > /dev/null 2>&1; do
 	sleep 0.05
 done
 # (60000: had it watched kkctl, the session would be gone with it)
-out=$(begin "$c" 'begin 60000 held')
+out=$(session_begin "$c" 'begin 60000 held')
 case $out in "session "*": matched 1 changed 1") ;; *) fail "begin held, in a pid namespace: $out" ;; esac
 s=$(session_of "$c")
 case $s in
 "session "*" lease_ms 60000 "*" sites 1") ;;	# (no " holder PID": kkctl is not visible there)
 *) fail "held, by a pid not visible: want the time lease alone, got: $s" ;;
 esac
-end_session "$c"
+session_end "$c"
 site_off "$c" || fail "flood_tick still on in the pid namespace after end"
 echo "dynamic_debug_session_holder: ok"

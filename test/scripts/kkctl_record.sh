@@ -22,17 +22,9 @@ PROG=$B/test/progs/record_trio
 [ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
 Q='func trio_tick +T'
 
-mkfifo "$tmp/in" "$tmp/out"
-env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/trio.err" &
-trio=$!
-pids="$pids $trio"
-exec 3> "$tmp/in" 4< "$tmp/out"
-ask() {
-	echo "$1" >&3
-	IFS= read -r ans <&4 || fail "record_trio: no answer to '$1'"
-	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
-}
 . "$KK_SRC/test/record-lib.sh"
+trio_start
+ask() { trio_ask "$1"; }
 all_sessions() { for p in $procs; do has_session "$p" || return 1; done; }
 no_sessions() { for p in $procs; do no_session "$p" || return 1; done; }
 snapshot() { for p in $procs; do "$K" -p "$p" read dynamic_debug/control > "$tmp/ctl.$p.$1" || fail "control of $p"; done; }

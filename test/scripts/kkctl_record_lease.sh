@@ -16,24 +16,11 @@
 # The 3 s are the fault injected, not a bound on anything; every wait for an
 # event has a hang guard and no timing assertion.
 set -u
-KK_CTL_LIB_NAME=kklease
-. "${KK_SRC:?}/test/control-lib.sh"
-K=$B/kkctl
-PROG=$B/test/progs/record_flood
-[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+. "${KK_SRC:?}/test/record-lib.sh"
+record_setup kklease
 NPROC=${KK_LEASE_NPROC:-3}
 Q='func flood_tick +T'
-. "$KK_SRC/test/record-lib.sh"
 fail() { echo "FAIL: $*"; [ -s "$tmp/r.err" ] && tail -5 "$tmp/r.err"; exit 1; }
-gone() { ! kill -0 "$1" 2>/dev/null; }
-# every thread of $1 stopped (kill returns before the group stop reached all)
-all_stopped() {
-	for st in /proc/"$1"/task/*/stat; do
-		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
-		[ "$state" = T ] || return 1
-	done
-	return 0
-}
 rounds_done() { [ "$(grep -c done "$tmp/out$1")" -ge "$2" ]; }
 # A round of records in every writer ("go"; each answers "done").
 go_round() {

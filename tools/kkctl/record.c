@@ -10,7 +10,8 @@
  * dynamic_debug/session (the library remembers what it changed, and puts it
  * back by itself as soon as we are gone, SIGKILL included: it watches us
  * with a pidfd; where it cannot see us, when 1000 ms pass with no renew;
- * docs/dynamic_debug.md); then reads of
+ * docs/dynamic_debug.md; a library older than `held` refuses the word, and
+ * gets `begin 1000`: that time lease alone); then reads of
  * dynamic_debug/trace_pipe_json back to back, by one thread per process
  * (a read sends at most 128 KiB, the oldest records first, and keeps the
  * rest for the next; with nothing to send it waits up to 250 ms for a
@@ -89,6 +90,7 @@ struct rtarget {
 	uint64_t matched, restored, left;
 	uint64_t renewed;	/* kk_now_ns() when its last renewing request began */
 	bool joined, thread, ended, warned;
+	bool plain;		/* its library is older than `held`: a time lease */
 	bool cut;		/* the end's deadline came before it was read to its end */
 	pthread_t th;
 	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
@@ -394,7 +396,8 @@ static bool join_ours(struct rtarget *rt, const struct result *res)
 	if (!res->body || sscanf(res->body, "busy: session %16[0-9a-f] is open", id) != 1 ||
 	    strlen(id) != 16 || !our_session(id))
 		return false;
-	snprintf(req, sizeof(req), "renew %s held\n", id);	/* (held: by us, from now) */
+	/* (held: by us, from now; a library older than `held` renews plainly) */
+	snprintf(req, sizeof(req), "renew %s%s\n", id, rt->plain ? "" : " held");
 	kkctl_request_by(&rt->t, "write", SESSION_FILE, req, strlen(req), req_deadline(), &r2);
 	free(r2.body);
 	if (!r2.ok)
@@ -406,6 +409,36 @@ static bool join_ours(struct rtarget *rt, const struct result *res)
 	return true;
 }
 
+static char *begin_body(char **queries, int nq, bool held, size_t *len);
+
+/* A library older than `held` (before it, a lease was digits alone) refuses
+ * `begin 1000 held` with exactly this line, and nothing else does. */
+static bool refused_held(const struct result *res)
+{
+	char want[80];
+	int n = snprintf(want, sizeof(want), "bad lease '%d held': expected 'begin LEASE_MS',",
+			 LEASE_MS);
+
+	return !res->ok && !res->gone && res->body && !strncmp(res->body, want, (size_t)n);
+}
+
+/* `begin LEASE held` and the queries; where the library is older than
+ * `held`, `begin LEASE` again: the time lease, renewed by our reads (and
+ * joins of its children are plain `renew`s).  The reply in @res. */
+static void begin_request(struct rtarget *rt, struct result *res)
+{
+	size_t len;
+	char *plain;
+
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, kkr.body, kkr.blen, req_deadline(), res);
+	if (!refused_held(res) || !(plain = begin_body(kkr.opts->queries, kkr.opts->nq, false, &len)))
+		return;		/* (out of memory: the refusal is said as it is) */
+	free(res->body);
+	rt->plain = true;
+	kkctl_request_by(&rt->t, "write", SESSION_FILE, plain, len, req_deadline(), res);
+	free(plain);
+}
+
 /* `begin LEASE` and the queries: "session ID: matched N changed M". */
 static void target_begin(struct rtarget *rt)
 {
@@ -413,7 +446,7 @@ static void target_begin(struct rtarget *rt)
 	unsigned long long matched, changed;
 	char id[17];
 
-	kkctl_request_by(&rt->t, "write", SESSION_FILE, kkr.body, kkr.blen, req_deadline(), &res);
+	begin_request(rt, &res);
 	if (res.ok && sscanf(res.body, "session %16[0-9a-f]: matched %llu changed %llu", id,
 			     &matched, &changed) == 3 && strlen(id) == 16) {
 		pthread_mutex_lock(&kkr.lock);
@@ -1195,8 +1228,8 @@ static const struct kkr_writer_ops *find_writer(const char *name)
 }
 
 /* "begin 1000 held\n" and the queries, one a line (held: we hold the
- * session; it ends when we are gone). */
-static char *begin_body(char **queries, int nq, size_t *len)
+ * session; it ends when we are gone), or without held (an older library). */
+static char *begin_body(char **queries, int nq, bool held, size_t *len)
 {
 	size_t n = 32;
 	char *b;
@@ -1205,7 +1238,7 @@ static char *begin_body(char **queries, int nq, size_t *len)
 		n += strlen(queries[i]) + 1;
 	if (!(b = malloc(n)))
 		return NULL;
-	*len = (size_t)snprintf(b, n, "begin %d held\n", LEASE_MS);
+	*len = (size_t)snprintf(b, n, "begin %d%s\n", LEASE_MS, held ? " held" : "");
 	for (int i = 0; i < nq; i++)
 		*len += (size_t)snprintf(b + *len, n - *len, "%s\n", queries[i]);
 	return b;
@@ -1376,7 +1409,7 @@ int kkctl_record(struct kkr_opts *o)
 		o->path = w.ops->dir || !strcmp(w.ops->name, "perfetto") ? "kk-trace" : "-";
 	if (kkr_check_output(o->path, w.ops->dir))
 		return 1;
-	if (!(kkr.body = begin_body(o->queries, o->nq, &kkr.blen))) {
+	if (!(kkr.body = begin_body(o->queries, o->nq, true, &kkr.blen))) {
 		fprintf(stderr, "%s: out of memory\n", kkctl_prog);
 		return 1;
 	}

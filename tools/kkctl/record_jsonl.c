@@ -40,19 +40,86 @@ static int jsonl_open(struct kkr_writer *w, const char *path)
 	return 0;
 }
 
-/* {"type":"T","host":..,"pid":..,"vpid":..,"process":.. (@type: "\"T\"") */
+/*
+ * A line is {"type":"T" and fields ,"key":value, each read from a struct
+ * (the process, the event, a loss, an exit) by one table: the keys and
+ * their order are the line's format, in one place.
+ */
+enum jkind { J_INT, J_UINT, J_U64, J_STR };
+
+struct jfield {
+	const char *key;	/* ,"key": */
+	enum jkind kind;
+	size_t off;		/* of the value in its struct */
+};
+#define JF(type, name, kind, field) { ",\"" name "\":", kind, offsetof(type, field) }
+
+static const struct jfield proc_fields[] = {
+	JF(struct kkr_proc, "host", J_STR, host), JF(struct kkr_proc, "pid", J_INT, pid),
+	JF(struct kkr_proc, "vpid", J_INT, vpid), JF(struct kkr_proc, "process", J_STR, name),
+};
+
+static const struct jfield event_fields[] = {
+	JF(struct kkr_event, "ts", J_U64, ts), JF(struct kkr_event, "mono", J_U64, mono),
+	JF(struct kkr_event, "tid", J_INT, tid), JF(struct kkr_event, "comm", J_STR, comm),
+	JF(struct kkr_event, "module", J_STR, module),
+	JF(struct kkr_event, "function", J_STR, function),
+	JF(struct kkr_event, "file", J_STR, file), JF(struct kkr_event, "line", J_UINT, line),
+	JF(struct kkr_event, "format", J_STR, format),
+	JF(struct kkr_event, "message", J_STR, message),
+};
+
+/* A loss and an exit, as the writer's calls give them. */
+struct jlost {
+	int tid;
+	const char *comm;	/* (a loss has no thread name: "") */
+	uint64_t count, ts;
+};
+
+struct jexited {
+	uint64_t ts;
+};
+
+static const struct jfield lost_fields[] = {
+	JF(struct jlost, "tid", J_INT, tid), JF(struct jlost, "comm", J_STR, comm),
+	JF(struct jlost, "count", J_U64, count), JF(struct jlost, "ts", J_U64, ts),
+};
+
+static const struct jfield exited_fields[] = {
+	JF(struct jexited, "ts", J_U64, ts),
+};
+#undef JF
+
+static void put_fields(struct kkr_out *o, const struct jfield *f, size_t n, const void *base)
+{
+	for (const struct jfield *end = f + n; f < end; f++) {
+		const char *v = (const char *)base + f->off;
+
+		kkr_out_mem(o, f->key, strlen(f->key));
+		switch (f->kind) {
+		case J_INT:
+			kkr_out_i64(o, *(const int *)v);
+			break;
+		case J_UINT:
+			kkr_out_u64(o, *(const unsigned int *)v);
+			break;
+		case J_U64:
+			kkr_out_u64(o, *(const uint64_t *)v);
+			break;
+		case J_STR:
+			kkr_out_json(o, *(const char *const *)v);
+			break;
+		}
+	}
+}
+#define PUT_FIELDS(o, table, base) put_fields(o, table, sizeof(table) / sizeof(table[0]), base)
+
+/* {"type":"T" and the process's fields (@type: "\"T\"") */
 static void head(struct kkr_out *o, const char *type, const struct kkr_proc *p)
 {
 	kkr_out_lit(o, "{\"type\":");
 	kkr_out_mem(o, type, strlen(type));
-	kkr_out_lit(o, ",\"host\":");
-	kkr_out_json(o, p->host);
-	kkr_out_lit(o, ",\"pid\":");
-	kkr_out_i64(o, p->pid);
-	kkr_out_lit(o, ",\"vpid\":");
-	kkr_out_i64(o, p->vpid);
-	kkr_out_lit(o, ",\"process\":");
-	kkr_out_json(o, p->name);
+	PUT_FIELDS(o, proc_fields, p);
 }
 
 static void put_float(struct kkr_out *o, double f)
@@ -95,36 +162,12 @@ static void put_arg(struct kkr_out *o, const struct kkr_arg *a)
 	kkr_out_lit(o, "}");
 }
 
-/* Each string key of an event, and where it is. */
-#define EKEY(name, field) { ",\"" name "\":", offsetof(struct kkr_event, field) }
-static const struct { const char *key; size_t off; } event_strs[] = {
-	EKEY("module", module), EKEY("function", function), EKEY("file", file),
-};
-#undef EKEY
-
 static int jsonl_event(struct kkr_writer *w, const struct kkr_event *e)
 {
 	struct kkr_out *o = out_of(w);
 
 	head(o, "\"event\"", e->proc);
-	kkr_out_lit(o, ",\"ts\":");
-	kkr_out_u64(o, e->ts);
-	kkr_out_lit(o, ",\"mono\":");
-	kkr_out_u64(o, e->mono);
-	kkr_out_lit(o, ",\"tid\":");
-	kkr_out_i64(o, e->tid);
-	kkr_out_lit(o, ",\"comm\":");
-	kkr_out_json(o, e->comm);
-	for (size_t i = 0; i < sizeof(event_strs) / sizeof(event_strs[0]); i++) {
-		kkr_out_mem(o, event_strs[i].key, strlen(event_strs[i].key));
-		kkr_out_json(o, *(const char *const *)((const char *)e + event_strs[i].off));
-	}
-	kkr_out_lit(o, ",\"line\":");
-	kkr_out_u64(o, e->line);
-	kkr_out_lit(o, ",\"format\":");
-	kkr_out_json(o, e->format);
-	kkr_out_lit(o, ",\"message\":");
-	kkr_out_json(o, e->message);
+	PUT_FIELDS(o, event_fields, e);
 	kkr_out_lit(o, ",\"args\":[");
 	for (size_t i = 0; i < e->nargs; i++) {
 		if (i)
@@ -139,19 +182,22 @@ static int jsonl_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, u
 		      uint64_t ts)
 {
 	struct kkr_out *o = out_of(w);
+	const struct jlost l = { tid, "", count, ts };
 
 	head(o, "\"lost\"", p);
-	kkr_out_printf(o, ",\"tid\":%d,\"comm\":\"\",\"count\":%llu,\"ts\":%llu}\n", tid,
-		       (unsigned long long)count, (unsigned long long)ts);
+	PUT_FIELDS(o, lost_fields, &l);
+	kkr_out_lit(o, "}\n");
 	return kkr_out_record(o);
 }
 
 static int jsonl_exited(struct kkr_writer *w, const struct kkr_proc *p, uint64_t ts)
 {
 	struct kkr_out *o = out_of(w);
+	const struct jexited x = { ts };
 
 	head(o, "\"exited\"", p);
-	kkr_out_printf(o, ",\"ts\":%llu}\n", (unsigned long long)ts);
+	PUT_FIELDS(o, exited_fields, &x);
+	kkr_out_lit(o, "}\n");
 	return kkr_out_record(o);
 }
 
