@@ -1009,7 +1009,7 @@ KK_EXPORT int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *c
 	return add_table(start, v, n, 1, cstart, cstop);
 }
 
-static void del_table(const void *id, const void *id2)
+__attribute__((__noinline__)) static void del_table(const void *id, const void *id2)
 {
 	struct ddebug_table **pp, *t = NULL;
 
@@ -1040,14 +1040,21 @@ static void del_table(const void *id, const void *id2)
 	free(t);
 }
 
+/*
+ * From the object's destructor.  An exiting process (kk_exiting()) keeps its
+ * tables: the sites stay mapped until _exit, listed, switchable and printing
+ * with their module's name in the threads that still run them.
+ */
 KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
 {
-	del_table(start, cstart);
+	if (!kk_exiting(start ? (const void *)start : (const void *)cstart))
+		del_table(start, cstart);
 }
 
 KK_EXPORT void kk_dyndbg_del_ptrs(struct _ddebug *const *start)
 {
-	del_table(start, NULL);
+	if (!kk_exiting(start))
+		del_table(start, NULL);
 }
 
 /* ---- the control files ------------------------------------------------------------------- */

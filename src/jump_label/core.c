@@ -1071,10 +1071,13 @@ static bool in_range(const void *p, uintptr_t lo, uintptr_t hi)
 
 /*
  * Runs from every object's destructor, also at exit() inside a sandbox: no
- * syscall beyond the lock's futex (dl_iterate_phdr() makes none).
+ * syscall beyond the lock's futex (dl_iterate_phdr() makes none).  In an
+ * exiting process nothing is unregistered (kk_exiting()): every object stays
+ * mapped until _exit, so the registry stays as it is, and another thread
+ * that still switches a key patches mapped code.
  */
-KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
-			      const void *self)
+__attribute__((__noinline__)) static void del_object(const struct jump_entry *start,
+						   const struct jump_entry *stop, const void *self)
 {
 	struct jump_label_object *o = NULL, **pp;
 	uintptr_t base, lo = 0, hi = 0;
@@ -1116,6 +1119,14 @@ KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const st
 	}
 	jump_label_unlock();
 	free(o);
+}
+
+/* Every unit of every object calls this at exit: no frame on that path. */
+KK_EXPORT void kk_jump_label_del_object(const struct jump_entry *start, const struct jump_entry *stop,
+			      const void *self)
+{
+	if (!kk_exiting(self))
+		del_object(start, stop, self);
 }
 
 /* ---- listing and stats ------------------------------------------------------------- */
