@@ -7,7 +7,9 @@
 # (the pass's build flags), a $tmp removed at exit, and
 # reg_insns DIR: builds DIR/*.c into DIR/prog and prints the instructions
 # that kk_jump_label_add_object and kk_dyndbg_add_object execute, with all
-# they call (KK_CONTROL=0).
+# they call (KK_CONTROL=0); prog_insns DIR FUNC...: the same for the
+# functions named (built already), one line for each process (a fork child's
+# too), the first process's first.
 B=${KK_BUILD:?}
 case "${KK_TEST_LABEL:-default}" in
 fallback) flags="-DKK_NO_JUMP_LABEL" ;;
@@ -20,12 +22,18 @@ src=$(pwd)
 tmp=$(mktemp -d "/tmp/kk-${KK_REG_NAME:-reg}.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+prog_insns() {
+	d=$1
+	shift
+	env -i KK_CONTROL=0 valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" \
+		--collect-atstart=no $(printf ' --toggle-collect=%s' "$@") "$d/prog" 2>"$d/vg" ||
+		{ cat "$d/vg" >&2; return 1; }
+	awk -F'==' 'NR == 1 { main = $2 } /Collected : / { n = $NF; sub(/.*: */, "", n)
+		if ($2 == main) print n; else kids = kids n "\n" }
+		END { printf "%s", kids }' "$d/vg"
+}
 reg_insns() {
 	${CC:-cc} -O2 -D_GNU_SOURCE $flags -I"$src/include" -o "$1/prog" "$1"/*.c \
 		-L"$B" -lkernelkit -Wl,-rpath,"$B" -pthread || { echo "build failed" >&2; return 1; }
-	env -i KK_CONTROL=0 valgrind --tool=callgrind --callgrind-out-file="$1/cg" \
-		--collect-atstart=no --toggle-collect=kk_dyndbg_add_object \
-		--toggle-collect=kk_jump_label_add_object "$1/prog" 2>"$1/vg" ||
-		{ cat "$1/vg" >&2; return 1; }
-	sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$1/vg"
+	prog_insns "$1" kk_dyndbg_add_object kk_jump_label_add_object
 }

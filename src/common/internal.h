@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -450,6 +451,19 @@ void kk_addr_object(const void *addr, char *name, size_t len, uintptr_t *base);
 /* The base and mapped range [lo, hi) of the object that contains @addr (all 0
  * if none).  No syscall: safe in a destructor under a sandbox. */
 void kk_addr_range(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi);
+
+/*
+ * Is the process exiting?  A destructor asks, with any address inside its
+ * object: true from the first destructor of the main program on (then no
+ * object is unmapped until _exit), false in a dlclose() (common/exiting.c).
+ * The flag is read inline: every unit of an object has its destructors.
+ */
+extern atomic_bool kk_exiting_flag;
+bool kk_exiting_slow(const void *self);
+static inline bool kk_exiting(const void *self)
+{
+	return atomic_load_explicit(&kk_exiting_flag, memory_order_relaxed) || kk_exiting_slow(self);
+}
 
 /* The PROT_* bits of the ELF load segment that holds @addr, as the loader
  * mapped it, or -ENOENT.  For text, where /proc/self/maps cannot be read. */

@@ -902,6 +902,14 @@ static size_t unique_sites_locked(struct _ddebug **v, size_t n)
 	return k;
 }
 
+/*
+ * The table registered last, read without the lock: the units of an object
+ * call us one after the other, and all but the first find their table here
+ * (as jump_label's last_added).  Set under ddebug_lock once the table is
+ * registered, cleared under it when the table is dropped.
+ */
+static _Atomic(const void *) last_added;
+
 /* Register @v[0..n) (malloc'ed; sorted by address) as the table @id of an object. */
 static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 		     struct ddebug_class_map *cstart, struct ddebug_class_map *cstop)
@@ -952,6 +960,7 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 	if (ddebug_verbose)
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
+	atomic_store_explicit(&last_added, id, memory_order_release);
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t->nsites)
 		kk_control_autostart();	/* after ddebug_lock: fork takes the endpoint's locks first */
@@ -967,6 +976,8 @@ static bool table_known(const void *id)
 {
 	bool known = false;
 
+	if (atomic_load_explicit(&last_added, memory_order_acquire) == id)
+		return true;
 	pthread_mutex_lock(&ddebug_lock);
 	for (const struct ddebug_table *t = tables; t && !known; t = t->next)
 		known = t->id == id;
@@ -1009,7 +1020,7 @@ KK_EXPORT int kk_dyndbg_add_ptrs(struct _ddebug *const *start, struct _ddebug *c
 	return add_table(start, v, n, 1, cstart, cstop);
 }
 
-static void del_table(const void *id, const void *id2)
+__attribute__((__noinline__)) static void del_table(const void *id, const void *id2)
 {
 	struct ddebug_table **pp, *t = NULL;
 
@@ -1022,6 +1033,8 @@ static void del_table(const void *id, const void *id2)
 		}
 	}
 	if (t) {
+		if (atomic_load_explicit(&last_added, memory_order_relaxed) == t->id)
+			atomic_store_explicit(&last_added, NULL, memory_order_relaxed);
 		tables_tail = &tables;
 		while (*tables_tail)
 			tables_tail = &(*tables_tail)->next;
@@ -1040,14 +1053,21 @@ static void del_table(const void *id, const void *id2)
 	free(t);
 }
 
+/*
+ * From the object's destructor.  An exiting process (kk_exiting()) keeps its
+ * tables: the sites stay mapped until _exit, listed, switchable and printing
+ * with their module's name in the threads that still run them.
+ */
 KK_EXPORT void kk_dyndbg_del_object(struct _ddebug *start, struct ddebug_class_map *cstart)
 {
-	del_table(start, cstart);
+	if (!kk_exiting(start ? (const void *)start : (const void *)cstart))
+		del_table(start, cstart);
 }
 
 KK_EXPORT void kk_dyndbg_del_ptrs(struct _ddebug *const *start)
 {
-	del_table(start, NULL);
+	if (!kk_exiting(start))
+		del_table(start, NULL);
 }
 
 /* ---- the control files ------------------------------------------------------------------- */
