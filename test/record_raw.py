@@ -86,16 +86,17 @@ def decode(b, out):
             r = 40
             for _ in range(nrec):
                 rl, cls, ts, rtid, pid = struct.unpack_from("<IIQii", f, r)
-                if rl % 8 or r + rl > ln or cls not in classes or rtid != tid:
+                stride = (rl + 7) // 8 * 8
+                if rl < 24 or r + stride > ln or cls not in classes or rtid != tid:
                     fail("record at %d of frame %d" % (r, at))
                 c, va, args = classes[cls], r + 24, []
                 for name, kind, size in c["fields"]:
                     v, va = value(f, va, kind, size)
                     args.append([name, v])
-                if (va - r + 7) // 8 * 8 != rl:
+                if va - r != rl:
                     fail("record of %s: values end at %d, length %d" % (c["function"], va - r, rl))
                 out.append(json.dumps({"tid": tid, "function": c["function"], "args": args}))
-                r += rl
+                r += stride
             if r != ln:
                 fail("ring frame: records end at %d of %d" % (r, ln))
         else:

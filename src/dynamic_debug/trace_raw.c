@@ -399,15 +399,16 @@ static void rec_out(struct kk_buf *b, const struct raw_read *rr, const struct rc
 		    const struct trec *h, size_t len)
 {
 	unsigned char *p = raw_take(b, len);
-	struct kk_raw_rec r = { (uint32_t)len, (uint32_t)(k - rr->cls),
-				kk_dd_tr_conv_ns(&rr->tc, h->ts), h->tid, rr->pid };
+	struct kk_raw_rec r = { 0, (uint32_t)(k - rr->cls), kk_dd_tr_conv_ns(&rr->tc, h->ts),
+				h->tid, rr->pid };
 	struct repack o = { p + sizeof(r), 0 };
 
-	memcpy(p, &r, sizeof(r));
 	if (k->plain)
-		memcpy(o.w, h + 1, k->fixed);
+		memcpy(o.w, h + 1, o.n = k->fixed);
 	else
 		(void)repack(k, h, &o);	/* (it did, measured) */
+	r.len = (uint32_t)(sizeof(r) + o.n);	/* (unpadded: a reader needs the values' end) */
+	memcpy(p, &r, sizeof(r));
 }
 
 /* ---- the read ------------------------------------------------------------------------------ */

@@ -66,7 +66,8 @@ struct kk_raw_field {
  * A thread's records (one ring's, of one thread): @lost, the records it
  * overwrote before this reader had them since the previous read; @nrec
  * records follow, each struct kk_raw_rec, its values packed as the class
- * says (no padding between them), then zeros up to rec.len, a multiple of 8.
+ * says (no padding between them): rec.len bytes, then zeros to a multiple
+ * of 8 (where the next record starts).
  */
 struct kk_raw_ring {
 	struct kk_raw_frame f;
@@ -77,7 +78,7 @@ struct kk_raw_ring {
 };
 
 struct kk_raw_rec {
-	uint32_t len;		/* the whole record, a multiple of 8 */
+	uint32_t len;		/* the record without its padding (this and its values) */
 	uint32_t cls;		/* a CLASS frame's id of this reply */
 	uint64_t ts;		/* CLOCK_MONOTONIC ns */
 	int32_t tid, pid;	/* as the process sees them */
