@@ -544,7 +544,6 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
 static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uint64_t *last)
 {
 	struct result res;
-	int64_t t = 0;
 	bool bad;
 
 	*last = 0;
@@ -563,14 +562,13 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 			rt->cut = true;
 		else
 			target_failed(rt, &res);
-	} else if ((t = kkr_raw_take(rt->raw, (unsigned char *)res.body, res.len, &bad)) < 0) {
+	} else if (kkr_raw_take(rt->raw, (unsigned char *)res.body, res.len, &bad, last)) {
 		set_state(rt, T_FAILED);	/* (the trace cannot be written: said) */
 		__atomic_store_n(&kkr.host_failed, true, __ATOMIC_RELAXED);
 	} else if (bad) {
 		__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
 	}
 	free(res.body);
-	*last = t > 0 ? (uint64_t)t : 0;
 	if (res.ok)
 		kkr_push(&rt->src, NULL, 0, (*last ? *last : start) - SLACK_NS);
 	return true;

@@ -650,12 +650,13 @@ static bool head_frame(struct kkr_raw *r, const unsigned char *f, size_t len)
 	return true;
 }
 
-int64_t kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *bad)
+int kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *bad, uint64_t *utc)
 {
 	uint64_t last = 0;
 	size_t at = 0;
 
 	*bad = false;
+	*utc = 0;
 	for (size_t i = 0; i < r->nmap; i++)
 		r->map[i] = NO_CLASS;
 	if (!head_frame(r, body, len)) {
@@ -679,5 +680,6 @@ int64_t kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *b
 			return -1;
 		at += f.len;
 	}
-	return last ? (int64_t)(last - (uint64_t)r->off) : 0;
+	*utc = last ? last - (uint64_t)r->off : 0;	/* (the clock's value back to UTC) */
+	return 0;
 }

@@ -42,11 +42,11 @@ struct kkr_pinfo;
 struct kkr_raw *kkr_raw_new(struct ctf *c, struct kkr_pinfo *p);
 /*
  * One reply of trace_pipe_raw (@body, @len bytes: modified in place) into
- * the trace.  Returns the UTC ns time of its last record, 0 when it had
- * none; -1 when the trace cannot be written (said).  A malformed frame is
+ * the trace; *@utc the UTC ns time of its last record, 0 when it had none.
+ * 0, or -1 when the trace cannot be written (said).  A malformed frame is
  * skipped and said once (*@bad set).
  */
-int64_t kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *bad);
+int kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *bad, uint64_t *utc);
 void kkr_raw_free(struct kkr_raw *r);
 
 #endif
