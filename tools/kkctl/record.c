@@ -1279,6 +1279,14 @@ static void free_targets(void)
 	kkr.nt = kkr.tcap = 0;
 }
 
+/* KKCTL_RECORD_RAW: 1 (or unset, or empty) reads trace_pipe_raw, 0 does not. */
+static bool raw_wanted(void)
+{
+	const char *v = getenv("KKCTL_RECORD_RAW");
+
+	return !v || strcmp(v, "0");	/* (checked by kkctl_record()) */
+}
+
 /* Record locally: select, begin, write, end.  The exit status. */
 static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 {
@@ -1298,7 +1306,7 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 	}
 	/* ctf: each reader writes its process's trace_pipe_raw frames itself
 	 * (KKCTL_RECORD_RAW=0: every record through the merge, as json) */
-	if (!getenv("KKCTL_RECORD_RAW") || strcmp(getenv("KKCTL_RECORD_RAW"), "0"))
+	if (raw_wanted())
 		raw_ctf = kkr_ctf_of(w);
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))
@@ -1415,6 +1423,7 @@ int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int arg
 int kkctl_record(struct kkr_opts *o)
 {
 	static struct kkr_writer w;
+	const char *raw;
 	pthread_t th;
 	int ret;
 
@@ -1422,6 +1431,10 @@ int kkctl_record(struct kkr_opts *o)
 	cond_init();
 	if (!(w.ops = find_writer(o->format)))
 		return 2;
+	if ((raw = getenv("KKCTL_RECORD_RAW")) && *raw && strcmp(raw, "0") && strcmp(raw, "1")) {
+		fprintf(stderr, "%s: KKCTL_RECORD_RAW: expected 0 or 1\n", kkctl_prog);
+		return 2;
+	}
 	w.wallclock = o->wallclock;
 	if (!o->path)
 		o->path = w.ops->dir || !strcmp(w.ops->name, "perfetto") ? "kk-trace" : "-";
