@@ -9,3 +9,6 @@ $(B)/test/progs/record_raw_fuzz: $(RECORD_RAW_FUZZ_SRCS) $(wildcard tools/kkctl/
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Itools/kkctl $(CFLAGS) $(KK_CFLAGS) -o $@ $(RECORD_RAW_FUZZ_SRCS) \
 		$(KK_LDFLAGS) -lm
+
+# (the harness the record test programs share)
+$(B)/test/progs/record_flood $(B)/test/progs/record_raw: test/progs/rounds.h

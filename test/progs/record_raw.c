@@ -13,20 +13,13 @@
  * the record stops there, TR_INCOMPLETE).
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <string.h>
+#include <stdint.h>
 #include <wchar.h>
 
 #include <kernelkit/dynamic_debug.h>
 #include <kernelkit/kernelkit.h>
 
-enum { MAX_THREADS = 16 };
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int round_no, finished, nthreads;
-static long per_thread;
+#include "rounds.h"
 
 void raw_ints(int t, long i)
 {
@@ -54,70 +47,19 @@ void raw_cut(int t, long i)
 	pr_debug("cut t=%d i=%ld wide=%ls after=%d\n", t, i, L"wide", 5);
 }
 
-static void *writer(void *arg)
+/* One round of thread @t: @n of each shape. */
+static void raw_round(int t, int round, long n)
 {
-	int seen = 0, t = (int)(intptr_t)arg;
-
-	for (;;) {
-		pthread_mutex_lock(&lock);
-		while (round_no == seen)
-			pthread_cond_wait(&cond, &lock);
-		seen = round_no;
-		pthread_mutex_unlock(&lock);
-		if (seen < 0)
-			return NULL;
-		for (long i = 0; i < per_thread; i++) {
-			raw_ints(t, i);
-			raw_floats(t, i);
-			raw_strings(t, i);
-			raw_cut(t, i);
-		}
-		pthread_mutex_lock(&lock);
-		finished++;
-		pthread_cond_broadcast(&cond);
-		pthread_mutex_unlock(&lock);
+	(void)round;
+	for (long i = 0; i < n; i++) {
+		raw_ints(t, i);
+		raw_floats(t, i);
+		raw_strings(t, i);
+		raw_cut(t, i);
 	}
-}
-
-/* Start a round (or the end, @r < 0) and wait for every thread to finish it. */
-static void run_round(int r)
-{
-	pthread_mutex_lock(&lock);
-	finished = 0;
-	round_no = r;
-	pthread_cond_broadcast(&cond);
-	while (r > 0 && finished < nthreads)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
 }
 
 int main(int argc, char **argv)
 {
-	pthread_t th[MAX_THREADS];
-	char line[64];
-	int rounds = 0;
-
-	if (argc != 3 || sscanf(argv[1], "%d", &nthreads) != 1 || nthreads < 1 ||
-	    nthreads > MAX_THREADS || sscanf(argv[2], "%ld", &per_thread) != 1) {
-		fprintf(stderr, "usage: record_raw THREADS N\n");
-		return 2;
-	}
-	for (int i = 0; i < nthreads; i++)
-		if (pthread_create(&th[i], NULL, writer, (void *)(intptr_t)i)) {
-			perror("record_raw");
-			return 1;
-		}
-	printf("ready\n");
-	fflush(stdout);
-	while (fgets(line, sizeof(line), stdin) && strcmp(line, "quit\n")) {
-		if (strcmp(line, "go\n"))
-			continue;
-		run_round(++rounds);
-		printf("done\n");
-		fflush(stdout);
-	}
-	run_round(-1);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
-	return 0;
+	return rounds_main(argc, argv, "record_raw", raw_round);
 }

@@ -192,7 +192,7 @@ static int write_all(int fd, const void *buf, size_t n)
 }
 
 /* A TSDL string literal's text: printable ASCII, '"' and '\' escaped. */
-static void tsdl_str(FILE *f, const char *s)
+void kkr_ctf_tsdl_str(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
@@ -213,7 +213,7 @@ static void meta_event(FILE *f, unsigned long id, const char *name, size_t n,
 		       char *const *fields, const enum kkr_type *types)
 {
 	fprintf(f, "event {\n\tname = \"");
-	tsdl_str(f, name);
+	kkr_ctf_tsdl_str(f, name);
 	fprintf(f, "\";\n\tid = %lu;\n\tstream_id = 0;\n\tfields := struct {\n", id);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "\t\t%s %s;\n", tsdl_type[types[i]], fields[i]);
@@ -279,7 +279,7 @@ static void meta_text(struct ctf *c, FILE *f)
 		"\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
 		"\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n", uuid);
 	fprintf(f, "env {\n\thostname = \"");
-	tsdl_str(f, c->hostname);
+	kkr_ctf_tsdl_str(f, c->hostname);
 	fprintf(f, "\";\n\tdomain = \"kernelkit\";\n\ttracer_name = \"kkctl record\";\n};\n\n");
 	fprintf(f, "clock {\n\tname = \"realtime\";\n"
 		"\tdescription = \"CLOCK_REALTIME: UTC nanoseconds since the epoch\";\n"

@@ -91,19 +91,6 @@ static const char *frame_str(const unsigned char *s, size_t n, char *buf, size_t
 	return buf;
 }
 
-/* TSDL text: printable ASCII, '"' and '\' escaped, anything else '_'. */
-static void tsdl_put(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else
-			putc(ch >= 0x20 && ch < 0x7f ? ch : '_', f);
-	}
-}
-
 /* The TSDL type of a field of @kind and @size; NULL: none such. */
 static const char *field_type(unsigned kind, unsigned size)
 {
@@ -193,9 +180,9 @@ static char *class_tsdl(const unsigned char *fr, size_t len, uint32_t gid, size_
 		return NULL;
 	}
 	fputs("event {\n\tname = \"", f);
-	tsdl_put(f, frame_str(s[0], h.slen[0], mod, sizeof(mod)));
+	kkr_ctf_tsdl_str(f, frame_str(s[0], h.slen[0], mod, sizeof(mod)));
 	fputc(':', f);
-	tsdl_put(f, frame_str(s[1], h.slen[1], fn, sizeof(fn)));
+	kkr_ctf_tsdl_str(f, frame_str(s[1], h.slen[1], fn, sizeof(fn)));
 	fprintf(f, ":%u\";\n\tid = %" PRIu32 ";\n\tstream_id = 1;\n\tfields := struct {\n",
 		h.line, gid);
 	ok = class_fields(f, p, end, h.nfields, &p);

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "record.h"
 
@@ -31,6 +32,8 @@ int64_t kkr_ctf_raw_clock(struct ctf *c, uint64_t utc_ns);
 int kkr_ctf_sync(struct ctf *c);
 /* A new stream's instance number, and the trace's uuid. */
 uint64_t kkr_ctf_instance(struct ctf *c, unsigned char uuid[16]);
+/* @s as the text of a TSDL string literal (printable ASCII, '"' and '\\' escaped, else '_'). */
+void kkr_ctf_tsdl_str(FILE *f, const char *s);
 /* A field's TSDL name, as the json path's classes name it (malloc'ed; NULL: no memory). */
 char *kkr_ctf_field_name(const char *name, size_t i, char **fields);
 
