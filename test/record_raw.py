@@ -6,7 +6,8 @@
                                         ({"tid","function","args":[[name,value]...]}, in
                                         ring order), "lost TID N" lines; exit 1 on a bad frame
   record_raw.py json FILE...            trace_pipe_json lines into the same form
-  record_raw.py addrs PID REPLY...      exit 1 if a reply holds an address the process maps
+  record_raw.py addrs PID REPLY...      exit 1 if a reply holds an address of a file the
+                                        process maps, its heap or its stack
   record_raw.py sizes REPLY...          each reply's body size, one a line
 
 A REPLY is control_raw's output: the status line, then the body.
@@ -117,9 +118,15 @@ def from_json(path, out):
 
 
 def addrs(pid, paths):
+    # the mappings of files (the program and its libraries: where a site and its
+    # format are), the heap and the stack; not anonymous ones (ASan's shadow is
+    # terabytes of them, which any 8 bytes fall into)
     ranges = []
     for line in open("/proc/%s/maps" % pid):
-        lo, hi = line.split()[0].split("-")
+        f = line.split()
+        if len(f) < 6:
+            continue
+        lo, hi = f[0].split("-")
         ranges.append((int(lo, 16), int(hi, 16)))
     for p in paths:
         b = body(p)

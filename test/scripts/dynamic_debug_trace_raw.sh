@@ -7,7 +7,8 @@
 # test/record_raw.py checks each reply frame by frame:
 #   - a round read raw and the same round read from trace_pipe_json give the
 #     same events, thread by thread, with the same names and values;
-#   - no 8 bytes of a reply are an address the process maps (the site and
+#   - no 8 bytes of a reply are an address of a file the process maps, its
+#     heap or its stack (the site and
 #     format pointers of the ring's records are not sent);
 #   - a read is bounded: 16000 records come in several replies, none larger
 #     than 512 KiB and a record, every one exactly once, in order.

@@ -65,7 +65,7 @@ struct kkr_raw {
 	size_t ns;
 	uint32_t *map;			/* a reply's class ids to the trace's */
 	size_t nmap;
-	int64_t off;			/* mono ns to the clock's value (this reply's) */
+	uint64_t off;			/* mono ns to the clock's value (this reply's; wraps) */
 	int64_t real_off;
 	bool said_bad, said_many;
 };
@@ -488,7 +488,7 @@ static size_t ring_records(const struct kkr_raw *r, struct rstream *s, unsigned 
 		uint64_t v;
 
 		memcpy(&h, p + at, sizeof(h));
-		v = h.ts + (uint64_t)r->off;
+		v = h.ts + r->off;
 		if (v < s->last)	/* a stream's times never go back (CTF) */
 			v = s->last;
 		s->last = v;
@@ -632,7 +632,7 @@ static bool head_frame(struct kkr_raw *r, const unsigned char *f, size_t len)
 	utc = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	r->real_off = h.real_off;
 	kkr_ctf_lock(r->c);
-	r->off = h.real_off + kkr_ctf_raw_clock(r->c, utc);
+	r->off = (uint64_t)h.real_off + (uint64_t)kkr_ctf_raw_clock(r->c, utc);
 	kkr_ctf_unlock(r->c);
 	return true;
 }
@@ -667,6 +667,6 @@ int kkr_raw_take(struct kkr_raw *r, unsigned char *body, size_t len, bool *bad, 
 			return -1;
 		at += f.len;
 	}
-	*utc = last ? last - (uint64_t)r->off : 0;	/* (the clock's value back to UTC) */
+	*utc = last ? last - r->off : 0;	/* (the clock's value back to UTC) */
 	return 0;
 }
