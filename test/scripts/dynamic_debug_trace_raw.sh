@@ -10,8 +10,8 @@
 #   - no 8 bytes of a reply are an address of a file the process maps, its
 #     heap or its stack (the site and
 #     format pointers of the ring's records are not sent);
-#   - a read is bounded: 16000 records come in several replies, none larger
-#     than 512 KiB and a record, every one exactly once, in order.
+#   - a read is bounded: 40000 records come in several replies, none larger
+#     than 1 MiB and a record, every one exactly once, in order.
 set -u
 B=${KK_BUILD:?}
 K=$B/kkctl
@@ -74,7 +74,7 @@ python3 "$PY" addrs "$pid" "$tmp/r1" || fail "a reply holds an address"
 echo quit >&3
 wait "$pid"
 exec 3>&- 4<&-
-KK_DYNDBG='+T' "$PROG" 2 2000 < "$tmp/in" > "$tmp/out" &
+KK_DYNDBG='+T' "$PROG" 2 5000 < "$tmp/in" > "$tmp/out" &
 pid=$!
 exec 3> "$tmp/in" 4< "$tmp/out"
 read -r ans <&4 && [ "$ans" = ready ] || fail "record_raw did not start again: $ans"
@@ -89,13 +89,13 @@ while :; do
 done
 for f in "$tmp"/b*; do
 	sz=$(python3 "$PY" sizes "$f")
-	[ "$sz" -le $((512 * 1024 + 4096)) ] || fail "a reply of $sz bytes (bound: 512 KiB and a record)"
+	[ "$sz" -le $((1024 * 1024 + 4096)) ] || fail "a reply of $sz bytes (bound: 1 MiB and a record)"
 done
-[ $n -ge 3 ] || fail "16000 records came in $n reads: not bounded"
+[ $n -ge 3 ] || fail "40000 records came in $n reads: not bounded"
 python3 "$PY" decode $(ls "$tmp"/b* | sort -V) > "$tmp/all" || fail "a bad reply in the bounded reads"
 grep -q '^lost' "$tmp/all" && fail "records lost: $(grep '^lost' "$tmp/all")"
-[ "$(grep -c raw_ints "$tmp/all")" -eq 4000 ] || fail "want 4000 raw_ints, got $(grep -c raw_ints "$tmp/all")"
-# each thread's raw_ints i = 0..1999, once each, in order
+[ "$(grep -c raw_ints "$tmp/all")" -eq 10000 ] || fail "want 10000 raw_ints, got $(grep -c raw_ints "$tmp/all")"
+# each thread's raw_ints i = 0..4999, once each, in order
 python3 - "$tmp/all" <<'PY' || fail "records out of order, twice or missing"
 import json, sys
 seen = {}
@@ -103,7 +103,7 @@ for line in open(sys.argv[1]):
     e = json.loads(line)
     if e["function"] == "raw_ints":
         seen.setdefault(e["tid"], []).append(e["args"][1][1])
-assert len(seen) == 2 and all(v == list(range(2000)) for v in seen.values()), seen.keys()
+assert len(seen) == 2 and all(v == list(range(5000)) for v in seen.values()), seen.keys()
 PY
 echo "reads: $n"
 echo "dynamic_debug_trace_raw: ok"
