@@ -1062,8 +1062,9 @@ static double pr_wait_cpu(pid_t pid, uint64_t deadline)
 	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
 }
 
-/* kkctl record -o FILE --format jsonl on peer-kk: its "lost N" once it has ended, and
- * its CPU time with the endpoint thread's. */
+/* kkctl record -o DIR --format ctf on peer-kk (the raw path: trace_pipe_raw's frames
+ * straight to the trace, issue 39): its "lost N" once it has ended, and its CPU time
+ * with the endpoint thread's. */
 static void pr_run_kk(struct pr_child *c, const char *tmp, struct pr_rec_run *r)
 {
 	char cmd[9000], out[4400], pidf[4400], on_cmd[9000];
@@ -1073,9 +1074,9 @@ static void pr_run_kk(struct pr_child *c, const char *tmp, struct pr_rec_run *r)
 	pid_t shp;
 
 	/* kkctl in the background; its summary line goes to tmp/kk.out. */
-	snprintf(cmd, sizeof(cmd), "%s -p %d record -o %s/kk.jsonl --format jsonl "
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/kk.ctf; %s -p %d record -o %s/kk.ctf --format ctf "
 		 "'func peer_rate_run +T' & k=$!; echo $k > %s/kk.pid; wait $k",
-		 kkctl, (int)c->pid, tmp, tmp);
+		 tmp, kkctl, (int)c->pid, tmp, tmp);
 	char *const sh[] = { "sh", "-c", cmd, NULL };
 
 	snprintf(out, sizeof(out), "%s/kk.out", tmp);
@@ -1184,7 +1185,7 @@ static void pr_cost(struct kkb_ctx *ctx, const char *tmp, const char *lttng_why)
 	kkb_note(ctx, "*_record_cost_*: ns of CPU per event of 2 x %d events from 2 threads at %s "
 		 "events/s in all, paced by sleeping (peer-* cost), recorded to disk: app = the 2 "
 		 "writer threads (CLOCK_THREAD_CPUTIME_ID, the loop included); reader = kkctl record "
-		 "--format jsonl (wait4 rusage) + the kk-control thread (/proc stat, 10 ms ticks), or every "
+		 "--format ctf (wait4 rusage) + the kk-control thread (/proc stat, 10 ms ticks), or every "
 		 "lttng-consumerd's over the run; target kk <= lttng, kk app <= lttng "
 		 "app / 2 (issue 39)", PR_COST_PER_THREAD, PR_COST_RATE);
 }
@@ -1241,8 +1242,8 @@ static int pr_record(struct kkb_ctx *ctx)
 		 "start until DIR's stream files (not metadata) are non-empty; polled every 1 ms; "
 		 "null: failed or over %d s; target kk_vs_lttng <= 0.02 (issue 39)", PR_REC_MS / 1000);
 	kkb_note(ctx, "*_lost_2threads / *_discarded_2threads: of 2 x %d events from 2 threads "
-		 "at %s events/s in all (peer-* rate): kkctl record's \"lost N\" (jsonl to a "
-		 "file), LTTng's discarded events as `lttng stop` warns (default channel, discard "
+		 "at %s events/s in all (peer-* rate): kkctl record's \"lost N\" (--format ctf, "
+		 "a directory), LTTng's discarded events as `lttng stop` warns (default channel, discard "
 		 "mode; 0 when it warns of none)", PR_LOST_PER_THREAD, PR_LOST_RATE);
 	kkb_note(ctx, "run time %.0f s", (double)(kkb_now_ns() - t_start) / 1e9);
 	return 0;

@@ -16,7 +16,7 @@
 #                        stdin on fd 3, stdout on fd 4; sets $pid
 #   cmd LINE             one command, its answer in $ans; fails unless "ok..."
 #   finish               quit, and fails unless the program exits 0
-#   refused_reads        U's kkctl reads of dynamic_debug/trace, trace_pipe, trace_pipe_json
+#   refused_reads        U's kkctl reads of dynamic_debug/trace, trace_pipe, trace_pipe_json, trace_pipe_raw
 #                        exit 1 with one line (left in $tmp/kerr), nothing
 #                        on stdout, and no $secret anywhere
 #   flags FUNC           the flags of FUNC's site in root's read of
@@ -81,7 +81,7 @@ start() {
 }
 . "${KK_SRC:?}/test/pipe-lib.sh"	# cmd, finish
 refused_reads() {
-	for f in trace trace_pipe trace_pipe_json; do
+	for f in trace trace_pipe trace_pipe_json trace_pipe_raw; do
 		as "$U" "$KKCTL" -p "$pid" read dynamic_debug/$f > "$tmp/out" 2> "$tmp/kerr"
 		rc=$?
 		grep -q "$secret" "$tmp/out" "$tmp/kerr" && fail "uid $U read the secret from dynamic_debug/$f"

@@ -2208,6 +2208,7 @@ void kk_dd_trace_init(void)
 	kk_control_add_lib_file(&total_file);
 	kk_dd_tr_threads_init();
 	kk_dd_tr_json_init();
+	kk_dd_tr_raw_init();
 	kk_dd_print_time_init();
 	kk_dd_tr_clock_init();
 }

@@ -178,7 +178,18 @@ void kk_dd_tr_threads_init(void);
 bool kk_dd_tr_clock_realtime(void);
 void kk_dd_tr_clock_init(void);
 
-/* ---- the JSON stream (trace_json.c) ---- */
+/* ---- the JSON stream (trace_json.c), and what the raw one shares of it ---- */
 void kk_dd_tr_json_init(void);
+/* The name of the argument of the conversion at @conv (@seg: the text since the previous one). */
+void kk_dd_tr_arg_name(const char *seg, const char *conv, unsigned int idx, char *name, size_t cap);
+/* The thread's name: the ring's, read with the snapshot, or read now into @buf. */
+const char *kk_dd_tr_comm_of(const struct snap_ring *sr, pid_t tid, char *buf, size_t n);
+/* A session reader's consuming read (lease touched, bounded wait, @limit bytes a ring): 0 or -errno. */
+int kk_dd_tr_session_read(struct snap *s, size_t limit);
+/* Its end: v[0..@taken) consumed when @ok, the snapshot freed, the lease touched. */
+void kk_dd_tr_session_done(struct snap *s, size_t taken, bool ok);
+
+/* ---- the binary stream (trace_raw.c) ---- */
+void kk_dd_tr_raw_init(void);
 
 #endif

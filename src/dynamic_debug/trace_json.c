@@ -199,7 +199,7 @@ static bool name_char(char c)
  * the text since the previous one (@seg) reads "name=" or "name: " (word =
  * [A-Za-z_][A-Za-z0-9_.-]*), else "argN".
  */
-static void arg_name(const char *seg, const char *conv, unsigned int idx, char *name, size_t cap)
+void kk_dd_tr_arg_name(const char *seg, const char *conv, unsigned int idx, char *name, size_t cap)
 {
 	const char *e = conv, *w;
 
@@ -380,7 +380,7 @@ static bool json_args(struct kk_buf *b, const struct trec *h)
 			continue;
 		if ((type = arg_type(&cv)) < 0)
 			return false;
-		arg_name(seg, q, idx, name, sizeof(name));
+		kk_dd_tr_arg_name(seg, q, idx, name, sizeof(name));
 		if (idx++)
 			JW_LIT(b, ",");
 		arg_head(b, name, type);
@@ -461,7 +461,7 @@ static void plan_convs(struct plan *pl, struct kk_buf *t)
 		pc->type = pc->cv.c == '%' || pc->cv.c == 'n' ? -1 : arg_type(&pc->cv);
 		pc->off = t->len;
 		if (pc->type >= 0) {
-			arg_name(seg, q, idx++, name, sizeof(name));
+			kk_dd_tr_arg_name(seg, q, idx++, name, sizeof(name));
 			arg_head(t, name, pc->type);
 			seg = p;
 		}
@@ -576,7 +576,7 @@ struct json_read {
 };
 
 /* The thread's name: the ring's, read with the snapshot, or read now. */
-static const char *comm_of(const struct snap_ring *sr, pid_t tid, char *buf, size_t n)
+const char *kk_dd_tr_comm_of(const struct snap_ring *sr, pid_t tid, char *buf, size_t n)
 {
 	if (sr->known && sr->tid == tid)
 		return sr->comm;
@@ -635,7 +635,7 @@ static void json_event(struct kk_buf *b, struct json_read *jr, const struct snap
 	JW_LIT(b, ",\"tid\":");
 	jw_int(b, h->tid);
 	JW_LIT(b, ",\"comm\":");
-	json_str(b, comm_of(&jr->s->rings[v->ring], h->tid, comm, sizeof(comm)));
+	json_str(b, kk_dd_tr_comm_of(&jr->s->rings[v->ring], h->tid, comm, sizeof(comm)));
 	json_site(b, pl, &jr->plans.text, h);
 	JW_LIT(b, ",\"message\":");
 	json_message(b, pl && pl->full ? pl : NULL, h);
@@ -704,6 +704,32 @@ static size_t json_events(struct kk_buf *out, struct json_read *jr)
 	return i;
 }
 
+/*
+ * A consuming read of the session's reader (trace_pipe_json, trace_pipe_raw):
+ * the session's lease touched, the bounded wait for a record, and at most
+ * @limit bytes of each ring copied.  0, or -errno (nothing to free).
+ */
+int kk_dd_tr_session_read(struct snap *s, size_t limit)
+{
+	int ret;
+
+	kk_dd_session_touch();	/* its reader holds the session's lease (spec part B) */
+	kk_dd_tr_pipe_wait();
+	ret = kk_dd_tr_read_pipe(s, limit);
+	if (ret)
+		kk_dd_tr_snap_free(s);
+	return ret;
+}
+
+/* Its end: v[0..@taken) consumed if the reply was made (@ok), the lease touched again. */
+void kk_dd_tr_session_done(struct snap *s, size_t taken, bool ok)
+{
+	if (ok)		/* a reply that cannot be made consumes nothing */
+		kk_dd_tr_consume(s, taken);
+	kk_dd_tr_snap_free(s);
+	kk_dd_session_touch();	/* and again at its end: a read may take a while */
+}
+
 static int json_show(struct kk_buf *out, void *priv)
 {
 	char num[24], *end = num + sizeof(num), *d;
@@ -713,15 +739,11 @@ static int json_show(struct kk_buf *out, void *priv)
 	int ret;
 
 	(void)priv;
-	kk_dd_session_touch();	/* its reader holds the session's lease (spec part B) */
-	kk_dd_tr_pipe_wait();
 	/* a record's JSON is several times its bytes in the ring (the header alone is 40 bytes,
 	 * its line 150 or more): copying, ordering and walking more of each ring is waste */
-	ret = kk_dd_tr_read_pipe(&s, JSON_READ_MAX / 4);
-	if (ret) {
-		kk_dd_tr_snap_free(&s);
+	ret = kk_dd_tr_session_read(&s, JSON_READ_MAX / 4);
+	if (ret)
 		return ret;
-	}
 	jr.s = &s;
 	kk_dd_tr_conv_setup(&jr.tc);
 	plans_init(&jr.plans);
@@ -731,11 +753,8 @@ static int json_show(struct kk_buf *out, void *priv)
 	jw_reserve(out, JSON_READ_MAX + JSON_READ_MAX / 8);
 	json_lost(out, &jr);
 	taken = json_events(out, &jr);
-	if (!out->error)	/* a reply that cannot be made consumes nothing */
-		kk_dd_tr_consume(&s, taken);
 	plans_free(&jr.plans);
-	kk_dd_tr_snap_free(&s);
-	kk_dd_session_touch();	/* and again at its end: a read may take a while */
+	kk_dd_tr_session_done(&s, taken, !out->error);
 	return out->error;
 }
 

@@ -9,6 +9,7 @@
  */
 #define KK_MODNAME "readcost"
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,15 @@ __attribute__((noinline)) int read_once(const char *file, char **t, size_t *n)
 	return kk_control_read(file, t, n);
 }
 
-/* The records in @t (@n bytes): the site's messages ("format" has no ": some"). */
-static long count(const char *t, size_t n)
+/* The records in @t (@n bytes): the site's messages ("format" has no ": some"); in
+ * trace_pipe_raw's binary frames (@raw), the string argument each record holds. */
+static long count(const char *t, size_t n, bool raw)
 {
+	const char *needle = raw ? "some payload text" : ": some payload text";
 	long k = 0;
 
-	for (const char *p = t; p < t + n && (p = strstr(p, ": some payload text")); p++)
+	for (const char *p = t; p < t + n && (p = memmem(p, (size_t)(t + n - p), needle,
+							 strlen(needle))); p++)
 		k++;
 	return k;
 }
@@ -65,7 +69,7 @@ int main(int argc, char **argv)
 
 		if (read_once(file, &t, &n))
 			return 1;
-		got += count(t, n);
+		got += count(t, n, strstr(file, "_raw") != NULL);
 		free(t);
 	}
 	printf("%ld\n", got);

@@ -5,9 +5,10 @@
 # with KK_DYNDBG='+T', records a secret into its trace ring, and drops to a
 # throwaway uid U for good (setgroups, setresgid, setresuid): the kernel makes
 # it non-dumpable, and refuses U its /proc/PID/environ.
-#  - U's kkctl read of dynamic_debug/trace (and of trace_pipe, and U's raw
+#  - U's kkctl read of dynamic_debug/trace (and of trace_pipe, trace_pipe_json,
+#    trace_pipe_raw, and U's raw
 #    request) is refused in one line and gets no record (before: the secret);
-#  - root still reads the secret;
+#  - root still reads the secret (and from trace_pipe_raw);
 #  - once the program says so itself, prctl(PR_SET_DUMPABLE, 1) (U may then
 #    ptrace it and read its memory anyway), U reads the trace.
 set -u
@@ -32,6 +33,8 @@ grep -q "$secret" "$tmp/out" && fail "U's raw read got the secret"
 "$KKCTL" -p "$pid" read dynamic_debug/trace > "$tmp/out" 2> "$tmp/kerr" ||
 	fail "root's read of the trace: $(cat "$tmp/kerr")"
 grep -q "the secret is $secret" "$tmp/out" || fail "root's read has no secret: $(cat "$tmp/out")"
+"$RAW" "$pid" "read dynamic_debug/trace_pipe_raw" > "$tmp/out"
+grep -aq "$secret" "$tmp/out" || fail "root's read of trace_pipe_raw has no secret"
 
 cmd "dumpable 1"
 as "$U" "$KKCTL" -p "$pid" read dynamic_debug/trace > "$tmp/out" 2> "$tmp/kerr" ||

@@ -54,6 +54,7 @@
 #include "common/internal.h"
 #include "kkctl.h"
 #include "record_int.h"
+#include "record_raw.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -74,6 +75,7 @@ enum {
 #define RENEW_NS 300000000ull		/* a pausing reader renews its lease this often */
 #define END_NS 20000000000ull		/* the end reads what is left for this long, at most */
 #define TRACE_FILE "dynamic_debug/trace_pipe_json"
+#define RAW_FILE "dynamic_debug/trace_pipe_raw"
 #define SESSION_FILE "dynamic_debug/session"
 
 /* ---- the state --------------------------------------------------------- */
@@ -96,6 +98,8 @@ struct rtarget {
 	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
 	size_t bcap;
 	struct kkr_chunk *chunk;	/* where its records are carved from */
+	struct kkr_raw *raw;	/* read from trace_pipe_raw into the ctf directory (record_raw.c) */
+	bool no_raw;		/* it has no trace_pipe_raw, or raw is not for this recording */
 };
 
 struct kkr_state kkr = {
@@ -103,6 +107,7 @@ struct kkr_state kkr = {
 };
 
 static volatile sig_atomic_t got_signal;
+static struct ctf *raw_ctf;	/* the ctf writer, when the local targets are read raw */
 
 static uint64_t wall_ns(void)
 {
@@ -564,6 +569,44 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
 	return last;
 }
 
+/*
+ * One read of trace_pipe_raw, its frames written into the ctf directory
+ * (record_raw.c).  False: the target has no such file (an older library):
+ * it is read from trace_pipe_json from now on.  *@last: as target_read().
+ */
+static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uint64_t *last)
+{
+	struct result res;
+	bool bad;
+
+	*last = 0;
+	if (!rt->raw && !(rt->raw = kkr_raw_new(raw_ctf, &rt->p))) {
+		rt->no_raw = true;
+		return false;
+	}
+	kkctl_request_by(&rt->t, "read", RAW_FILE, NULL, 0, dl, &res);
+	if (!res.ok && res.body && !strncmp(res.body, "no such file", 12)) {
+		rt->no_raw = true;
+		free(res.body);
+		return false;
+	}
+	if (!res.ok) {
+		if (cut_by_end(dl, &res))
+			rt->cut = true;
+		else
+			target_failed(rt, &res);
+	} else if (kkr_raw_take(rt->raw, (unsigned char *)res.body, res.len, &bad, last)) {
+		set_state(rt, T_FAILED);	/* (the trace cannot be written: said) */
+		__atomic_store_n(&kkr.host_failed, true, __ATOMIC_RELAXED);
+	} else if (bad) {
+		__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
+	}
+	free(res.body);
+	if (res.ok)
+		kkr_push(&rt->src, NULL, 0, (*last ? *last : start) - SLACK_NS);
+	return true;
+}
+
 /* One read of the target's records (it renews the lease): its last event's
  * time, 0 if it brought none, or failed. */
 static uint64_t target_read(struct rtarget *rt)
@@ -573,6 +616,8 @@ static uint64_t target_read(struct rtarget *rt)
 	size_t n;
 
 	rt->renewed = kk_now_ns();
+	if (raw_ctf && !rt->no_raw && target_read_raw(rt, start, dl, &last))
+		return last;
 	kkctl_request_by(&rt->t, "read", TRACE_FILE, NULL, 0, dl, &res);
 	if (!res.ok) {
 		if (cut_by_end(dl, &res))
@@ -680,6 +725,8 @@ static void *target_thread(void *arg)
 	}
 	free(rt->batch);
 	rt->batch = NULL;
+	kkr_raw_free(rt->raw);
+	rt->raw = NULL;
 	chunk_put(rt->chunk);
 	rt->chunk = NULL;
 	pthread_mutex_lock(&kkr.lock);
@@ -1265,6 +1312,14 @@ static void free_targets(void)
 	kkr.nt = kkr.tcap = 0;
 }
 
+/* KKCTL_RECORD_RAW: 1 (or unset, or empty) reads trace_pipe_raw, 0 does not. */
+static bool raw_wanted(void)
+{
+	const char *v = getenv("KKCTL_RECORD_RAW");
+
+	return !v || strcmp(v, "0");	/* (checked by kkctl_record()) */
+}
+
 /* Record locally: select, begin, write, end.  The exit status. */
 static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 {
@@ -1282,6 +1337,10 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 		free_targets();
 		return 1;
 	}
+	/* ctf: each reader writes its process's trace_pipe_raw frames itself
+	 * (KKCTL_RECORD_RAW=0: every record through the merge, as json) */
+	if (raw_wanted())
+		raw_ctf = kkr_ctf_of(w);
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))
 			kkr.tv[i]->src.live = false;
@@ -1397,6 +1456,7 @@ int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int arg
 int kkctl_record(struct kkr_opts *o)
 {
 	static struct kkr_writer w;
+	const char *raw;
 	pthread_t th;
 	int ret;
 
@@ -1404,6 +1464,10 @@ int kkctl_record(struct kkr_opts *o)
 	cond_init();
 	if (!(w.ops = find_writer(o->format)))
 		return 2;
+	if ((raw = getenv("KKCTL_RECORD_RAW")) && *raw && strcmp(raw, "0") && strcmp(raw, "1")) {
+		fprintf(stderr, "%s: KKCTL_RECORD_RAW: expected 0 or 1\n", kkctl_prog);
+		return 2;
+	}
 	w.wallclock = o->wallclock;
 	if (!o->path)
 		o->path = w.ops->dir || !strcmp(w.ops->name, "perfetto") ? "kk-trace" : "-";

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "record_int.h"
+#include "record_raw.h"
 
 #define CTF_PACKET (32 << 10)	/* a packet's bytes, header included */
 #define CTF_HEADER 80		/* packet header (32) and context (48) */
@@ -69,6 +71,7 @@ struct ctf_stream {
 };
 
 struct ctf {
+	pthread_mutex_t lock;	/* the writer's calls, and the raw readers' (record_raw.c) */
 	char *path;
 	int dirfd;
 	bool failed;		/* said why once; every later call fails quietly */
@@ -88,6 +91,8 @@ struct ctf {
 	size_t evlen, evcap;
 	char *scratch;		/* scratch: a class's key */
 	size_t slen, scap;
+	char **raw_ev;		/* the raw streams' event classes, TSDL (record_raw.c) */
+	size_t nraw, rawcap;
 };
 
 static int ctf_fail(struct ctf *c, const char *file, int err)
@@ -187,7 +192,7 @@ static int write_all(int fd, const void *buf, size_t n)
 }
 
 /* A TSDL string literal's text: printable ASCII, '"' and '\' escaped. */
-static void tsdl_str(FILE *f, const char *s)
+void kkr_ctf_tsdl_str(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
@@ -208,7 +213,7 @@ static void meta_event(FILE *f, unsigned long id, const char *name, size_t n,
 		       char *const *fields, const enum kkr_type *types)
 {
 	fprintf(f, "event {\n\tname = \"");
-	tsdl_str(f, name);
+	kkr_ctf_tsdl_str(f, name);
 	fprintf(f, "\";\n\tid = %lu;\n\tstream_id = 0;\n\tfields := struct {\n", id);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "\t\t%s %s;\n", tsdl_type[types[i]], fields[i]);
@@ -224,7 +229,28 @@ static const char meta_types[] =
 	"typealias integer { size = 32; align = 8; signed = true; } := int32_t;\n"
 	"typealias integer { size = 64; align = 8; signed = true; } := int64_t;\n"
 	"typealias integer { size = 64; align = 8; signed = false; base = 16; } := xint64_t;\n"
-	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 8; } := double_t;\n\n";
+	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 8; } := double_t;\n"
+	"typealias integer { size = 32; align = 8; signed = false; base = 16; } := xint32_t;\n"
+	"typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
+	"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := utf8_t;\n\n";
+
+/*
+ * The raw streams (record_raw.c): one a thread, each packet a RING frame of
+ * trace_pipe_raw with its records as the process packed them.  The event
+ * header is the record's (its length, the class, the time), aligned to 8
+ * bytes by its first field (babeltrace2 ignores a struct's align()): the
+ * padding after a record's values is skipped.  The thread's name is the
+ * packet's.
+ */
+static const char meta_stream_raw[] =
+	"stream {\n\tid = 1;\n"
+	"\tevent.header := struct {\n"
+	"\t\tinteger { size = 32; align = 64; signed = false; } _len;\n"
+	"\t\tuint32_t id;\n\t\tclock_t timestamp;\n\t};\n"
+	"\tpacket.context := struct {\n\t\tclock_t timestamp_begin;\n\t\tclock_t timestamp_end;\n"
+	"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+	"\t\tuint64_t events_discarded;\n\t\tutf8_t _procname[16];\n\t};\n"
+	"\tevent.context := struct {\n\t\tint32_t _vtid;\n\t\tint32_t _vpid;\n\t};\n};\n\n";
 
 static const char meta_stream[] =
 	"typealias integer { size = 64; align = 8; signed = false; map = clock.realtime.value; }"
@@ -253,7 +279,7 @@ static void meta_text(struct ctf *c, FILE *f)
 		"\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
 		"\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n", uuid);
 	fprintf(f, "env {\n\thostname = \"");
-	tsdl_str(f, c->hostname);
+	kkr_ctf_tsdl_str(f, c->hostname);
 	fprintf(f, "\";\n\tdomain = \"kernelkit\";\n\ttracer_name = \"kkctl record\";\n};\n\n");
 	fprintf(f, "clock {\n\tname = \"realtime\";\n"
 		"\tdescription = \"CLOCK_REALTIME: UTC nanoseconds since the epoch\";\n"
@@ -266,6 +292,10 @@ static void meta_text(struct ctf *c, FILE *f)
 	for (size_t i = 0; i < c->nclasses; i++)
 		meta_event(f, CTF_ID_SITES + i, c->classes[i].name, c->classes[i].nfields,
 			   c->classes[i].fields, c->classes[i].types);
+	if (c->nraw)
+		fputs(meta_stream_raw, f);
+	for (size_t i = 0; i < c->nraw; i++)
+		fputs(c->raw_ev[i], f);
 }
 
 /* The metadata, whole: a new file renamed over the old one. */
@@ -527,9 +557,8 @@ static size_t key_hash(const char *key, size_t len)
  * an identifier made '_'; a name taken (by an earlier field, or "message",
  * the record's text) gets "_N" added, N the arg's index, until it is not.
  */
-static char *field_name(const struct kkr_event *e, size_t i, char **fields)
+char *kkr_ctf_field_name(const char *name, size_t i, char **fields)
 {
-	const char *name = e->args[i].name;
 	size_t n = (name ? strlen(name) : 0) + 24 * (i + 3);
 	char *f = malloc(n), *q;
 	bool taken;
@@ -570,7 +599,7 @@ static int class_init(struct ctf_class *k, const struct kkr_event *e, const char
 	sprintf(k->name, "%s:%s:%u", mod, fn, e->line);
 	for (size_t i = 0; i < e->nargs; i++, k->nfields++) {
 		k->types[i] = e->args[i].type;
-		k->fields[i] = field_name(e, i, k->fields);
+		k->fields[i] = kkr_ctf_field_name(e->args[i].name, i, k->fields);
 		if (!k->fields[i])
 			return -1;
 	}
@@ -696,6 +725,10 @@ static void ctf_free(struct ctf *c)
 		stream_free(c->streams[i]);
 	for (size_t i = 0; i < c->nclasses; i++)
 		class_free(&c->classes[i]);
+	for (size_t i = 0; i < c->nraw; i++)
+		free(c->raw_ev[i]);
+	free(c->raw_ev);
+	pthread_mutex_destroy(&c->lock);
 	if (c->dirfd >= 0)
 		close(c->dirfd);
 	free(c->streams);
@@ -719,6 +752,7 @@ static int ctf_open(struct kkr_writer *w, const char *path)
 		return -1;
 	}
 	c->dirfd = -1;
+	pthread_mutex_init(&c->lock, NULL);
 	err = strcmp(path, "-") ? ctf_dir(path, &made) : EISDIR;
 	if (err == ENOTEMPTY || err == EISDIR) {
 		fprintf(stderr, "kkctl: %s: %s\n", path, err == EISDIR ?
@@ -772,7 +806,7 @@ static void ev_arg(struct ctf *c, const struct kkr_arg *a)
 	}
 }
 
-static int ctf_event(struct kkr_writer *w, const struct kkr_event *e)
+static int ctf_event_locked(struct kkr_writer *w, const struct kkr_event *e)
 {
 	struct ctf *c = w->priv;
 	struct ctf_stream *s = stream_get(c, e->proc);
@@ -797,8 +831,8 @@ static int ctf_event(struct kkr_writer *w, const struct kkr_event *e)
  * none: babeltrace2 gives no count for a loss in a stream's first packet
  * ("may have discarded events").
  */
-static int ctf_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64_t count,
-		    uint64_t ts)
+static int ctf_lost_locked(struct kkr_writer *w, const struct kkr_proc *p, int tid,
+			   uint64_t count, uint64_t ts)
 {
 	struct ctf *c = w->priv;
 	struct ctf_stream *s = stream_get(c, p);
@@ -820,7 +854,7 @@ static int ctf_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, uin
 
 /* An exit: a kernelkit:process_exit event ends the stream, which is closed;
  * a later process with the same pid gets a stream of its own. */
-static int ctf_exited(struct kkr_writer *w, const struct kkr_proc *p, uint64_t ts)
+static int ctf_exited_locked(struct kkr_writer *w, const struct kkr_proc *p, uint64_t ts)
 {
 	struct ctf *c = w->priv;
 	struct ctf_stream *s = stream_get(c, p);
@@ -838,6 +872,100 @@ static int ctf_exited(struct kkr_writer *w, const struct kkr_proc *p, uint64_t t
 			c->streams[i] = c->streams[--c->nstreams];
 	stream_free(s);
 	return ret;
+}
+
+/* The writer's calls, under the lock that the raw readers take too (record_raw.c). */
+static int ctf_event(struct kkr_writer *w, const struct kkr_event *e)
+{
+	struct ctf *c = w->priv;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = ctf_event_locked(w, e);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static int ctf_lost(struct kkr_writer *w, const struct kkr_proc *p, int tid, uint64_t count,
+		    uint64_t ts)
+{
+	struct ctf *c = w->priv;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = ctf_lost_locked(w, p, tid, count, ts);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static int ctf_exited(struct kkr_writer *w, const struct kkr_proc *p, uint64_t ts)
+{
+	struct ctf *c = w->priv;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	ret = ctf_exited_locked(w, p, ts);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* ---- what the raw readers share (record_raw.h) ------------------------------ */
+
+struct ctf *kkr_ctf_of(struct kkr_writer *w)
+{
+	return w && w->ops == &kkr_ctf_ops ? w->priv : NULL;
+}
+
+void kkr_ctf_lock(struct ctf *c)
+{
+	pthread_mutex_lock(&c->lock);
+}
+
+void kkr_ctf_unlock(struct ctf *c)
+{
+	pthread_mutex_unlock(&c->lock);
+}
+
+int kkr_ctf_fail(struct ctf *c, const char *file, int err)
+{
+	return ctf_fail(c, file, err);
+}
+
+int kkr_ctf_dirfd(const struct ctf *c)
+{
+	return c->failed ? -1 : c->dirfd;
+}
+
+long kkr_ctf_add_raw_event(struct ctf *c, char *tsdl)
+{
+	if (c->failed || grow(c, &c->raw_ev, &c->rawcap, c->nraw + 1, sizeof(*c->raw_ev))) {
+		free(tsdl);
+		return -1;
+	}
+	c->raw_ev[c->nraw] = tsdl;
+	c->meta_dirty = true;
+	return (long)c->nraw++;
+}
+
+int64_t kkr_ctf_raw_clock(struct ctf *c, uint64_t utc_ns)
+{
+	struct ctf_stream s = { .last = 0 };
+
+	(void)stream_time(c, &s, utc_ns);	/* (sets the clock's 0 at the first) */
+	return -(int64_t)c->base;
+}
+
+int kkr_ctf_sync(struct ctf *c)
+{
+	if (c->failed)
+		return -1;
+	return c->meta_dirty ? meta_write(c) : 0;
+}
+
+uint64_t kkr_ctf_instance(struct ctf *c, unsigned char uuid[16])
+{
+	memcpy(uuid, c->uuid, 16);
+	return c->instances++;
 }
 
 static int ctf_close(struct kkr_writer *w)
