@@ -18,6 +18,7 @@ record_setup kknopidfd
 WRAP=$B/test/progs/dynamic_debug_nopidfd
 [ -x "$WRAP" ] || { echo "not built"; exit 77; }
 
+comm=$(basename "$PROG" | cut -c1-15)
 n=0
 for err in EPERM ENOSYS; do
 	n=$((n + 1))
@@ -26,7 +27,10 @@ for err in EPERM ENOSYS; do
 	p=$!
 	pids="$pids $p"
 	exec 3> "$tmp/in$n"	# (its stdin stays open; the next one closes it: it exits)
-	until_ok "$err: the endpoint of $p, or its exit" eval 'served "$p" || gone "$p"'
+	# The wrapper links the library too, so its own endpoint answers as $p
+	# until it execs: wait for the program's name as well.
+	until_ok "$err: the endpoint of $p after its exec, or its exit" \
+		eval '{ [ "$(cat /proc/$p/comm 2>/dev/null)" = "$comm" ] && served "$p"; } || gone "$p"'
 	if ! served "$p"; then
 		wait "$p"
 		rc=$?
