@@ -1463,7 +1463,7 @@ static int walk_copy(struct ring_copy *rc, struct snap *s, unsigned int ri)
 
 	rc->end = rc->from;
 	while (p < rc->head) {
-		const struct trec *h = (const void *)(rc->c + (p - rc->start));
+		struct trec *h = (void *)(rc->c + (p - rc->start));
 
 		if (!rec_ok(h, rc->head - p))
 			break;	/* the end of a bounded copy, or a record cut: stop */
@@ -1479,8 +1479,12 @@ static int walk_copy(struct ring_copy *rc, struct snap *s, unsigned int ri)
 		if (!s)
 			continue;
 		ring_thread(sr, h->tid);
-		if (sr->shown && snap_push(s, h, ri, k++, rc))
+		if (s->whole_rings) {	/* (the copy is ours: the mark is not the ring's) */
+			k += sr->shown;
+			h->flags |= sr->shown ? 0 : TR_HIDDEN;
+		} else if (sr->shown && snap_push(s, h, ri, k++, rc)) {
 			return -ENOMEM;
+		}
 	}
 	if (sr)
 		sr->nshown = k;
@@ -1585,6 +1589,8 @@ static int snap_ring_locked(struct snap *s, struct ring *r, bool consume, uint64
 		return ret;
 	s->copies[s->nrings] = rc.c;
 	sr = &s->rings[s->nrings++];
+	sr->copy_pos = rc.start;
+	sr->copy_len = rc.c ? rc.head - rc.start : 0;
 	ret = walk_copy(&rc, s, (unsigned int)(s->nrings - 1));
 	if (ret)
 		return ret;
@@ -1661,14 +1667,54 @@ static void sort_snap(struct snap *s)
 	free(tmp);
 }
 
-static int read_rings(struct snap *s, bool consume, uint64_t limit)
+/* Does @r have bytes after its pipe position?  Under trace_lock. */
+static bool ring_pending_locked(struct ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+
+	check_positions_locked(r);
+	return head > r->pipe_pos && head > atomic_load_explicit(&r->tail, memory_order_relaxed);
+}
+
+/*
+ * A whole-rings read's share of @limit for each ring: what is left, divided
+ * by the rings with records not copied yet (a ring with fewer leaves the
+ * rest to the later ones), at least one record's room.  Under trace_lock.
+ */
+static int read_shared_locked(struct snap *s, uint64_t limit)
+{
+	uint64_t left = limit;
+	size_t nleft = 0;
+	int ret = 0;
+
+	for (struct ring *r = atomic_load(&rings); r; r = r->next)
+		nleft += atomic_load_explicit(&r->buf, memory_order_acquire) && ring_pending_locked(r);
+	for (struct ring *r = atomic_load(&rings); r && !ret; r = r->next) {
+		uint64_t share = left / (nleft ? nleft : 1), got;
+		bool pending;
+
+		if (!atomic_load_explicit(&r->buf, memory_order_acquire))
+			continue;
+		pending = ring_pending_locked(r);
+		ret = snap_ring_locked(s, r, true, share > TR_REC_MAX ? share : TR_REC_MAX);
+		got = ret ? 0 : s->rings[s->nrings - 1].copy_len;
+		left -= got < left ? got : left;
+		nleft -= pending && nleft;
+	}
+	return ret;
+}
+
+static int read_rings(struct snap *s, bool consume, uint64_t limit, bool whole)
 {
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
+	s->whole_rings = whole;
 	pthread_mutex_lock(&trace_lock);
 	sweep_locked();
-	for (struct ring *r = atomic_load(&rings); r && !ret; r = r->next)
+	if (whole)
+		ret = read_shared_locked(s, limit);
+	for (struct ring *r = atomic_load(&rings); r && !ret && !whole; r = r->next)
 		if (atomic_load_explicit(&r->buf, memory_order_acquire))
 			ret = snap_ring_locked(s, r, consume, limit);
 	pthread_mutex_unlock(&trace_lock);
@@ -1680,7 +1726,7 @@ static int read_rings(struct snap *s, bool consume, uint64_t limit)
 
 int kk_dd_tr_read(struct snap *s, bool consume)
 {
-	return read_rings(s, consume, 0);
+	return read_rings(s, consume, 0, false);
 }
 
 /*
@@ -1691,7 +1737,7 @@ int kk_dd_tr_read(struct snap *s, bool consume)
 int kk_dd_tr_read_pipe(struct snap *s, size_t limit)
 {
 	uint64_t cut = UINT64_MAX;
-	int ret = read_rings(s, true, limit);
+	int ret = read_rings(s, true, limit, false);
 
 	for (size_t i = 0; i < s->nrings; i++)
 		if (s->rings[i].more && s->rings[i].last_ts < cut)
@@ -1700,6 +1746,11 @@ int kk_dd_tr_read_pipe(struct snap *s, size_t limit)
 	while (s->ready < s->n && s->v[s->ready].ts <= cut)
 		s->ready++;
 	return ret;
+}
+
+int kk_dd_tr_read_rings(struct snap *s, size_t limit)
+{
+	return read_rings(s, true, limit, true);
 }
 
 /* Move @sr's ring to @to, unless it was cleared, resized or consumed by another read since. */

@@ -31,6 +31,8 @@ struct trec {
 #define TR_INCOMPLETE	1u		/* packing stopped at conversion nconv */
 /* Padding to the end of the buffer: only len and flags are there (it may be 8 bytes). */
 #define TR_PAD		2u
+/* Only in a raw read's copy (kk_dd_tr_read_rings()): the thread filter hides this record. */
+#define TR_HIDDEN	0x8000u
 
 /* ---- formats (trace.c) ---- */
 enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
@@ -126,6 +128,7 @@ struct snap_ring {
 	size_t nshown;			/* its records in snap.v */
 	bool more, all_ok, took;	/* records after the copy; "all" is set; some were shown */
 	uint64_t last_ts;		/* the (ordered) time of its last record copied */
+	uint64_t copy_pos, copy_len;	/* its copy: the ring position of its first byte, its bytes */
 };
 
 struct snap_rec {
@@ -142,6 +145,7 @@ struct snap {
 	struct snap_rec *v;
 	size_t n, cap;
 	size_t ready;			/* bounded read: v[0..ready) may be shown (all before a cut ring's rest) */
+	bool whole_rings;		/* kk_dd_tr_read_rings(): no v[], no sort */
 };
 
 /*
@@ -162,6 +166,17 @@ void kk_dd_tr_snap_free(struct snap *s);
  */
 int kk_dd_tr_read_pipe(struct snap *s, size_t limit);
 void kk_dd_tr_consume(struct snap *s, size_t k);
+/*
+ * The raw reader's bounded consuming read (trace_raw.c): as
+ * kk_dd_tr_read_pipe(), but no s->v and no time sort.  Ring i's whole
+ * records are copies[i] from rings[i].skip.pos to rings[i].all.pos (ring
+ * positions; the copy begins at copy_pos) when in_buffer is not 0, in ring
+ * order; those the thread filter hides carry TR_HIDDEN.  @limit bytes are
+ * copied in all, shared by the rings that have records (each at least
+ * TR_REC_MAX).  kk_dd_tr_consume(s, 0) then moves each ring as its took,
+ * upto, all_ok and lost say: the reader sets them.
+ */
+int kk_dd_tr_read_rings(struct snap *s, size_t limit);
 /* A consuming read with nothing to show waits (bounded) for a record first. */
 void kk_dd_tr_pipe_wait(void);
 

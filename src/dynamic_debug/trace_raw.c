@@ -8,10 +8,11 @@
  * header is made anew (its site and format pointers replaced by a class id
  * of the reply: no address of the process is sent, they would defeat ASLR
  * for the reader; its stamp as CLOCK_MONOTONIC ns), its packed values are
- * copied.  A class whose values a fixed layout cannot describe is re-packed
- * record by record: a '*' width or precision is dropped, %hh and %h are
- * narrowed as printf does, a long double is sent as a double, %m as the
- * text of its errno, a NULL string as "(null)".  docs/tracing.md, "The raw
+ * copied (a class whose only values besides plain ones are %s strings too,
+ * by their lengths).  A class whose values a fixed layout cannot describe
+ * is re-packed record by record: a '*' width or precision is dropped, %hh
+ * and %h are narrowed as printf does, a long double is sent as a double,
+ * %m as the text of its errno, a NULL string as "(null)".  docs/tracing.md, "The raw
  * stream", has the whole contract.
  */
 #include <errno.h>
@@ -26,15 +27,15 @@
 #include "dynamic_debug/trace_raw.h"
 
 /*
- * At most this much a read (one record more if a single one is larger):
- * what is left stays for the next read.  A ring's copy may be as large (a
- * record out is smaller than in the ring): with two threads writing 1 M
- * events/s, a copy of half of it lost 42 % of the records to overwrites, a
- * whole one 18 % (docs/results.md).  A read takes the oldest records of
- * every ring in time order.
+ * At most this much a reply (one record more if a single one is larger),
+ * and this much of the rings copied, shared by the rings with records
+ * (kk_dd_tr_read_rings()): what is left stays for the next read.  With two
+ * threads writing 1 M events/s, a copy of half of it lost 42 % of the
+ * records to overwrites, a whole one 18 % (docs/results.md).  A read sends
+ * each ring's records in ring order, a ring after the other: no sort across
+ * threads (kkctl writes a stream per thread).
  */
 #define RAW_READ_MAX	(1024u << 10)
-#define RAW_RING_COPY	RAW_READ_MAX
 #define RAW_NAME	64
 
 #define ROUND8(n)	(((n) + 7) & ~(size_t)7)
@@ -52,39 +53,49 @@ struct rclass {
 	unsigned int nconv;
 	bool plain;			/* its values go out as they are packed */
 	size_t fixed;			/* plain: their bytes */
+	/*
+	 * Not plain, but its values still go out as packed unless a string
+	 * is NULL (only %s strings besides plain values): the fixed bytes
+	 * before each of its @nstr strings, and after the last.  NULL: it is
+	 * re-packed.
+	 */
+	unsigned int nstr;
+	uint16_t *gap;
 	struct rconv *c;
 };
 
 struct raw_read {
-	const struct snap *s;
+	struct snap *s;
 	struct tr_conv tc;
 	int32_t pid;
 	struct rclass *cls;
 	size_t ncls, ccap;
 	size_t *hash, hcap;		/* 1 + index into cls, 0 empty */
 	struct kk_buf frames;		/* the CLASS frames */
-	int *rec_cls;			/* s->v[i]'s class, -1: not sent */
-	uint32_t *rec_len;		/* its bytes out */
+	const struct trec *last;	/* the previous record's key, and its class (-1 bad) */
+	int last_cls;
 };
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-/* Room for @n more bytes at once; false: no memory (kk_buf's error set). */
+/* Room for @n more bytes at once, grown by half at least; false: no memory (kk_buf's error set). */
 static bool raw_reserve(struct kk_buf *b, size_t n)
 {
+	size_t cap = b->len + n + 1;
 	char *p;
 
 	if (b->error)
 		return false;
 	if (b->data && b->cap - b->len > n)
 		return true;
-	p = realloc(b->data, b->len + n + 1);
+	cap = cap > b->cap + b->cap / 2 ? cap : b->cap + b->cap / 2;
+	p = realloc(b->data, cap);
 	if (!p) {
 		b->error = -ENOMEM;
 		return false;
 	}
 	b->data = p;
-	b->cap = b->len + n + 1;
+	b->cap = cap;
 	return true;
 }
 
@@ -223,6 +234,31 @@ static struct rconv *class_convs(struct rclass *k, int *err)
 	return c;
 }
 
+/* Can a class that is not plain go out as packed (see struct rclass)?  Its gaps.  False: no memory. */
+static bool class_gaps(struct rclass *k)
+{
+	unsigned int ns = 0;
+
+	for (unsigned int i = 0; i < k->nconv; i++) {
+		const struct rconv *rc = &k->c[i];
+
+		if (rc->kind == KK_RAW_STRING && rc->cv.c == 's' && rc->cv.width != -2 &&
+		    rc->cv.prec != -2)
+			ns++;
+		else if (!conv_plain(rc))
+			return true;	/* re-packed */
+	}
+	if (!(k->gap = calloc(ns + 1, sizeof(*k->gap))))
+		return false;
+	for (unsigned int i = 0; i < k->nconv; i++) {
+		if (k->c[i].kind == KK_RAW_STRING)
+			k->nstr++;
+		else
+			k->gap[k->nstr] = (uint16_t)(k->gap[k->nstr] + k->c[i].size);
+	}
+	return true;
+}
+
 static bool hash_grow(struct raw_read *rr)
 {
 	size_t cap = rr->hcap ? 2 * rr->hcap : 64, *h;
@@ -272,6 +308,10 @@ static int class_of(struct raw_read *rr, const struct trec *h)
 	*k = (struct rclass){ .dp = h->desc, .fmt = h->fmt, .nconv = h->nconv };
 	if (!(k->c = class_convs(k, &err)))
 		return err ? err : -1;
+	if (!k->plain && !class_gaps(k)) {
+		free(k->c);
+		return -ENOMEM;
+	}
 	class_frame(rr, k, (uint32_t)rr->ncls);
 	for (j = key_hash(h->desc, h->fmt, h->nconv); rr->hash[j & (rr->hcap - 1)]; j++)
 		;
@@ -281,12 +321,12 @@ static int class_of(struct raw_read *rr, const struct trec *h)
 
 static void raw_read_free(struct raw_read *rr)
 {
-	for (size_t i = 0; i < rr->ncls; i++)
+	for (size_t i = 0; i < rr->ncls; i++) {
 		free(rr->cls[i].c);
+		free(rr->cls[i].gap);
+	}
 	free(rr->cls);
 	free(rr->hash);
-	free(rr->rec_cls);
-	free(rr->rec_len);
 	kk_buf_free(&rr->frames);
 }
 
@@ -387,174 +427,237 @@ static bool repack(const struct rclass *k, const struct trec *h, struct repack *
 	return true;
 }
 
-/* The bytes record @h (class @k) takes out; 0: it cannot go (its data ends short). */
-static size_t rec_out_len(const struct rclass *k, const struct trec *h)
+/*
+ * The bytes of @h's values when they go out as they are packed: a plain
+ * class's fixed size, or a scanned class's fixed runs and strings by their
+ * lengths, plus 1.  0: they cannot (a class that is re-packed, a NULL
+ * string, or data short: repack() decides).
+ */
+static size_t values_len(const struct rclass *k, const struct trec *h)
 {
-	struct repack o = { NULL, 0 };
+	const unsigned char *d = (const unsigned char *)(h + 1);
+	size_t left = h->len - TR_HDR, n = 0;
+	uint16_t l;
 
 	if (k->plain)
-		return h->len - TR_HDR >= k->fixed ? ROUND8(sizeof(struct kk_raw_rec) + k->fixed) : 0;
-	return repack(k, h, &o) ? ROUND8(sizeof(struct kk_raw_rec) + o.n) : 0;
-}
-
-/* Record v (class @k, @len bytes out, reserved) at the end of @b. */
-static void rec_out(struct kk_buf *b, const struct raw_read *rr, const struct rclass *k,
-		    const struct trec *h, size_t len)
-{
-	unsigned char *p = raw_take(b, len);
-	struct kk_raw_rec r = { 0, (uint32_t)(k - rr->cls), kk_dd_tr_conv_ns(&rr->tc, h->ts),
-				h->tid, rr->pid };
-	struct repack o = { p + sizeof(r), 0 };
-
-	if (k->plain)
-		memcpy(o.w, h + 1, o.n = k->fixed);
-	else
-		(void)repack(k, h, &o);	/* (it did, measured) */
-	r.len = (uint32_t)(sizeof(r) + o.n);	/* (unpadded: a reader needs the values' end) */
-	memcpy(p, &r, sizeof(r));
+		return k->fixed <= left ? k->fixed + 1 : 0;
+	if (!k->gap)
+		return 0;
+	for (unsigned int i = 0; i < k->nstr; i++) {
+		n += k->gap[i];
+		if (n + sizeof(l) > left)
+			return 0;
+		memcpy(&l, d + n, sizeof(l));
+		n += sizeof(l) + l;
+		if (l == UINT16_MAX || n > left)
+			return 0;
+	}
+	n += k->gap[k->nstr];
+	return n <= left ? n + 1 : 0;
 }
 
 /* ---- the read ------------------------------------------------------------------------------ */
 
-/*
- * Each record of s->v[0..ready) in time order: its class and its bytes
- * out, until RAW_READ_MAX.  Under the sites lock (a site's strings are
- * read only while its object is loaded).  How many of s->v were taken;
- * rr->frames.error when there was no memory.
- */
-static size_t raw_classes(struct raw_read *rr, size_t *total)
+/* A read's output: the reply, where the RING frame being made begins, its thread. */
+struct raw_out {
+	struct kk_buf *b;
+	size_t frame;			/* 0: none open */
+	uint32_t nrec;
+	int32_t tid;
+	size_t total;			/* records in the closed frames */
+	size_t start;			/* where the reply begins in @b */
+};
+
+/* Open a RING frame for @sr's thread @tid with @lost (room checked). */
+static bool ring_open(struct raw_out *o, const struct snap_ring *sr, pid_t tid, uint64_t lost)
 {
-	const struct snap *s = rr->s;
-	size_t i, shown = 0;
-
-	*total = 0;
-	kk_dd_sites_lock();
-	for (i = 0; i < s->ready && !rr->frames.error; i++) {
-		const struct trec *h = s->v[i].h;
-		int k = kk_dd_site_known_locked(h->desc) ? class_of(rr, h) : -1;
-		size_t len = k < 0 ? 0 : rec_out_len(&rr->cls[k], h);
-
-		if (k == -ENOMEM)
-			rr->frames.error = -ENOMEM;
-		rr->rec_cls[i] = len ? k : -1;
-		rr->rec_len[i] = (uint32_t)len;
-		if (!len)
-			continue;
-		if (shown++ && *total + len > RAW_READ_MAX)
-			break;	/* the next read's */
-		*total += len;
-	}
-	kk_dd_sites_unlock();
-	return i;
-}
-
-/* A RING frame's head for @sr's thread @tid, @nrec records of @bytes. */
-static void ring_head(struct kk_buf *out, const struct snap_ring *sr, pid_t tid, uint32_t nrec,
-		      size_t bytes, uint64_t lost)
-{
-	struct kk_raw_ring f = { { KK_RAW_RING, (uint32_t)(sizeof(f) + bytes) }, tid, nrec, lost,
-				 { 0 } };
+	struct kk_raw_ring f = { { KK_RAW_RING, sizeof(f) }, tid, 0, lost, { 0 } };
 	char comm[16];
 	const char *name = kk_dd_tr_comm_of(sr, tid, comm, sizeof(comm));
 
+	if (!raw_reserve(o->b, sizeof(f)))
+		return false;
 	memcpy(f.comm, name, strnlen(name, sizeof(f.comm)));
-	memcpy(raw_take(out, sizeof(f)), &f, sizeof(f));
+	o->frame = o->b->len;
+	o->nrec = 0;
+	o->tid = tid;
+	memcpy(raw_take(o->b, sizeof(f)), &f, sizeof(f));
+	return true;
+}
+
+/* Close the open RING frame: its length and its count of records. */
+static void ring_close(struct raw_out *o)
+{
+	struct kk_raw_ring *f;
+
+	if (!o->frame)
+		return;
+	f = (void *)(o->b->data + o->frame);
+	if (!o->nrec && !f->lost)
+		o->b->len = o->frame;	/* (its records could not go: no frame) */
+	f->f.len = (uint32_t)(o->b->len - o->frame);
+	f->nrec = o->nrec;
+	o->total += o->nrec;
+	o->frame = 0;
 }
 
 /*
- * Ring @ri's records among s->v[0..k) (@idx: their indices, in order): a
- * RING frame per run of one thread (a ring passes to a new thread when its
- * own exits); its lost with the first.  Room reserved.
+ * Record @h (class @k) at the end of the open frame, walked once: values
+ * that go out as packed are copied, the others re-packed.  0 or -ENOMEM;
+ * 1: it cannot go (its data ends short), nothing written.
  */
-static void ring_frames(struct kk_buf *out, const struct raw_read *rr, size_t ri,
-			const size_t *idx, size_t n)
+static int rec_out(struct raw_out *o, const struct raw_read *rr, const struct rclass *k,
+		   const struct trec *h)
 {
-	const struct snap_ring *sr = &rr->s->rings[ri];
-	uint64_t lost = sr->shown ? sr->lost : 0;
-	size_t a = 0;
+	size_t n = values_len(k, h), len;
+	struct repack rp = { NULL, 0 };
+	bool copy = n != 0;
+	unsigned char *p;
 
-	if (!n && lost)
-		ring_head(out, sr, sr->tid, 0, 0, lost);
-	while (a < n) {
-		pid_t tid = rr->s->v[idx[a]].h->tid;
-		size_t b = a, bytes = 0;
+	if (!copy && !repack(k, h, &rp))
+		return 1;
+	n = copy ? n - 1 : rp.n;
+	len = ROUND8(sizeof(struct kk_raw_rec) + n);
+	if (!raw_reserve(o->b, len))
+		return -ENOMEM;
+	p = (unsigned char *)o->b->data + o->b->len;
+	memset(p + len - 8, 0, 8);	/* the padding (the values overwrite what is theirs) */
+	struct kk_raw_rec r = { (uint32_t)(sizeof(r) + n), (uint32_t)(k - rr->cls),
+				kk_dd_tr_conv_ns(&rr->tc, h->ts), h->tid, rr->pid };
 
-		for (; b < n && rr->s->v[idx[b]].h->tid == tid; b++)
-			bytes += rr->rec_len[idx[b]];
-		ring_head(out, sr, tid, (uint32_t)(b - a), bytes, lost);
-		lost = 0;
-		for (; a < b; a++) {
-			const struct trec *h = rr->s->v[idx[a]].h;
-
-			rec_out(out, rr, &rr->cls[rr->rec_cls[idx[a]]], h, rr->rec_len[idx[a]]);
-		}
+	memcpy(p, &r, sizeof(r));
+	if (copy) {
+		memcpy(p + sizeof(r), h + 1, n);
+	} else {
+		rp = (struct repack){ p + sizeof(r), 0 };
+		(void)repack(k, h, &rp);	/* (it did, measured) */
 	}
+	o->b->len += len;
+	o->nrec++;
+	return 0;
+}
+/* The class of @h: the previous record's when it has its site, format and count (-1 bad). */
+static int rec_class(struct raw_read *rr, const struct trec *h)
+{
+	const struct trec *l = rr->last;
+
+	if (l && l->desc == h->desc && l->fmt == h->fmt && l->nconv == h->nconv)
+		return rr->last_cls;
+	rr->last = h;
+	rr->last_cls = kk_dd_site_known_locked(h->desc) ? class_of(rr, h) : -1;
+	return rr->last_cls;
 }
 
-/* The RING frames of s->v[0..k): the records grouped by ring (in order), a counting sort. */
-static int raw_rings(struct kk_buf *out, const struct raw_read *rr, size_t k)
+/* The reply is full: the next record is the next read's (one record at least goes). */
+static bool reply_full(const struct raw_out *o, const struct trec *h)
 {
-	const struct snap *s = rr->s;
-	size_t *at = calloc(s->nrings + 1, sizeof(*at)), *idx = malloc((k ? k : 1) * sizeof(*idx));
+	return (o->total || o->nrec) && o->b->len - o->start + h->len > RAW_READ_MAX;
+}
 
-	if (!at || !idx) {
-		free(at);
-		free(idx);
-		return -ENOMEM;
+/*
+ * Ring @sr's records (copy @c), walked once in ring order: a RING frame per
+ * run of one thread (a ring passes to a new thread when its own exits), its
+ * lost with the first; where it stops, its consumer position.  0; 1: the
+ * reply is full, the rest is the next read's; -ENOMEM.
+ */
+static int ring_out(struct raw_out *o, struct raw_read *rr, struct snap_ring *sr,
+		    const unsigned char *c)
+{
+	uint64_t lost = sr->shown ? sr->lost : 0, p = sr->skip.pos, seq = sr->skip.seq;
+	const struct trec *h;
+	int k, ret = 0;
+
+	for (; sr->in_buffer && p < sr->all.pos && ret >= 0; p += h->len) {
+		h = (const void *)(c + (p - sr->copy_pos));
+		if (h->flags & (TR_PAD | TR_HIDDEN)) {
+			seq += !(h->flags & TR_PAD);
+			continue;
+		}
+		if (reply_full(o, h) && lost) {	/* (its lost not said yet: the ring moves nowhere) */
+			sr->all_ok = false;
+			sr->lost = 0;
+			return 1;
+		}
+		if (reply_full(o, h))
+			break;
+		if ((k = rec_class(rr, h)) == -ENOMEM)
+			return -ENOMEM;
+		seq++;
+		if (k < 0)
+			continue;	/* (a bad record: not sent, consumed) */
+		if (o->frame && o->tid != h->tid)
+			ring_close(o);
+		if (!o->frame && !ring_open(o, sr, h->tid, lost))
+			return -ENOMEM;
+		lost = 0;
+		ret = rec_out(o, rr, &rr->cls[k], h);
 	}
-	for (size_t i = 0; i < k; i++)
-		if (rr->rec_cls[i] >= 0)
-			at[s->v[i].ring + 1]++;
-	for (size_t r = 0; r < s->nrings; r++)
-		at[r + 1] += at[r];
-	for (size_t i = 0; i < k; i++)
-		if (rr->rec_cls[i] >= 0)
-			idx[at[s->v[i].ring]++] = i;
-	/* (at[r] is now where ring r's run ends) */
-	for (size_t r = 0, start = 0; r < s->nrings; start = at[r++])
-		ring_frames(out, rr, r, idx + start, at[r] - start);
-	free(at);
-	free(idx);
+	if (ret < 0 || (lost && !ring_open(o, sr, sr->tid, lost)))
+		return -ENOMEM;
+	ring_close(o);
+	sr->upto = sr->in_buffer && p < sr->all.pos ? (struct pipe_at){ p, seq } : sr->all;
+	sr->took = sr->in_buffer != 0;
+	return sr->in_buffer && p < sr->all.pos;
+}
+
+/*
+ * The RING frames of every ring, then the CLASS frames their records use put
+ * before them (a memmove of the reply: the classes are known only at the
+ * end of the walk).  Under the sites lock (a site's strings are read only
+ * while its object is loaded).  A ring not reached moves nowhere.
+ */
+static int raw_rings(struct raw_out *o, struct raw_read *rr)
+{
+	struct snap *s = rr->s;
+	size_t i, at = o->b->len, need = 0;
+	int ret = 0;
+
+	for (i = 0; i < s->nrings; i++)	/* (what goes out is about what was copied, or less) */
+		need += s->rings[i].copy_len + sizeof(struct kk_raw_ring);
+	if (!raw_reserve(o->b, need))
+		return -ENOMEM;
+	kk_dd_sites_lock();
+	for (i = 0; i < s->nrings && !ret; i++)
+		ret = ring_out(o, rr, &s->rings[i], s->copies[i]);
+	kk_dd_sites_unlock();
+	for (; i < s->nrings; i++) {	/* (after a full reply: their lost are said next time) */
+		s->rings[i].all_ok = false;
+		s->rings[i].lost = 0;
+	}
+	if (ret < 0 || rr->frames.error || !raw_reserve(o->b, rr->frames.len))
+		return -ENOMEM;
+	memmove(o->b->data + at + rr->frames.len, o->b->data + at, o->b->len - at);
+	if (rr->frames.len)
+		memcpy(o->b->data + at, rr->frames.data, rr->frames.len);
+	o->b->len += rr->frames.len;
 	return 0;
 }
 
 static int raw_show(struct kk_buf *out, void *priv)
 {
 	struct raw_read rr = { 0 };
-	struct snap s;
-	size_t taken, total;
+	struct raw_out o = { out, 0, 0, 0, 0, out->len };
+	struct snap s = { 0 };
 	int ret;
 
 	(void)priv;
-	ret = kk_dd_tr_session_read(&s, RAW_RING_COPY);
-	if (ret)
-		return ret;
+	kk_dd_session_touch();	/* its reader holds the session's lease (as trace_pipe_json's) */
+	kk_dd_tr_pipe_wait();
+	ret = kk_dd_tr_read_rings(&s, RAW_READ_MAX);
 	rr.s = &s;
 	rr.pid = (int32_t)getpid();
 	kk_dd_tr_conv_setup(&rr.tc);
-	rr.rec_cls = malloc((s.ready ? s.ready : 1) * sizeof(*rr.rec_cls));
-	rr.rec_len = malloc((s.ready ? s.ready : 1) * sizeof(*rr.rec_len));
-	taken = 0;
-	ret = -ENOMEM;
-	if (rr.rec_cls && rr.rec_len) {
-		taken = raw_classes(&rr, &total);
-		ret = rr.frames.error;
-	}
-	/* the frames: HEAD, CLASS, RING (a head each, and one per thread a ring held) */
-	if (!ret && raw_reserve(out, sizeof(struct kk_raw_head) + rr.frames.len + total +
-				     (s.nrings + taken) * sizeof(struct kk_raw_ring))) {
+	if (!ret && raw_reserve(out, sizeof(struct kk_raw_head))) {
 		struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, rr.pid,
 					  rr.tc.real_off };
 
 		memcpy(raw_take(out, sizeof(hd)), &hd, sizeof(hd));
-		if (rr.frames.len)
-			memcpy(raw_take(out, rr.frames.len), rr.frames.data, rr.frames.len);
-		ret = raw_rings(out, &rr, taken);
+		ret = raw_rings(&o, &rr);
 	} else if (!ret) {
 		ret = -ENOMEM;
 	}
 	raw_read_free(&rr);
-	kk_dd_tr_session_done(&s, taken, !ret && !out->error);
+	kk_dd_tr_session_done(&s, 0, !ret && !out->error);	/* (nothing moves on an error) */
 	return ret ? ret : out->error;
 }
 
