@@ -573,7 +573,10 @@ static int ring_frame(struct kkr_raw *r, unsigned char *f, size_t len, bool *bad
 	pkt_head(head, s, first, last, lo + used, k ? lo + content : lo, h.comm);
 	iov[0] = (struct iovec){ head, RAW_HEADER + lo };
 	iov[1] = (struct iovec){ f + sizeof(h), used };
-	if (k && last > *last_clock)
+	/* the reply's time is its frames' earliest last record: a reply sends each ring in ring
+	 * order, not a time prefix across threads (a thread cut by its share of the read has
+	 * older records still to come than another thread's last; docs/tracing.md) */
+	if (k && (!*last_clock || last < *last_clock))
 		*last_clock = last;
 	return pkt_write(r, s, iov, k ? 2 : 1);
 }
