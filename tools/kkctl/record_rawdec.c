@@ -35,7 +35,6 @@
 #include "record_int.h"
 
 #define RD_MSG_MAX	(16u << 20)	/* a message's bytes, at most */
-#define RD_CLASSES	(1u << 20)	/* a reply's class ids, at most */
 #define ROUND8(n)	(((n) + 7) & ~(size_t)7)
 
 enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
@@ -84,7 +83,7 @@ struct dval {
 struct kkr_rawdec {
 	int pid;
 	struct dclass *cls;		/* by the reply's ids */
-	size_t ncls;
+	size_t ncls, nseen;		/* (nseen: this reply's CLASS frames so far) */
 	int64_t real_off;
 	struct dbuf msg, out;		/* a record's message as made, its strings as sent on */
 	struct dval *val;
@@ -690,12 +689,12 @@ static int class_frame(struct kkr_rawdec *d, const unsigned char *f, size_t len,
 		return 0;
 	}
 	memcpy(&h, f, sizeof(h));
-	if (h.id >= RD_CLASSES) {
+	if (h.id > d->nseen++) {	/* (ids are 0, 1, ...: one a frame, in order) */
 		said_bad(d, bad, "a class id out of range");
 		return 0;
 	}
 	if (h.id >= d->ncls) {
-		size_t n = (size_t)h.id + 64;
+		size_t n = 2 * (size_t)h.id + 16;
 		struct dclass *v = realloc(d->cls, n * sizeof(*v));
 
 		if (!v)
@@ -742,8 +741,9 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 	size_t at = 0;
 
 	*bad = false;
-	for (size_t i = 0; i < d->ncls; i++)	/* (a reply's ids are its own) */
+	for (size_t i = 0; i < d->ncls && i < d->nseen; i++)	/* (a reply's ids are its own) */
 		class_clear(&d->cls[i]);
+	d->nseen = 0;
 	if (len < sizeof(hd) || (memcpy(&hd, body, sizeof(hd)), hd.f.type != KK_RAW_HEAD) ||
 	    hd.version != KK_RAW_VERSION) {
 		said_bad(d, bad, "no head");
