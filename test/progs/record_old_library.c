@@ -11,6 +11,9 @@
  *   -22
  *   bad lease '1000 held': expected 'begin LEASE_MS', LEASE_MS from 100 to 60000; no session began
  *
+ * It has no dynamic_debug/trace_pipe_raw either (newer still): a read of it
+ * gets the endpoint's "no such file" (kkctl takes trace_pipe_json then).
+ *
  * Each request is logged on stdout, one line: "VERB FILE|FIRST LINE OF ITS
  * BODY", then "refused" or "passed".  Prints "ready" once it listens.
  *   record_old_library TARGET
@@ -70,6 +73,18 @@ static int refuse_held(int c, const char *req)
 	return 1;
 }
 
+/* "read dynamic_debug/trace_pipe_raw": the older library's "no such file", into @c. */
+static int refuse_raw(int c, const char *req)
+{
+	static const char head[] = "read dynamic_debug/trace_pipe_raw\n",
+			  reply[] = "-2\nno such file: dynamic_debug/trace_pipe_raw\n";
+
+	if (strncmp(req, head, sizeof(head) - 1))
+		return 0;
+	send(c, reply, sizeof(reply) - 1, MSG_NOSIGNAL);
+	return 1;
+}
+
 /* @req to TARGET's endpoint, its reply to @c. */
 static void pass(int c, long target, const char *req, size_t len)
 {
@@ -113,7 +128,7 @@ int main(int argc, char **argv)
 		size_t len = read_request(c, req, sizeof(req));
 		size_t head = strcspn(req, "\n");
 		const char *body = req[head] ? req + head + 1 : req + head;
-		int refused = refuse_held(c, req);
+		int refused = refuse_held(c, req) || refuse_raw(c, req);
 
 		printf("%.*s|%.*s %s\n", (int)head, req, (int)strcspn(body, "\n"), body,
 		       refused ? "refused" : "passed");
