@@ -8,3 +8,7 @@ $(B)/test/progs/record_rawdec_fuzz: $(RECORD_RAWDEC_FUZZ_SRCS) $(wildcard tools/
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Itools/kkctl $(CFLAGS) $(KK_CFLAGS) -o $@ $(RECORD_RAWDEC_FUZZ_SRCS) \
 		$(KK_LDFLAGS) -lm
+
+# (the listening socket the endpoint-playing test programs share)
+$(B)/test/progs/control_refuse $(B)/test/progs/control_squat $(B)/test/progs/record_old_library: \
+	test/progs/listen_abstract.h

@@ -28,15 +28,16 @@
 #include <unistd.h>
 
 #include "kktest.h"
+#include "listen_abstract.h"
 
 enum { MAX_REQUEST = 1 << 16 };
 
 static socklen_t name_of(struct sockaddr_un *sa, long pid)
 {
-	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "kernelkit/%ld", pid);
+	char name[32];
 
-	sa->sun_family = AF_UNIX;
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	snprintf(name, sizeof(name), "kernelkit/%ld", pid);
+	return abstract_addr(sa, name);
 }
 
 /* The request, up to the client's shutdown (10 s at most: a hang guard). */
@@ -108,8 +109,7 @@ static void pass(int c, long target, const char *req, size_t len)
 int main(int argc, char **argv)
 {
 	static char req[MAX_REQUEST];
-	struct sockaddr_un sa;
-	socklen_t sl = name_of(&sa, (long)getpid());
+	char name[32];
 	long target = argc == 2 ? atol(argv[1]) : 0;
 	int l, c;
 
@@ -117,8 +117,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: record_old_library TARGET\n");
 		return 2;
 	}
-	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sl) || listen(l, 16)) {
+	snprintf(name, sizeof(name), "kernelkit/%ld", (long)getpid());
+	if ((l = listen_abstract(name)) < 0) {
 		perror("record_old_library");
 		return 1;
 	}
