@@ -31,12 +31,12 @@ for f in ctf jsonl; do
 	pids="$pids $p"
 	exec 3> "$tmp/in.$f"
 	until_ok "endpoint of $p" served "$p"
-	"$OLD" "$p" > "$tmp/old.log" 2> "$tmp/old.err" &
+	"$OLD" "$p" > "$tmp/old.log" 2> "$tmp/old.err" 3>&- &
 	o=$!
 	pids="$pids $o"
 	until_ok "the old library's endpoint ($o)" served "$o"
 	"$K" -p "$o" record --format "$f" --count 100 -o "$tmp/r.$f" 'func flood_tick +T' \
-		2> "$tmp/r.$f.err" &
+		2> "$tmp/r.$f.err" 3>&- &
 	rec=$!
 	pids="$pids $rec"
 	until_ok "$f: a session in $p" has_session "$p"
@@ -56,6 +56,7 @@ for f in ctf jsonl; do
 		ls "$tmp/r.ctf" | grep -qx "pid$o" || fail "ctf: no process stream: $(ls "$tmp/r.ctf")"
 		ls "$tmp/r.ctf" | grep -q -- '-tid' && fail "ctf: a thread stream: $(ls "$tmp/r.ctf")"
 	fi
+	echo quit >&3
 	exec 3>&-
 	until_ok "record_flood's exit" gone "$p"
 	kill "$o"
