@@ -756,7 +756,10 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 
 		memcpy(&f, body + at, sizeof(f));
 		if (f.len < sizeof(f) || f.len % 8 || f.len > len - at) {
-			said_bad(d, bad, "a frame's length");
+			/* (a sound length past the end: the endpoint closed at its
+			 * 2 s deadline before the reply was read whole) */
+			said_bad(d, bad, f.len >= sizeof(f) && !(f.len % 8) ?
+				 "the reply ends inside it" : "a frame's length");
 			break;
 		}
 		if (f.type == KK_RAW_CLASS)
