@@ -47,9 +47,10 @@ record() {
 	until_ok "$1.$2: the session's end" no_session "$p"
 }
 # plain FILE: without times (jsonl "ts" and "mono", perfetto "ts", text's
-# [seconds]) and the star's padding, sorted
+# [seconds]), the star's padding and perfetto's commas between events (the
+# last event has none: which one it is is the run's), sorted
 plain() {
-	sed -e 's/"ts":[0-9.]*,//; s/,"ts":[0-9.]*}/}/; s/"mono":[0-9]*,//' \
+	sed -e 's/"ts":[0-9.]*,//; s/,"ts":[0-9.]*}/}/; s/"mono":[0-9]*,//; s/}},$/}}/' \
 	    -e 's/^\([^[]*\)\[ *[0-9]*\.[0-9]*\] /\1/' -e 's/width= *\([0-9]\)/width=\1/' "$1" | sort
 }
 
