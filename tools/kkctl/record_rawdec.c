@@ -31,21 +31,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynamic_debug/printf_conv.h"
 #include "dynamic_debug/trace_raw.h"
 #include "record_int.h"
 
 #define RD_MSG_MAX	(16u << 20)	/* a message's bytes, at most */
 #define ROUND8(n)	(((n) + 7) & ~(size_t)7)
 
-enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
-
-/* One conversion of a class's format (as trace.c's kk_dd_tr_parse_conv() parses it). */
+/* One conversion of a class's format (a '*' width or precision, -2, is none here: not sent). */
 struct dconv {
-	const char *start, *end;
-	char flags[8];
-	int width, prec;		/* -1: none (a '*' is none here: not sent) */
-	int lmod;
-	char c;				/* 0: not recorded */
+	struct conv cv;
 	int field;			/* its field; -1: none (%%, %n) */
 };
 
@@ -179,77 +174,8 @@ static bool db_text(struct dbuf *b, const char *s, size_t n)
 
 /* ---- classes -------------------------------------------------------------- */
 
-/* Flags, digits and modifiers as trace.c's parser takes them. */
-static const char *conv_flags(const char *p, struct dconv *cv)
-{
-	size_t nf = 0;
-
-	for (; *p && strchr("-+ #0'I", *p); p++)
-		if (nf < sizeof(cv->flags) - 1)
-			cv->flags[nf++] = *p;
-	cv->flags[nf] = '\0';
-	return p;
-}
-
-static const char *conv_digits(const char *p, int *v)
-{
-	*v = 0;
-	for (; *p >= '0' && *p <= '9'; p++)
-		if (*v < 100000)
-			*v = *v * 10 + (*p - '0');
-	return p;
-}
-
-static const char *conv_lmod(const char *p, struct dconv *cv)
-{
-	static const struct {
-		char text[3];
-		int lmod;
-	} lmods[] = {
-		{ "hh", LM_HH }, { "h", LM_H }, { "ll", LM_LL }, { "l", LM_L }, { "q", LM_LL },
-		{ "j", LM_J }, { "z", LM_Z }, { "Z", LM_Z }, { "t", LM_T }, { "L", LM_BIGL },
-	};
-
-	for (size_t i = 0; i < sizeof(lmods) / sizeof(lmods[0]); i++)
-		if (p[0] == lmods[i].text[0] && (!lmods[i].text[1] || p[1] == lmods[i].text[1])) {
-			cv->lmod = lmods[i].lmod;
-			return p + (lmods[i].text[1] ? 2 : 1);
-		}
-	return p;
-}
-
-/* The conversion at @p (a '%'), as kk_dd_tr_parse_conv(); a '*' is none. */
-static const char *parse_conv(const char *p, struct dconv *cv)
-{
-	cv->start = p++;
-	cv->width = cv->prec = -1;
-	cv->lmod = LM_NONE;
-	cv->c = 0;
-	cv->field = -1;
-	p = conv_flags(p, cv);
-	if (*p == '*') {
-		p++;
-	} else if (*p >= '0' && *p <= '9') {
-		p = conv_digits(p, &cv->width);
-		if (*p == '$')	/* positional: not recorded */
-			return cv->end = p + 1;
-	}
-	if (*p == '.') {
-		if (*++p == '*')
-			p++;
-		else
-			p = conv_digits(p, &cv->prec);
-	}
-	p = conv_lmod(p, cv);
-	if (*p && strchr("diouxXcspfFeEgGaAnm%", *p))
-		cv->c = *p;
-	if ((cv->c == 's' || cv->c == 'c') && cv->lmod != LM_NONE)
-		cv->c = 0;
-	return cv->end = *p ? p + 1 : p;
-}
-
 /* The field kind and size the endpoint sends for @cv (trace_raw.c's conv_out()). */
-static void conv_kind(const struct dconv *cv, uint8_t *kind, uint8_t *size)
+static void conv_kind(const struct conv *cv, uint8_t *kind, uint8_t *size)
 {
 	bool big = !(cv->lmod == LM_NONE || cv->lmod == LM_HH || cv->lmod == LM_H);
 
@@ -276,7 +202,7 @@ static bool class_convs(struct dclass *k)
 
 	k->ncv = 0;
 	while ((q = strchr(p, '%'))) {
-		struct dconv *cv;
+		struct conv *cv;
 		uint8_t kind, size;
 
 		if (k->ncv == cap) {
@@ -286,15 +212,16 @@ static bool class_convs(struct dclass *k)
 				return false;
 			k->cv = v;
 		}
-		cv = &k->cv[k->ncv];
-		p = parse_conv(q, cv);
+		cv = &k->cv[k->ncv].cv;
+		k->cv[k->ncv].field = -1;
+		p = kk_dd_tr_parse_conv(q, cv);
 		if (!cv->c || (cv->c != '%' && cv->c != 'n' && nf == k->nf))
 			break;	/* packing stopped here: the rest as written */
 		if (cv->c != '%' && cv->c != 'n') {
 			conv_kind(cv, &kind, &size);
 			if (k->f[nf].kind != kind || k->f[nf].size != size)
 				return false;
-			cv->field = (int)nf++;
+			k->cv[k->ncv].field = (int)nf++;
 		}
 		k->ncv++;
 	}
@@ -415,7 +342,7 @@ static char *conv_digits_of(char *end, uint64_t u, char c)
 }
 
 /* A conversion printf prints plainly (trace.c's out_fast()): done, or false (take printf's). */
-static bool conv_fast(struct dbuf *b, const struct dconv *cv, const struct dval *v)
+static bool conv_fast(struct dbuf *b, const struct conv *cv, const struct dval *v)
 {
 	char num[24], *end = num + sizeof(num), *s;
 	bool neg = false;
@@ -459,7 +386,7 @@ static bool conv_fast(struct dbuf *b, const struct dconv *cv, const struct dval 
 }
 
 /* Conversion @cv by printf, its value @v (trace.c's build_spec() and out_conv()). */
-static void conv_printf(struct dbuf *b, const struct dconv *cv, const struct dval *v)
+static void conv_printf(struct dbuf *b, const struct conv *cv, const struct dval *v)
 {
 	char spec[40], *s = spec;
 	bool fl = strchr("fFeEgGaA", cv->c) != NULL;
@@ -517,14 +444,15 @@ static void rec_message(struct kkr_rawdec *d, const struct dclass *k)
 	b->len = 0;
 	b->err = false;
 	for (size_t i = 0; i < k->ncv; i++) {
-		const struct dconv *cv = &k->cv[i];
+		const struct conv *cv = &k->cv[i].cv;
+		int f = k->cv[i].field;
 
 		db_put(b, p, (size_t)(cv->start - p));
 		p = cv->end;
 		if (cv->c == '%')
 			db_put(b, "%", 1);
-		else if (cv->field >= 0 && !conv_fast(b, cv, &d->val[cv->field]))
-			conv_printf(b, cv, &d->val[cv->field]);
+		else if (f >= 0 && !conv_fast(b, cv, &d->val[f]))
+			conv_printf(b, cv, &d->val[f]);
 	}
 	db_put(b, p, strlen(p));	/* (after a stop: the rest as written) */
 }
