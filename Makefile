@@ -160,10 +160,12 @@ FORCE:
 # it shares only the socket-path rules.  tools/kkctl.c is its entry point,
 # tools/kkctl/ the rest (one file per job, kkctl/kkctl.h their header).
 # (and the query parser, pure functions over strings: kkctl checks a long
-# dynamic_debug/control write before it sends the first piece)
+# dynamic_debug/control write before it sends the first piece; and the
+# parse of a printf conversion, by which record decodes trace_pipe_raw)
 KKCTL_SRCS := tools/kkctl.c $(sort $(wildcard tools/kkctl/*.c)) src/control_path.c \
-	src/dynamic_debug/query.c
+	src/dynamic_debug/query.c src/dynamic_debug/printf_conv.c
 $(B)/kkctl: $(KKCTL_SRCS) $(wildcard tools/kkctl/*.h) src/control_path.h src/dynamic_debug/query.h \
+		src/dynamic_debug/printf_conv.h \
 		$(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -DKK_VERSION='"$(VERSION)"' $(CFLAGS) $(KK_CFLAGS) -o $@ \

@@ -40,6 +40,16 @@ until_ok() {
 	done
 }
 gone() { ! kill -0 "$1" 2>/dev/null; }
+# wait_gone WHAT PID SECONDS: until PID has exited, at most SECONDS (a hang
+# guard: then fail "WHAT: still running after SECONDS s").
+wait_gone() {
+	i=0
+	while kill -0 "$2" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le $(($3 * 20)) ] || fail "$1: still running after $3 s"
+		sleep 0.05
+	done
+}
 # all_stopped PID: every thread of PID stopped (kill -STOP returns before the
 # group stop reached them all)
 all_stopped() {

@@ -12,9 +12,10 @@ import re
 import sys
 
 
-def groups(s):
-    """The top-level { ... } groups of @s, quotes respected."""
-    out, depth, start, q, esc = [], 0, 0, False, False
+def scan(s):
+    """Each character of @s as (index, char, quoted): quoted for those of a
+    "..." string, its quotes included (a backslash escapes the next one)."""
+    q, esc = False, False
     for i, ch in enumerate(s):
         if q:
             if esc:
@@ -23,10 +24,19 @@ def groups(s):
                 esc = True
             elif ch == '"':
                 q = False
+            yield i, ch, True
             continue
-        if ch == '"':
-            q = True
-        elif ch == "{":
+        q = ch == '"'
+        yield i, ch, q
+
+
+def groups(s):
+    """The top-level { ... } groups of @s, quotes respected."""
+    out, depth, start = [], 0, 0
+    for i, ch, quoted in scan(s):
+        if quoted:
+            continue
+        if ch == "{":
             if not depth:
                 start = i + 1
             depth += 1
@@ -39,20 +49,9 @@ def groups(s):
 
 def fields(g):
     """NAME = VALUE pairs of a group, quotes respected."""
-    out, cur, q, esc = [], "", False, False
-    for ch in g + ",":
-        if q:
-            cur += ch
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                q = False
-            continue
-        if ch == '"':
-            q = True
-        if ch == "," and not q:
+    out, cur = [], ""
+    for _, ch, quoted in scan(g + ","):
+        if ch == "," and not quoted:
             if cur.strip():
                 k, _, v = cur.strip().partition(" = ")
                 out.append((k, v))

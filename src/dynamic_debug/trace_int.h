@@ -34,20 +34,8 @@ struct trec {
 /* Only in a raw read's copy (kk_dd_tr_read_rings()): the thread filter hides this record. */
 #define TR_HIDDEN	0x8000u
 
-/* ---- formats (trace.c) ---- */
-enum { LM_NONE, LM_HH, LM_H, LM_L, LM_LL, LM_J, LM_Z, LM_T, LM_BIGL };
-
-struct conv {
-	const char *start;		/* the '%' */
-	const char *end;		/* after the conversion character */
-	char flags[8];
-	int width, prec;		/* -1 none, -2 '*' */
-	int lmod;
-	char c;				/* 0: not one we handle */
-};
-
-/* Parse the conversion at @p (a '%').  c = 0 for what we do not record. */
-const char *kk_dd_tr_parse_conv(const char *p, struct conv *cv);
+/* ---- formats (trace.c; a conversion's parse: printf_conv.c) ---- */
+#include "dynamic_debug/printf_conv.h"
 
 /* Bytes an integer conversion stores: 4 for int and below, else 8. */
 static inline int tr_int_size(int lmod)

@@ -19,19 +19,17 @@
 #include <unistd.h>
 
 #include "kktest.h"
+#include "listen_abstract.h"
 
 int main(void)
 {
 	static const char line[] = "-13\npeer is neither uid 0 nor root\n";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct pollfd p;
-	socklen_t sl;
-	int l, c, n;
+	char name[32];
+	int l, c;
 
-	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "kernelkit/%d", (int)getpid());
-	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sl) || listen(l, 4)) {
+	snprintf(name, sizeof(name), "kernelkit/%d", (int)getpid());
+	if ((l = listen_abstract(name)) < 0) {
 		perror("control_refuse");
 		return 1;
 	}

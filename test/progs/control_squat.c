@@ -21,23 +21,20 @@
 #include <unistd.h>
 
 #include "kktest.h"
+#include "listen_abstract.h"
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { 5, 0 };
-	char buf[4096];
+	char buf[4096], name[64];
 	size_t total = 0;
-	socklen_t sl;
 	ssize_t r;
-	int l, c, n;
+	int l, c;
 
 	if (argc != 2)
 		return 2;
-	n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "kernelkit/%s", argv[1]);
-	sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sl) || listen(l, 4)) {
+	snprintf(name, sizeof(name), "kernelkit/%s", argv[1]);
+	if ((l = listen_abstract(name)) < 0) {
 		perror("control_squat");
 		return 1;
 	}

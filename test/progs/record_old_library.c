@@ -11,6 +11,9 @@
  *   -22
  *   bad lease '1000 held': expected 'begin LEASE_MS', LEASE_MS from 100 to 60000; no session began
  *
+ * It has no dynamic_debug/trace_pipe_raw either (newer still): a read of it
+ * gets the endpoint's "no such file" (kkctl takes trace_pipe_json then).
+ *
  * Each request is logged on stdout, one line: "VERB FILE|FIRST LINE OF ITS
  * BODY", then "refused" or "passed".  Prints "ready" once it listens.
  *   record_old_library TARGET
@@ -25,15 +28,16 @@
 #include <unistd.h>
 
 #include "kktest.h"
+#include "listen_abstract.h"
 
 enum { MAX_REQUEST = 1 << 16 };
 
 static socklen_t name_of(struct sockaddr_un *sa, long pid)
 {
-	int n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "kernelkit/%ld", pid);
+	char name[32];
 
-	sa->sun_family = AF_UNIX;
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	snprintf(name, sizeof(name), "kernelkit/%ld", pid);
+	return abstract_addr(sa, name);
 }
 
 /* The request, up to the client's shutdown (10 s at most: a hang guard). */
@@ -70,6 +74,18 @@ static int refuse_held(int c, const char *req)
 	return 1;
 }
 
+/* "read dynamic_debug/trace_pipe_raw": the older library's "no such file", into @c. */
+static int refuse_raw(int c, const char *req)
+{
+	static const char head[] = "read dynamic_debug/trace_pipe_raw\n",
+			  reply[] = "-2\nno such file: dynamic_debug/trace_pipe_raw\n";
+
+	if (strncmp(req, head, sizeof(head) - 1))
+		return 0;
+	send(c, reply, sizeof(reply) - 1, MSG_NOSIGNAL);
+	return 1;
+}
+
 /* @req to TARGET's endpoint, its reply to @c. */
 static void pass(int c, long target, const char *req, size_t len)
 {
@@ -93,8 +109,7 @@ static void pass(int c, long target, const char *req, size_t len)
 int main(int argc, char **argv)
 {
 	static char req[MAX_REQUEST];
-	struct sockaddr_un sa;
-	socklen_t sl = name_of(&sa, (long)getpid());
+	char name[32];
 	long target = argc == 2 ? atol(argv[1]) : 0;
 	int l, c;
 
@@ -102,8 +117,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: record_old_library TARGET\n");
 		return 2;
 	}
-	l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l < 0 || bind(l, (struct sockaddr *)&sa, sl) || listen(l, 16)) {
+	snprintf(name, sizeof(name), "kernelkit/%ld", (long)getpid());
+	if ((l = listen_abstract(name)) < 0) {
 		perror("record_old_library");
 		return 1;
 	}
@@ -113,7 +128,7 @@ int main(int argc, char **argv)
 		size_t len = read_request(c, req, sizeof(req));
 		size_t head = strcspn(req, "\n");
 		const char *body = req[head] ? req + head + 1 : req + head;
-		int refused = refuse_held(c, req);
+		int refused = refuse_held(c, req) || refuse_raw(c, req);
 
 		printf("%.*s|%.*s %s\n", (int)head, req, (int)strcspn(body, "\n"), body,
 		       refused ? "refused" : "passed");

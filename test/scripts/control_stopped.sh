@@ -13,24 +13,13 @@ set -u
 KK_CTL_LIB_NAME=stopped
 . "${KK_SRC:?}/test/control-lib.sh"
 KKCTL=$B/kkctl
+. "$KK_SRC/test/record-lib.sh"	# (all_stopped, until_ok)
 start_sigwait_daemon
 
 # kill returns before the group stop reaches every thread: under load the
 # endpoint thread could still answer (seen 3 in 110 runs).  Wait for all T.
 kill -STOP "$dpid"
-all_stopped() {
-	for st in /proc/"$dpid"/task/*/stat; do
-		state=$(sed 's/.*) \(.\).*/\1/' "$st" 2>/dev/null) || continue
-		[ "$state" = T ] || return 1
-	done
-	return 0
-}
-i=0
-until all_stopped; do
-	i=$((i + 1))
-	[ "$i" -lt 5000 ] || fail "the daemon's threads did not all stop"
-	sleep 0.01
-done
+until_ok "the daemon's threads all stopped" all_stopped "$dpid"
 "$KKCTL" -t 1 -p "$dpid" write dynamic_debug/control 'func hot +p' > "$tmp/w" 2>&1 &&
 	fail "a write to a stopped process succeeded: $(cat "$tmp/w")"
 [ "$(wc -l < "$tmp/w")" -eq 1 ] || fail "want one line, got: $(cat "$tmp/w")"

@@ -10,6 +10,7 @@
 set -u
 KK_GUEST_LIB_NAME=tpipe
 . "${KK_SRC:?}/test/guest-lib.sh"
+. "$KK_SRC/test/record-lib.sh"	# (wait_gone)
 show_on_fail() { [ -s "$tmp/follow" ] && { echo "--- kkctl -f:"; cat "$tmp/follow"; }; }
 
 start $control_env
@@ -44,12 +45,7 @@ got=$(sed -n 's/.*\] guest hello \([0-9]*\)$/\1/p' "$tmp/follow" | tr '\n' ' ')
 echo quit >&3
 wait "$pid"
 pid=
-i=0
-while kill -0 "$fpid" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -le 1000 ] || fail "kkctl -f still running 10 s after its target exited"
-	sleep 0.01
-done
+wait_gone "kkctl -f, its target exited" "$fpid" 10
 wait "$fpid"
 rc=$?
 pids=

@@ -50,12 +50,7 @@ record() {
 }
 # finish NAME: kkctl exited 0 (within 60 s)
 finish() {
-	i=0
-	while kill -0 "$rec" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -le 1200 ] || fail "$1: kkctl record did not end"
-		sleep 0.05
-	done
+	wait_gone "$1: kkctl record" "$rec" 60
 	wait "$rec" || fail "$1: kkctl record: status $? $(cat "$tmp/$1.err")"
 	rec=
 	until_ok "the session's end" no_session "$pid"

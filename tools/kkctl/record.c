@@ -99,6 +99,7 @@ struct rtarget {
 	size_t bcap;
 	struct kkr_chunk *chunk;	/* where its records are carved from */
 	struct kkr_raw *raw;	/* read from trace_pipe_raw into the ctf directory (record_raw.c) */
+	struct kkr_rawdec *dec;	/* or decoded into records for the merge (record_rawdec.c) */
 	bool no_raw;		/* it has no trace_pipe_raw, or raw is not for this recording */
 };
 
@@ -107,7 +108,8 @@ struct kkr_state kkr = {
 };
 
 static volatile sig_atomic_t got_signal;
-static struct ctf *raw_ctf;	/* the ctf writer, when the local targets are read raw */
+static bool raw_on;		/* the local targets are read from trace_pipe_raw if they have it */
+static struct ctf *raw_ctf;	/* the ctf writer, when they are (other formats: decoded) */
 
 static uint64_t wall_ns(void)
 {
@@ -495,18 +497,65 @@ static void target_end(struct rtarget *rt)
 	free(res.body);
 }
 
-/* One read's lines into records.  A "lost" line comes before its thread's
- * events of the read: it gets the time of the first of them (or of the
- * read, @start, if none came). */
-static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec ***v,
-			 size_t *cap, uint64_t start)
+/* One read's records on their way into rt->batch (take_line()). */
+struct take {
+	struct rtarget *rt;
+	size_t n, waiting;	/* "lost" records still without a time */
+};
+
+/* One line (parsed, or decoded from trace_pipe_raw) into rt->batch.  A
+ * "lost" line comes before its thread's events of the read: it gets the
+ * time of the first of them (take_end(): or of the read, if none came).
+ * -1: no memory (the read's other records are not taken). */
+static int take_line(void *arg, const struct kkr_line *l)
+{
+	struct take *tk = arg;
+	struct rtarget *rt = tk->rt;
+	struct kkr_rec *r, **v = rt->batch;
+
+	if (l->kind == KKR_EXITED || !kkr_thread_wanted((int)l->tid, l->comm))
+		return 0;
+	if (tk->n == rt->bcap) {
+		size_t nc = rt->bcap ? 2 * rt->bcap : 64;
+
+		if (!(v = realloc(v, nc * sizeof(*v))))
+			return -1;
+		rt->batch = v;
+		rt->bcap = nc;
+	}
+	if (!(r = rec_carve(&rt->chunk, l, &rt->p)))
+		return -1;
+	if (l->kind == KKR_LOST) {
+		r->ts = 0;	/* (set below) */
+		tk->waiting++;
+	}
+	/* (only while a "lost" waits: a read is hundreds of events) */
+	for (size_t i = tk->n; tk->waiting && l->kind == KKR_EVENT && i-- > 0;)
+		if (v[i]->kind == KKR_LOST && !v[i]->ts && v[i]->tid == r->tid) {
+			v[i]->ts = r->ts;
+			tk->waiting--;
+		}
+	v[tk->n++] = r;
+	return 0;
+}
+
+/* The read's records taken: the "lost" ones still without a time get @start's. */
+static size_t take_end(struct take *tk, uint64_t start)
+{
+	for (size_t i = 0; i < tk->n; i++)
+		if (!tk->rt->batch[i]->ts)
+			tk->rt->batch[i]->ts = start;
+	return tk->n;
+}
+
+/* One read's lines into records. */
+static size_t take_lines(struct rtarget *rt, char *s, size_t len, uint64_t start)
 {
 	struct kkr_line l = { 0 };
-	size_t n = 0, waiting = 0;	/* "lost" records still without a time */
+	struct take tk = { rt, 0, 0 };
 
 	for (char *e, *end = s + len; s < end; s = e + 1) {
 		const char *why;
-		struct kkr_rec *r;
 
 		if (!(e = memchr(s, '\n', (size_t)(end - s))))
 			e = end;
@@ -520,36 +569,11 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, struct kkr_rec
 			__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (l.kind == KKR_EXITED || !kkr_thread_wanted((int)l.tid, l.comm))
-			continue;
-		if (n == *cap) {
-			size_t nc = *cap ? 2 * *cap : 64;
-			struct kkr_rec **nv = realloc(*v, nc * sizeof(*nv));
-
-			if (!nv)
-				break;
-			*v = nv;
-			*cap = nc;
-		}
-		if (!(r = rec_carve(&rt->chunk, &l, &rt->p)))
+		if (take_line(&tk, &l))
 			break;
-		if (l.kind == KKR_LOST) {
-			r->ts = 0;	/* (set below) */
-			waiting++;
-		}
-		/* (only while a "lost" waits: a read is hundreds of events) */
-		for (size_t i = n; waiting && l.kind == KKR_EVENT && i-- > 0;)
-			if ((*v)[i]->kind == KKR_LOST && !(*v)[i]->ts && (*v)[i]->tid == r->tid) {
-				(*v)[i]->ts = r->ts;
-				waiting--;
-			}
-		(*v)[n++] = r;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!(*v)[i]->ts)
-			(*v)[i]->ts = start;
 	kkr_line_free(&l);
-	return n;
+	return take_end(&tk, start);
 }
 
 /*
@@ -570,17 +594,21 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
 }
 
 /*
- * One read of trace_pipe_raw, its frames written into the ctf directory
- * (record_raw.c).  False: the target has no such file (an older library):
- * it is read from trace_pipe_json from now on.  *@last: as target_read().
+ * One read of trace_pipe_raw: its frames written into the ctf directory
+ * (record_raw.c), or decoded into records for the merge (record_rawdec.c:
+ * the other formats).  False: the target has no such file (an older
+ * library): it is read from trace_pipe_json from now on.  *@last: as
+ * target_read().
  */
 static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uint64_t *last)
 {
+	struct take tk = { rt, 0, 0 };
 	struct result res;
-	bool bad;
+	bool bad = false, failed = false;
 
 	*last = 0;
-	if (!rt->raw && !(rt->raw = kkr_raw_new(raw_ctf, &rt->p))) {
+	if (raw_ctf ? !rt->raw && !(rt->raw = kkr_raw_new(raw_ctf, &rt->p)) :
+		      !rt->dec && !(rt->dec = kkr_rawdec_new(rt->t.pid))) {
 		rt->no_raw = true;
 		return false;
 	}
@@ -595,15 +623,23 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 			rt->cut = true;
 		else
 			target_failed(rt, &res);
-	} else if (kkr_raw_take(rt->raw, (unsigned char *)res.body, res.len, &bad, last)) {
+	} else if (raw_ctf) {
+		failed = kkr_raw_take(rt->raw, (unsigned char *)res.body, res.len, &bad, last);
+	} else {	/* (no memory for a record: the rest of the read is not taken, as json) */
+		failed = false;
+		(void)kkr_rawdec_take(rt->dec, (unsigned char *)res.body, res.len, &bad,
+				      take_line, &tk);
+		*last = last_event(rt->batch, take_end(&tk, start));
+	}
+	if (res.ok && failed) {
 		set_state(rt, T_FAILED);	/* (the trace cannot be written: said) */
 		__atomic_store_n(&kkr.host_failed, true, __ATOMIC_RELAXED);
-	} else if (bad) {
+	} else if (res.ok && bad) {
 		__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
 	}
 	free(res.body);
 	if (res.ok)
-		kkr_push(&rt->src, NULL, 0, (*last ? *last : start) - SLACK_NS);
+		kkr_push(&rt->src, rt->batch, tk.n, (*last ? *last : start) - SLACK_NS);
 	return true;
 }
 
@@ -616,7 +652,7 @@ static uint64_t target_read(struct rtarget *rt)
 	size_t n;
 
 	rt->renewed = kk_now_ns();
-	if (raw_ctf && !rt->no_raw && target_read_raw(rt, start, dl, &last))
+	if (raw_on && !rt->no_raw && target_read_raw(rt, start, dl, &last))
 		return last;
 	kkctl_request_by(&rt->t, "read", TRACE_FILE, NULL, 0, dl, &res);
 	if (!res.ok) {
@@ -627,7 +663,7 @@ static uint64_t target_read(struct rtarget *rt)
 		free(res.body);
 		return 0;
 	}
-	n = take_lines(rt, res.body, res.len, &rt->batch, &rt->bcap, start);
+	n = take_lines(rt, res.body, res.len, start);
 	free(res.body);
 	last = last_event(rt->batch, n);
 	kkr_push(&rt->src, rt->batch, n, (last ? last : start) - SLACK_NS);
@@ -727,6 +763,8 @@ static void *target_thread(void *arg)
 	rt->batch = NULL;
 	kkr_raw_free(rt->raw);
 	rt->raw = NULL;
+	kkr_rawdec_free(rt->dec);
+	rt->dec = NULL;
 	chunk_put(rt->chunk);
 	rt->chunk = NULL;
 	pthread_mutex_lock(&kkr.lock);
@@ -1337,9 +1375,9 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 		free_targets();
 		return 1;
 	}
-	/* ctf: each reader writes its process's trace_pipe_raw frames itself
-	 * (KKCTL_RECORD_RAW=0: every record through the merge, as json) */
-	if (raw_wanted())
+	/* trace_pipe_raw: ctf's readers write its frames themselves, the other
+	 * formats' decode them for the merge (KKCTL_RECORD_RAW=0: json) */
+	if ((raw_on = raw_wanted()))
 		raw_ctf = kkr_ctf_of(w);
 	for (size_t i = 0; i < kkr.nt; i++)
 		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))

@@ -40,6 +40,20 @@ struct kkr_line {
 int kkr_parse_line(char *s, size_t len, struct kkr_line *l, const char **why);
 void kkr_line_free(struct kkr_line *l);
 
+/*
+ * record_rawdec.c: a local process's dynamic_debug/trace_pipe_raw replies
+ * decoded into the lines kkr_parse_line() gives (jsonl, text, perfetto).
+ * kkr_rawdec_take() gives each record of reply @body (@len bytes), and a
+ * thread's lost records before them, to @fn (its strings live until it
+ * returns); a malformed frame or record is skipped, said once (*@bad set).
+ * 0, or -1 when @fn returned non-zero (it stops there).
+ */
+struct kkr_rawdec;
+struct kkr_rawdec *kkr_rawdec_new(int pid);
+void kkr_rawdec_free(struct kkr_rawdec *d);
+int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len, bool *bad,
+		    int (*fn)(void *arg, const struct kkr_line *l), void *arg);
+
 /* What the command line of kkctl record gave. */
 struct kkr_opts {
 	struct kkctl_sel sel;

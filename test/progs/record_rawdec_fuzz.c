@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kkctl record's raw decoder (tools/kkctl/record_rawdec.c: trace_pipe_raw
+ * into the json path's records, for jsonl, text and perfetto) fed hostile
+ * replies (test/scripts/kkctl_record_rawdec_fuzz.sh): built with its
+ * sources (mk/record_rawdec.mk), run under ASan in the sanitizer pass.
+ *
+ *   record_rawdec_fuzz ITERATIONS SEED
+ *
+ * Makes a valid reply (a HEAD, three CLASS frames whose formats have every
+ * kind of field, flags, widths, %%, %m and a record cut short; RING frames of
+ * two threads, one with lost records), checks what the decoder makes of it,
+ * then ITERATIONS times decodes a copy changed at random (bytes flipped,
+ * a length, a count, a class id or a string length set to an extreme, a
+ * byte made a format character, the reply cut short), each in a buffer of
+ * exactly its size so that ASan sees a read past it, reading every string
+ * of every record it gives; then the valid reply once more.  Exit 0 when
+ * every call returned and both valid replies gave what they should.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynamic_debug/trace_raw.h"
+#include "record_int.h"
+
+const char kkctl_prog[] = "kkctl";
+
+static unsigned char reply[8192];
+static size_t rlen;
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void put(const void *p, size_t n)
+{
+	memcpy(reply + rlen, p, n);
+	rlen += n;
+}
+
+static void pad8(void)
+{
+	while (rlen % 8)
+		reply[rlen++] = 0;
+}
+
+struct field {
+	uint8_t kind, size;
+	const char *name;
+};
+
+/* A CLASS frame: id @id, format @fmt, its fields. */
+static void class_frame(uint32_t id, const char *fmt, const struct field *f, int n)
+{
+	size_t start = rlen;
+	struct kk_raw_class h = { { KK_RAW_CLASS, 0 }, id, 10 + id, (uint16_t)n,
+				  { 4, 2, 6, (uint16_t)strlen(fmt) }, 0 };
+
+	put(&h, sizeof(h));
+	put("fuzz", 4);
+	put("fn", 2);
+	put("fuzz.c", 6);
+	put(fmt, strlen(fmt));
+	for (int i = 0; i < n; i++) {
+		struct kk_raw_field fl = { f[i].kind, f[i].size, (uint16_t)strlen(f[i].name) };
+
+		put(&fl, sizeof(fl));
+		put(f[i].name, fl.name_len);
+	}
+	pad8();
+	h.f.len = (uint32_t)(rlen - start);
+	memcpy(reply + start, &h, sizeof(h));
+}
+
+static void put_str(const char *s)
+{
+	uint16_t l = (uint16_t)strlen(s);
+
+	put(&l, 2);
+	put(s, l);
+}
+
+/* A record of class @cls, number @i, its values. */
+static void record(int tid, uint32_t cls, int i)
+{
+	struct kk_raw_rec r = { 0, cls, 1000000ull * (uint64_t)i, tid, 77 };
+	size_t at = rlen;
+	int32_t v4 = -i, c = 'A' + i;
+	uint64_t v8 = (uint64_t)i * 1000, ptr = 0x1000;
+	uint32_t x = 0xff;
+	double d = 1.5 * i;
+
+	put(&r, sizeof(r));
+	if (cls == 0) {
+		put(&v4, 4);
+		put(&v8, 8);
+		put(&c, 4);
+		put(&ptr, 8);
+		put(&x, 4);
+	} else if (cls == 1) {
+		put(&d, 8);
+		put_str(i % 2 ? "caf\xc3\xa9" : "bad\xff");
+		put_str("No such file or directory");
+		put_str("abc");
+	} else {
+		put(&v4, 4);
+	}
+	r.len = (uint32_t)(rlen - at);
+	memcpy(reply + at, &r, sizeof(r));
+	pad8();
+}
+
+static void ring_frame(int tid, int n, uint64_t lost)
+{
+	size_t start = rlen;
+	struct kk_raw_ring h = { { KK_RAW_RING, 0 }, tid, (uint32_t)n, lost, "fuzzer" };
+
+	put(&h, sizeof(h));
+	for (int i = 0; i < n; i++)
+		record(tid, (uint32_t)(i % 3), i);
+	h.f.len = (uint32_t)(rlen - start);
+	memcpy(reply + start, &h, sizeof(h));
+}
+
+static void make_reply(void)
+{
+	static const struct field c0[] = {
+		{ KK_RAW_INT, 4, "i" }, { KK_RAW_UINT, 8, "u" }, { KK_RAW_CHAR, 4, "c" },
+		{ KK_RAW_PTR, sizeof(void *), "p" }, { KK_RAW_UINT, 4, "x" },
+	}, c1[] = {
+		{ KK_RAW_FLOAT, 8, "f" }, { KK_RAW_STRING, 0, "s" }, { KK_RAW_STRING, 0, "m" },
+		{ KK_RAW_STRING, 0, "w" },
+	}, c2[] = { { KK_RAW_INT, 4, "a" } };
+	struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, 77, 1000000000ll };
+
+	rlen = 0;
+	put(&hd, sizeof(hd));
+	class_frame(0, "i=%d u=%lu c=%c p=%p x=%hhx", c0, 5);
+	class_frame(1, "f=%.2f s=%s m=%m pct=100%% w=[%-6.3s]", c1, 4);
+	class_frame(2, "a=%+5d wide=%ls after=%d", c2, 1);
+	ring_frame(78, 6, 0);
+	ring_frame(79, 5, 3);
+}
+
+/* One change of @b (@n bytes) at random; the new length. */
+static size_t mutate(unsigned char *b, size_t n)
+{
+	static const uint32_t extremes[] = { 0, 1, 7, 8, 23, 24, 0xffff, 0x7fffffff, 0xfffffff8,
+					     0xffffffff };
+	static const char fchars[] = "%*.0123456789-+#lhLqjztsdcpfnm$";
+	size_t at = (size_t)(rnd() % n);
+	uint32_t v = extremes[rnd() % (sizeof(extremes) / sizeof(extremes[0]))];
+
+	switch (rnd() % 5) {
+	case 0:
+		b[at] ^= (unsigned char)(1u << (rnd() % 8));
+		break;
+	case 1:		/* a 32-bit field (lengths, counts, ids) set to an extreme */
+		at &= ~(size_t)3;
+		if (at + 4 <= n)
+			memcpy(b + at, &v, 4);
+		break;
+	case 2:		/* a 16-bit one (string lengths, name lengths, counts) */
+		at &= ~(size_t)1;
+		if (at + 2 <= n)
+			memcpy(b + at, &v, 2);
+		break;
+	case 3:		/* a format character (formats, flags, widths) */
+		b[at] = (unsigned char)fchars[rnd() % (sizeof(fchars) - 1)];
+		break;
+	default:	/* cut short */
+		return at;
+	}
+	return n;
+}
+
+/* What the decoder gave: every string read through, the valid reply's lines kept. */
+static size_t nlines, nlost, sum;
+static char first[3][256];
+
+static int take(void *arg, const struct kkr_line *l)
+{
+	const char *s[] = { l->comm, l->module, l->function, l->file, l->format, l->message };
+
+	(void)arg;
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		sum += strlen(s[i]);
+	for (size_t i = 0; i < l->nargs; i++) {
+		sum += strlen(l->args[i].name);
+		if (l->args[i].type == KKR_STRING)
+			sum += strlen(l->args[i].v.s);
+	}
+	if (l->kind == KKR_LOST) {
+		nlost += l->count;
+		return 0;
+	}
+	nlines++;
+	if (l->mono < 3 * 1000000ull && l->tid == 78)
+		snprintf(first[l->mono / 1000000], sizeof(first[0]), "%s|%zu", l->message, l->nargs);
+	return 0;
+}
+
+/* The valid reply: 11 records, 3 lost, the first three messages as printf makes them. */
+static int check_valid(struct kkr_rawdec *d, const char *when)
+{
+	static const char *const want[3] = {
+		"i=0 u=0 c=A p=0x1000 x=ff|5",
+		"f=1.50 s=caf\xc3\xa9 m=No such file or directory pct=100% w=[abc   ]|4",
+		"a=   -2 wide=%ls after=%d|1",
+	};
+	unsigned char *b = malloc(rlen);
+	bool bad;
+
+	nlines = nlost = 0;
+	memset(first, 0, sizeof(first));
+	memcpy(b, reply, rlen);
+	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL) || bad || nlines != 11 || nlost != 3) {
+		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost\n",
+			when, bad, nlines, nlost);
+		return 1;
+	}
+	free(b);
+	for (int i = 0; i < 3; i++)
+		if (strcmp(first[i], want[i])) {
+			fprintf(stderr, "record_rawdec_fuzz: %s valid reply: record %d is '%s', not '%s'\n",
+				when, i, first[i], want[i]);
+			return 1;
+		}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct kkr_rawdec *d;
+	long iters;
+	bool bad;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: record_rawdec_fuzz ITERATIONS SEED\n");
+		return 2;
+	}
+	iters = atol(argv[1]);
+	rng = strtoull(argv[2], NULL, 10) | 1;
+	if (!(d = kkr_rawdec_new(77)))
+		return 1;
+	make_reply();
+	if (check_valid(d, "the first"))
+		return 1;
+	for (long i = 0; i < iters; i++) {
+		unsigned char *b = malloc(rlen);
+		size_t n = rlen;
+
+		memcpy(b, reply, rlen);
+		for (int k = 1 + (int)(rnd() % 3); k-- && n;)
+			n = mutate(b, n);
+		if (kkr_rawdec_take(d, b, n, &bad, take, NULL)) {
+			fprintf(stderr, "record_rawdec_fuzz: iteration %ld: it stopped\n", i);
+			return 1;
+		}
+		free(b);
+	}
+	if (check_valid(d, "the last"))
+		return 1;
+	kkr_rawdec_free(d);
+	printf("%zu\n", sum);	/* (the strings were read) */
+	return 0;
+}
