@@ -594,6 +594,31 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
 }
 
 /*
+ * The same for a read of trace_pipe_raw: it is not a time prefix across
+ * threads (each ring is sent in ring order, and a full reply leaves a ring's
+ * newer records for the next read), so only up to the earliest of the
+ * threads' last events is every record in.  The batch holds each ring's
+ * records together, oldest first.
+ */
+static uint64_t last_event_raw(struct kkr_rec **v, size_t n)
+{
+	uint64_t covered = 0, run = 0;
+	long tid = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i]->kind != KKR_EVENT)
+			continue;
+		if (run && (long)v[i]->tid != tid) {
+			covered = covered && covered < run ? covered : run;
+			run = 0;
+		}
+		tid = (long)v[i]->tid;
+		run = v[i]->ts > run ? v[i]->ts : run;
+	}
+	return covered && covered < run ? covered : run;
+}
+
+/*
  * One read of trace_pipe_raw: its frames written into the ctf directory
  * (record_raw.c), or decoded into records for the merge (record_rawdec.c:
  * the other formats).  False: the target has no such file (an older
@@ -629,7 +654,7 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 		failed = false;
 		(void)kkr_rawdec_take(rt->dec, (unsigned char *)res.body, res.len, &bad,
 				      take_line, &tk);
-		*last = last_event(rt->batch, take_end(&tk, start));
+		*last = last_event_raw(rt->batch, take_end(&tk, start));
 	}
 	if (res.ok && failed) {
 		set_state(rt, T_FAILED);	/* (the trace cannot be written: said) */
