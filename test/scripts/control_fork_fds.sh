@@ -11,7 +11,7 @@ set -u
 B=${KK_BUILD:?}
 PROG=$B/test/progs/control_fork_fds
 [ -x "$PROG" ] || { echo "not built"; exit 77; }
-out=$(timeout 60 "$PROG" 2>&1)
+out=$(timeout 600 "$PROG" 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: control_fork_fds exited $rc"; exit 1; }

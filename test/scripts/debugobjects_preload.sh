@@ -24,7 +24,7 @@ fail=0
 check() {	# expected-rc expected-text mode [env...]
 	want=$1 text=$2 mode=$3
 	shift 3
-	env "$@" timeout 60 "$demo" "$mode" >"$out" 2>&1
+	env "$@" timeout 600 "$demo" "$mode" >"$out" 2>&1
 	rc=$?
 	if [ "$rc" -ne "$want" ]; then
 		echo "FAIL: $mode ($*): exit $rc, expected $want"; cat "$out"; fail=1; return
@@ -58,14 +58,14 @@ if grep -q ODEBUG "$out"; then echo "FAIL: a correct program was reported"; cat 
 # in another bucket: checked, reported and fixed up from the handler
 sigfree=$B/test/progs/debugobjects_sigfree
 if [ -x "$sigfree" ]; then
-	env KK_CONTROL=0 LD_PRELOAD="$lib" timeout 60 "$sigfree" same >"$out" 2>&1
+	env KK_CONTROL=0 LD_PRELOAD="$lib" timeout 600 "$sigfree" same >"$out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] || ! grep -q "freed=1 nested_skips=1 " "$out"; then
 		echo "FAIL: free() in a handler, same bucket: exit $rc (124: deadlock)"; cat "$out"; fail=1
 	else
 		echo "ok: free() in a handler, same bucket: skipped"
 	fi
-	env KK_CONTROL=0 LD_PRELOAD="$lib" timeout 60 "$sigfree" other >"$out" 2>&1
+	env KK_CONTROL=0 LD_PRELOAD="$lib" timeout 600 "$sigfree" other >"$out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] || ! grep -q "freed=1 nested_skips=0 warnings=2 fixups=1" "$out" ||
 	   ! grep -q "ODEBUG: free active (active state 0) object: .* object type: sigfree_obj" "$out"; then
@@ -77,7 +77,7 @@ fi
 
 # a program that knows nothing of kernelkit runs normally under the preload
 if command -v sort >/dev/null 2>&1; then
-	seq 1 20000 | LD_PRELOAD="$lib" timeout 60 sort -n -r >"$out" 2>&1
+	seq 1 20000 | LD_PRELOAD="$lib" timeout 600 sort -n -r >"$out" 2>&1
 	if [ "$(head -n 1 "$out")" != 20000 ] || grep -q ODEBUG "$out"; then
 		echo "FAIL: sort under the preload"; head "$out"; fail=1
 	else

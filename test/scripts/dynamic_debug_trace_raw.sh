@@ -38,7 +38,7 @@ round() {
 }
 # read_raw FILE: one read of trace_pipe_raw into FILE (status line, body)
 read_raw() {
-	timeout 30 "$RAW" "$pid" "read dynamic_debug/trace_pipe_raw" > "$1" || fail "control_raw: rc $?"
+	timeout 600 "$RAW" "$pid" "read dynamic_debug/trace_pipe_raw" > "$1" || fail "control_raw: rc $?"
 	[ "$(head -n 1 "$1")" = 0 ] || fail "trace_pipe_raw: status $(head -n 1 "$1")"
 }
 
@@ -52,7 +52,7 @@ read -r ans <&4 && [ "$ans" = ready ] || fail "record_raw did not start: $ans"
 round
 read_raw "$tmp/r1"
 round
-timeout 30 "$RAW" "$pid" "read dynamic_debug/trace_pipe_json" > "$tmp/j1" || fail "json read"
+timeout 600 "$RAW" "$pid" "read dynamic_debug/trace_pipe_json" > "$tmp/j1" || fail "json read"
 tail -n +2 "$tmp/j1" > "$tmp/j1.body"
 python3 "$PY" decode "$tmp/r1" > "$tmp/d.raw" || fail "a bad reply"
 python3 "$PY" json "$tmp/j1.body" > "$tmp/d.json" || fail "trace_pipe_json's lines"

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; failed=1; }
 run() {
 	i=0
 	while [ $i -lt "$2" ]; do
-		out=$(timeout -k 5 60 "$P" "$1")
+		out=$(timeout -k 5 600 "$P" "$1")
 		rc=$?
 		[ $rc -eq 0 ] || { fail "$1, run $((i + 1)): exit $rc: $out"; return; }
 		i=$((i + 1))

@@ -35,7 +35,7 @@ run() {	# binary -> stdout of kk_env_state, run as nobody with every setting
 		KK_DYNDBG='+p' KK_DEBUG_OBJECTS=1 KK_DEBUG_OBJECTS_POLICY=base \
 		KK_CONTROL=0 KK_PANIC_TIMEOUT=7 \
 		KK_SHAZPTR_SKIP_SELF_SCAN=1 \
-		timeout 60 setpriv --reuid=nobody --regid="$nobody_gid" --clear-groups "$1" \
+		timeout 600 setpriv --reuid=nobody --regid="$nobody_gid" --clear-groups "$1" \
 		2>"$tmp/err"
 }
 

@@ -92,7 +92,7 @@ name="stop-machine proc-mem, 8 readers starting"
 i=0 rc=0
 while [ $i -lt 100 ] && [ $rc -eq 0 ]; do
 	i=$((i + 1))
-	KK_TEXT_SYNC=stop-machine KK_TEXT_POKE=proc-mem timeout -k 10 60 "$PROG" 8 8 \
+	KK_TEXT_SYNC=stop-machine KK_TEXT_POKE=proc-mem timeout -k 10 600 "$PROG" 8 8 \
 		> "$tmp/starting.log" 2>&1
 	rc=$?
 done
