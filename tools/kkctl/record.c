@@ -864,11 +864,14 @@ static struct rtarget *target_add(struct target *t)
 					.vpid = (int)(t->contained ? t->inpid : t->pid),
 					.name = rt->p.name };
 	pthread_mutex_lock(&kkr.lock);
-	v = kkr.nt == kkr.tcap ? realloc(kkr.tv, (kkr.tcap ? 2 * kkr.tcap : 16) * sizeof(*v)) :
-	    kkr.tv;
-	if (v && v != kkr.tv) {
-		kkr.tv = v;
-		kkr.tcap = kkr.tcap ? 2 * kkr.tcap : 16;
+	v = kkr.tv;
+	if (kkr.nt == kkr.tcap) {	/* (grown in place or moved: the capacity is new) */
+		size_t cap = kkr.tcap ? 2 * kkr.tcap : 16;
+
+		if ((v = realloc(kkr.tv, cap * sizeof(*v)))) {
+			kkr.tv = v;
+			kkr.tcap = cap;
+		}
 	}
 	if (v)
 		kkr.tv[kkr.nt++] = rt;
