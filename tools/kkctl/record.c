@@ -92,6 +92,7 @@ struct rtarget {
 	uint64_t matched, restored, left;
 	uint64_t renewed;	/* kk_now_ns() when its last renewing request began */
 	bool joined, thread, ended, warned;
+	bool first;		/* of the first selection: its begin counts in the start */
 	bool plain;		/* its library is older than `held`: a time lease */
 	bool cut;		/* the end's deadline came before it was read to its end */
 	pthread_t th;
@@ -110,6 +111,25 @@ struct kkr_state kkr = {
 static volatile sig_atomic_t got_signal;
 static bool raw_on;		/* the local targets are read from trace_pipe_raw if they have it */
 static struct ctf *raw_ctf;	/* the ctf writer, when they are (other formats: decoded) */
+
+/*
+ * The start (under kkr.lock).  Each process of the first selection is begun
+ * by its own reader thread; the thread whose begin answers last decides
+ * whether the recording starts (no begin failed, one at least is live, a
+ * site matched, no signal) and opens the output; every reader then reads at
+ * once, so a process's first read follows its begin in the same thread.
+ * (kkctl joined begin threads, opened the output, then made the readers:
+ * two wake-ups on the way to the first record, milliseconds each on a
+ * loaded machine.)  Refused: the main thread ends every session begun.
+ */
+static struct {
+	size_t n, left;		/* the first selection; the begins not answered yet */
+	int verdict;		/* 0 not yet, 1 recording, -1 refused */
+	bool open_failed;	/* the output could not be opened (said) */
+	struct kkr_writer *w;
+} start;
+
+static bool raw_wanted(void);
 
 static uint64_t wall_ns(void)
 {
@@ -577,12 +597,25 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, uint64_t start
 }
 
 /*
- * How far the target has been read: a read is bounded (trace_pipe_json
- * sends at most 128 KiB, in time order, and keeps the rest), so after one
- * that brought events, every record up to its last event's time is in;
- * after one that brought none, every record written before it began.
- * (Less SLACK_NS: a record stamped just before a read may come after it.)
+ * How far the target has been read, by a read that kkctl began at @start
+ * and that brought events up to @last (0: none).  What may still come:
+ * records at or after @last (a read sends in time order, at most 128 KiB,
+ * and keeps the rest), and records stamped before the read's copy but put
+ * in their ring after it, stamped at most SLACK_NS before the copy, which
+ * is after @start and after @last.  Every record older than both bounds is
+ * in: so the first read's records are written at once, not after a second
+ * read (it was @last - SLACK_NS, which held every record of a read within
+ * 2 ms of its last: a burst waited for the next read, or that read's 250 ms
+ * wait for a record).
  */
+static uint64_t read_horizon(uint64_t start, uint64_t last)
+{
+	uint64_t copy = last > start ? last : start;
+
+	return last && last < copy - SLACK_NS ? last : copy - SLACK_NS;
+}
+
+/* The time of the last event of @v. */
 static uint64_t last_event(struct kkr_rec **v, size_t n)
 {
 	uint64_t last = 0;
@@ -664,7 +697,7 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 	}
 	free(res.body);
 	if (res.ok)
-		kkr_push(&rt->src, rt->batch, tk.n, (*last ? *last : start) - SLACK_NS);
+		kkr_push(&rt->src, rt->batch, tk.n, read_horizon(start, *last));
 	return true;
 }
 
@@ -691,7 +724,7 @@ static uint64_t target_read(struct rtarget *rt)
 	n = take_lines(rt, res.body, res.len, start);
 	free(res.body);
 	last = last_event(rt->batch, n);
-	kkr_push(&rt->src, rt->batch, n, (last ? last : start) - SLACK_NS);
+	kkr_push(&rt->src, rt->batch, n, read_horizon(start, last));
 	return last;
 }
 
@@ -767,16 +800,78 @@ static void target_drain(struct rtarget *rt, uint64_t ended)
 	} while (last && last < ended && rt->state == T_LIVE);
 }
 
-/* A target's thread: its session begun (unless it was), its reads, and at
- * the end `end` and the reads of what is left. */
+/* Every begin of the first selection answered: decide the start, and open
+ * the output when it goes (called once, without kkr.lock). */
+static void start_decide(void)
+{
+	bool failed = false, ok;
+	size_t live = 0;
+	uint64_t matched = 0;
+	int v = -1;
+
+	pthread_mutex_lock(&kkr.lock);
+	for (size_t i = 0; i < start.n; i++) {
+		failed |= kkr.tv[i]->state == T_FAILED;
+		live += kkr.tv[i]->state == T_LIVE;
+		matched += kkr.tv[i]->matched + kkr.tv[i]->joined;
+	}
+	pthread_mutex_unlock(&kkr.lock);
+	ok = !failed && live && matched && !got_signal;
+	if (ok && kkr_writer_open(start.w)) {
+		start.open_failed = true;
+	} else if (ok) {
+		/* trace_pipe_raw: ctf's readers write its frames themselves, the
+		 * other formats' decode them for the merge (KKCTL_RECORD_RAW=0:
+		 * every record through trace_pipe_json) */
+		if ((raw_on = raw_wanted()))
+			raw_ctf = kkr_ctf_of(start.w);
+		v = 1;
+	}
+	pthread_mutex_lock(&kkr.lock);
+	kkr.begun_ok = v > 0;
+	start.verdict = v;
+	pthread_cond_broadcast(&kkr.cond);
+	pthread_mutex_unlock(&kkr.lock);
+}
+
+/* @rt's begin answered: the last of the first selection decides the start. */
+static void start_answered(struct rtarget *rt)
+{
+	bool last;
+
+	pthread_mutex_lock(&kkr.lock);
+	last = rt->first && !--start.left;
+	pthread_mutex_unlock(&kkr.lock);
+	if (last)
+		start_decide();
+}
+
+/* Wait for the start's verdict: 1 recording, -1 refused. */
+static int start_wait(void)
+{
+	int v;
+
+	pthread_mutex_lock(&kkr.lock);
+	while (!(v = start.verdict))
+		pthread_cond_wait(&kkr.cond, &kkr.lock);
+	pthread_mutex_unlock(&kkr.lock);
+	return v;
+}
+
+/* A target's thread: its session begun (unless it was), its reads from
+ * the moment the start is decided, and at the end `end` and the reads of
+ * what is left. */
 static void *target_thread(void *arg)
 {
 	struct rtarget *rt = arg;
 
-	if (rt->state == T_BEGIN)
+	if (rt->state == T_BEGIN) {
 		target_begin(rt);
-	while (rt->state == T_LIVE && room_to_read(rt, false, 0))
-		target_read(rt);
+		start_answered(rt);
+	}
+	if (start_wait() > 0)
+		while (rt->state == T_LIVE && room_to_read(rt, false, 0))
+			target_read(rt);
 	if (rt->state == T_LIVE && kkr.begun_ok) {
 		uint64_t ended = wall_ns();
 
@@ -833,11 +928,14 @@ static struct rtarget *target_add(struct target *t)
 					.vpid = (int)(t->contained ? t->inpid : t->pid),
 					.name = rt->p.name };
 	pthread_mutex_lock(&kkr.lock);
-	v = kkr.nt == kkr.tcap ? realloc(kkr.tv, (kkr.tcap ? 2 * kkr.tcap : 16) * sizeof(*v)) :
-	    kkr.tv;
-	if (v && v != kkr.tv) {
-		kkr.tv = v;
-		kkr.tcap = kkr.tcap ? 2 * kkr.tcap : 16;
+	v = kkr.tv;
+	if (kkr.nt == kkr.tcap) {	/* (grown in place or moved: the capacity is new) */
+		size_t cap = kkr.tcap ? 2 * kkr.tcap : 16;
+
+		if ((v = realloc(kkr.tv, cap * sizeof(*v)))) {
+			kkr.tv = v;
+			kkr.tcap = cap;
+		}
 	}
 	if (v)
 		kkr.tv[kkr.nt++] = rt;
@@ -851,12 +949,6 @@ static struct rtarget *target_add(struct target *t)
 
 /* ---- the selection, begun ------------------------------------------------ */
 
-static void *begin_thread(void *arg)
-{
-	target_begin(arg);
-	return NULL;
-}
-
 /* End the sessions begun so far (a refused start changes nothing). */
 static void end_begun(void)
 {
@@ -865,9 +957,10 @@ static void end_begun(void)
 			target_end(kkr.tv[i]);
 }
 
-/* Begin a session in every selected process, all at once.  0, or 1 after
- * one line, every session begun ended again. */
-static int begin_all(struct tlist *l)
+/* Begin a session in every selected process, all at once, each by its
+ * reader thread (see start), and open the output @w.  0: recording; or 1
+ * after one line, every session begun ended again. */
+static int begin_all(struct tlist *l, struct kkr_writer *w)
 {
 	uint64_t matched = 0;
 	size_t live = 0;
@@ -878,9 +971,20 @@ static int begin_all(struct tlist *l)
 			fprintf(stderr, "%s: out of memory\n", kkctl_prog);
 			return 1;
 		}
+	start.n = start.left = kkr.nt;
+	start.w = w;
 	for (size_t i = 0; i < kkr.nt; i++)
-		if (target_start(kkr.tv[i], begin_thread))
+		kkr.tv[i]->first = true;
+	if (!kkr.nt)
+		start_decide();
+	for (size_t i = 0; i < kkr.nt; i++)
+		if (target_start(kkr.tv[i], target_thread)) {
+			kkr.tv[i]->src.live = false;	/* (begun, not read) */
 			target_begin(kkr.tv[i]);
+			start_answered(kkr.tv[i]);
+		}
+	if (start_wait() > 0)
+		return 0;
 	for (size_t i = 0; i < kkr.nt; i++) {
 		struct rtarget *rt = kkr.tv[i];
 
@@ -891,9 +995,9 @@ static int begin_all(struct tlist *l)
 		live += rt->state == T_LIVE;
 		matched += rt->matched + rt->joined;
 	}
-	if (!failed && live && matched && !got_signal)
-		return 0;
 	end_begun();
+	if (start.open_failed)
+		return 1;	/* (said) */
 	if (got_signal)
 		fprintf(stderr, "%s: interrupted before the recording began: nothing changed\n",
 			kkctl_prog);
@@ -1390,23 +1494,10 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 
 	if (kkctl_select(&o->sel))
 		return 1;
-	if (begin_all(&o->sel.targets)) {
+	if (begin_all(&o->sel.targets, w)) {
 		free_targets();
 		return 1;
 	}
-	kkr.begun_ok = true;
-	if (kkr_writer_open(w)) {
-		end_begun();
-		free_targets();
-		return 1;
-	}
-	/* trace_pipe_raw: ctf's readers write its frames themselves, the other
-	 * formats' decode them for the merge (KKCTL_RECORD_RAW=0: json) */
-	if ((raw_on = raw_wanted()))
-		raw_ctf = kkr_ctf_of(w);
-	for (size_t i = 0; i < kkr.nt; i++)
-		if (kkr.tv[i]->state == T_LIVE && target_start(kkr.tv[i], target_thread))
-			kkr.tv[i]->src.live = false;
 	ret = kkr_record_loop(w);
 	ret |= kkr_finish(w, !ret);
 	ret |= w->ops->close(w);
