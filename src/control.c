@@ -19,6 +19,7 @@
  * exit-time clean-up, and stops with kk_threads_stop().
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -746,6 +747,29 @@ static bool client_gave_up(int fd)
  * pid is not reused while its process lives), so the pidfd is checked after
  * it is opened.  pidfd_open() (Linux 5.3) sets close-on-exec.
  */
+/*
+ * A Unix stream socket takes data while what it holds in flight is below
+ * its send buffer (the kernel doubles what SO_SNDBUF asks, for its own
+ * overhead): half of what getsockopt() reads back is room for data, less
+ * the status line and a page of slack.  The socket is ours.
+ */
+size_t kk_control_reply_room(size_t want)
+{
+	const struct control_client *c = cur_client;
+	int ask = want < (size_t)INT_MAX / 2 ? (int)want : INT_MAX / 2, got = 0;
+	socklen_t len = sizeof(got);
+	size_t room;
+
+	if (!c || c->fd.fd < 0)
+		return want;
+	(void)setsockopt(c->fd.fd, SOL_SOCKET, SO_SNDBUF, &ask, sizeof(ask));
+	if (getsockopt(c->fd.fd, SOL_SOCKET, SO_SNDBUF, &got, &len) || got <= 0)
+		return 64u << 10;	/* (the smallest a Linux default has been) */
+	room = (size_t)got / 2;
+	room = room > 8192 ? room - 4096 : room / 2;
+	return room < want ? room : want;
+}
+
 int kk_control_peer_pidfd(pid_t *pid)
 {
 	const struct control_client *c = cur_client;

@@ -75,6 +75,16 @@ void kk_control_set_timer(const uint64_t *due, const int *watch, void (*fire)(vo
  */
 int kk_control_peer_pidfd(pid_t *pid);
 /*
+ * In a control file's handler: how many bytes of a reply the client's
+ * socket takes at once, at most @want (its send buffer raised towards
+ * @want as far as net.core.wmem_max lets it).  A reply no larger is queued
+ * whole before the client reads, so the endpoint's deadline cannot cut it
+ * (it closes the connection KK_CONTROL_TIMEOUT_MS after accept()): a
+ * consuming read must not make a larger one.  @want when no client
+ * (kk_control_write()).
+ */
+size_t kk_control_reply_room(size_t want);
+/*
  * *due was set from a thread other than the endpoint's, which may be waiting
  * with no timeout: wake it (one connection to the endpoint, a descriptor for
  * microseconds on the calling thread).  Nothing when called on the

@@ -27,7 +27,8 @@
 #include "dynamic_debug/trace_raw.h"
 
 /*
- * At most this much a reply (one record more if a single one is larger),
+ * At most this much a reply (one record more if a single one is larger;
+ * less if the client's socket takes less at once: kk_control_reply_room()),
  * and this much of the rings copied, shared by the rings with records
  * (kk_dd_tr_read_rings()): what is left stays for the next read.  With two
  * threads writing 1 M events/s, a copy of half of it lost 42 % of the
@@ -466,6 +467,7 @@ struct raw_out {
 	int32_t tid;
 	size_t total;			/* records in the closed frames */
 	size_t start;			/* where the reply begins in @b */
+	size_t cap;			/* its bound (RAW_READ_MAX, or what the socket takes) */
 };
 
 /* Open a RING frame for @sr's thread @tid with @lost (room checked). */
@@ -551,7 +553,7 @@ static int rec_class(struct raw_read *rr, const struct trec *h)
 /* The reply is full: the next record is the next read's (one record at least goes). */
 static bool reply_full(const struct raw_out *o, const struct trec *h)
 {
-	return (o->total || o->nrec) && o->b->len - o->start + h->len > RAW_READ_MAX;
+	return (o->total || o->nrec) && o->b->len - o->start + h->len > o->cap;
 }
 
 /*
@@ -636,14 +638,15 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 static int raw_show(struct kk_buf *out, void *priv)
 {
 	struct raw_read rr = { 0 };
-	struct raw_out o = { out, 0, 0, 0, 0, out->len };
+	/* (no larger than the client's socket takes at once: kk_control_reply_room()) */
+	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX) };
 	struct snap s = { 0 };
 	int ret;
 
 	(void)priv;
 	kk_dd_session_touch();	/* its reader holds the session's lease (as trace_pipe_json's) */
 	kk_dd_tr_pipe_wait();
-	ret = kk_dd_tr_read_rings(&s, RAW_READ_MAX);
+	ret = kk_dd_tr_read_rings(&s, o.cap);
 	rr.s = &s;
 	rr.pid = (int32_t)getpid();
 	kk_dd_tr_conv_setup(&rr.tc);

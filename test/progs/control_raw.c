@@ -4,15 +4,18 @@
  * @kernelkit/PID, sends "REQUEST\n", shuts its side and prints the reply
  * (status line, then body) as the endpoint sent it.  For the trust tests,
  * where the client's identity is what is tested, not kkctl's.
- *   control_raw [-w] PID REQUEST
+ *   control_raw [-w | -s SECONDS] PID REQUEST
  * -w: once connected, print "connected" and wait for a line (or EOF) on
  * stdin before sending, so that a script can change the server's state
  * between the connection and the request (control_trust_request.sh).
+ * -s: wait SECONDS after the request before reading the reply: a reader
+ * slower than the endpoint's 2 s deadline (dynamic_debug_trace_raw.sh).
  * Exit 0 when a reply (or an empty EOF) was read, 1 when it cannot connect.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -24,8 +27,13 @@ int main(int argc, char **argv)
 	struct timeval tv = { 10, 0 };
 	char buf[4096];
 	ssize_t r;
-	int n, fd, hold = argc > 1 && !strcmp(argv[1], "-w");
+	int n, fd, hold = argc > 1 && !strcmp(argv[1], "-w"), stall = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "-s")) {
+		stall = atoi(argv[2]);
+		argv += 2;
+		argc -= 2;
+	}
 	argv += hold;
 	argc -= hold;
 	if (argc != 3)
@@ -48,6 +56,8 @@ int main(int argc, char **argv)
 	send(fd, argv[2], strlen(argv[2]), MSG_NOSIGNAL);
 	send(fd, "\n", 1, MSG_NOSIGNAL);
 	shutdown(fd, SHUT_WR);
+	if (stall > 0)
+		sleep((unsigned)stall);
 	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0)
 		fwrite(buf, 1, (size_t)r, stdout);
 	return 0;
