@@ -66,8 +66,8 @@ struct kkr_raw {
 	uint32_t *map;			/* a reply's class ids to the trace's */
 	size_t nmap;
 	uint64_t off;			/* mono ns to the clock's value (this reply's; wraps) */
-	int64_t real_off;
-	bool said_bad, said_many;
+	int64_t real_off;		/* the first reply's: one for the session (below) */
+	bool off_set, said_bad, said_many;
 };
 
 /* ---- classes -------------------------------------------------------------- */
@@ -633,9 +633,14 @@ static bool head_frame(struct kkr_raw *r, const unsigned char *f, size_t len)
 		return false;
 	clock_gettime(CLOCK_REALTIME, &now);
 	utc = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	r->real_off = h.real_off;
+	/* (one offset for the session, as the trace has one clock offset: a
+	 * reply's is read from two clocks, tens of ns apart, and a stream's
+	 * packets would overlap) */
+	if (!r->off_set)
+		r->real_off = h.real_off;
+	r->off_set = true;
 	kkr_ctf_lock(r->c);
-	r->off = (uint64_t)h.real_off + (uint64_t)kkr_ctf_raw_clock(r->c, utc);
+	r->off = (uint64_t)r->real_off + (uint64_t)kkr_ctf_raw_clock(r->c, utc);
 	kkr_ctf_unlock(r->c);
 	return true;
 }

@@ -79,7 +79,8 @@ struct kkr_rawdec {
 	int pid;
 	struct dclass *cls;		/* by the reply's ids */
 	size_t ncls, nseen;		/* (nseen: this reply's CLASS frames so far) */
-	int64_t real_off;
+	int64_t real_off;		/* the first reply's (the session's: see below) */
+	bool off_set;
 	struct dbuf msg, out;		/* a record's message as made, its strings as sent on */
 	struct dval *val;
 	struct kkr_arg *args;
@@ -677,7 +678,13 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 		said_bad(d, bad, "no head");
 		return 0;
 	}
-	d->real_off = hd.real_off;
+	/* One offset for the process's whole session, as a CTF trace has one
+	 * clock offset: each reply's is read anew from two clocks, tens of ns
+	 * apart, and records of one thread from two replies would come out of
+	 * order (kkctl_record_rawdec_order.sh under ASan). */
+	if (!d->off_set)
+		d->real_off = hd.real_off;
+	d->off_set = true;
 	while (len - at >= sizeof(struct kk_raw_frame)) {
 		struct kk_raw_frame f;
 		int ret = 0;
