@@ -51,6 +51,7 @@ snapshot before
 rec=$!
 pids="$pids $rec"
 until_ok "sessions in all three" all_sessions
+until_ok "r1: recording (its output made)" test -e "$tmp/r1.jsonl"
 # (timeout: a record that is not refused would record until interrupted)
 timeout -s INT 60 "$K" --tree "$master" record --format jsonl -o "$tmp/r2.jsonl" "$Q" > /dev/null 2> "$tmp/r2.err"
 rc=$?

@@ -47,6 +47,7 @@ timeout -s KILL 600 "$K" --tree $$ -n record_flood record --format jsonl -o "$tm
 rec=$!
 pids="$pids $rec"
 until_ok "sessions in all" all_sessions
+until_ok "recording (its output made)" test -e "$tmp/r.jsonl"
 for i in $(seq 1 $NPROC); do echo go >&$((2 + 2 * i)); done
 for i in $(seq 1 $NPROC); do
 	IFS= read -r ans <&$((3 + 2 * i)) || fail "record_flood $i: no answer to go"

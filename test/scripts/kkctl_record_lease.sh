@@ -48,6 +48,7 @@ record() {
 	rec=$!
 	pids="$pids $rec"
 	for p in $procs; do until_ok "session in $p" has_session "$p"; done
+	until_ok "recording (its output made)" test -e "$tmp/r.jsonl"
 }
 
 # 1. kkctl stopped for 3 s, three times its lease: no session may end.

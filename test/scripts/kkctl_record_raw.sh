@@ -45,6 +45,7 @@ record() {
 	env "$e" "$K" -p "$pid" record -o "$tmp/$name" "$@" 'module record_raw +T' 2> "$tmp/$name.err" &
 	rec=$!
 	until_ok "$name: the session" has_session "$pid"
+	until_ok "$name: recording (its output made)" test -e "$tmp/$name"
 	echo go >&3
 	read -r ans <&4 && [ "$ans" = done ] || fail "no 'done' from record_raw: $ans"
 }

@@ -40,6 +40,7 @@ for f in ctf jsonl; do
 	rec=$!
 	pids="$pids $rec"
 	until_ok "$f: a session in $p" has_session "$p"
+	until_ok "$f: recording (its output made)" test -e "$tmp/r.$f"
 	echo go >&3
 	until_ok "$f: kkctl record's end" gone "$rec"
 	wait "$rec" || fail "$f: kkctl record: status $? $(cat "$tmp/r.$f.err")"

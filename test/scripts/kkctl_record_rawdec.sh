@@ -37,6 +37,7 @@ record() {
 	rec=$!
 	pids="$pids $rec"
 	until_ok "$1.$2: the session" has_session "$p"
+	until_ok "$1.$2: recording (its output made)" test -e "$tmp/$1.$2"
 	echo go >&3
 	IFS= read -r ans <&4 && [ "$ans" = done ] || fail "no 'done' from record_raw: $ans"
 	kill -INT "$rec"
