@@ -22,61 +22,10 @@
 #include <string.h>
 
 #include "dynamic_debug/trace_raw.h"
+#include "raw_reply.h"
 #include "record_int.h"
 
 const char kkctl_prog[] = "kkctl";
-
-static unsigned char reply[8192];
-static size_t rlen;
-static uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void put(const void *p, size_t n)
-{
-	memcpy(reply + rlen, p, n);
-	rlen += n;
-}
-
-static void pad8(void)
-{
-	while (rlen % 8)
-		reply[rlen++] = 0;
-}
-
-struct field {
-	uint8_t kind, size;
-	const char *name;
-};
-
-/* A CLASS frame: id @id, format @fmt, its fields. */
-static void class_frame(uint32_t id, const char *fmt, const struct field *f, int n)
-{
-	size_t start = rlen;
-	struct kk_raw_class h = { { KK_RAW_CLASS, 0 }, id, 10 + id, (uint16_t)n,
-				  { 4, 2, 6, (uint16_t)strlen(fmt) }, 0 };
-
-	put(&h, sizeof(h));
-	put("fuzz", 4);
-	put("fn", 2);
-	put("fuzz.c", 6);
-	put(fmt, strlen(fmt));
-	for (int i = 0; i < n; i++) {
-		struct kk_raw_field fl = { f[i].kind, f[i].size, (uint16_t)strlen(f[i].name) };
-
-		put(&fl, sizeof(fl));
-		put(f[i].name, fl.name_len);
-	}
-	pad8();
-	h.f.len = (uint32_t)(rlen - start);
-	memcpy(reply + start, &h, sizeof(h));
-}
 
 static void put_str(const char *s)
 {
@@ -141,43 +90,11 @@ static void make_reply(void)
 
 	rlen = 0;
 	put(&hd, sizeof(hd));
-	class_frame(0, "i=%d u=%lu c=%c p=%p x=%hhx", c0, 5);
-	class_frame(1, "f=%.2f s=%s m=%m pct=100%% w=[%-6.3s]", c1, 4);
-	class_frame(2, "a=%+5d wide=%ls after=%d", c2, 1);
+	class_frame(0, "fn", "i=%d u=%lu c=%c p=%p x=%hhx", c0, 5);
+	class_frame(1, "fn", "f=%.2f s=%s m=%m pct=100%% w=[%-6.3s]", c1, 4);
+	class_frame(2, "fn", "a=%+5d wide=%ls after=%d", c2, 1);
 	ring_frame(78, 6, 0);
 	ring_frame(79, 5, 3);
-}
-
-/* One change of @b (@n bytes) at random; the new length. */
-static size_t mutate(unsigned char *b, size_t n)
-{
-	static const uint32_t extremes[] = { 0, 1, 7, 8, 23, 24, 0xffff, 0x7fffffff, 0xfffffff8,
-					     0xffffffff };
-	static const char fchars[] = "%*.0123456789-+#lhLqjztsdcpfnm$";
-	size_t at = (size_t)(rnd() % n);
-	uint32_t v = extremes[rnd() % (sizeof(extremes) / sizeof(extremes[0]))];
-
-	switch (rnd() % 5) {
-	case 0:
-		b[at] ^= (unsigned char)(1u << (rnd() % 8));
-		break;
-	case 1:		/* a 32-bit field (lengths, counts, ids) set to an extreme */
-		at &= ~(size_t)3;
-		if (at + 4 <= n)
-			memcpy(b + at, &v, 4);
-		break;
-	case 2:		/* a 16-bit one (string lengths, name lengths, counts) */
-		at &= ~(size_t)1;
-		if (at + 2 <= n)
-			memcpy(b + at, &v, 2);
-		break;
-	case 3:		/* a format character (formats, flags, widths) */
-		b[at] = (unsigned char)fchars[rnd() % (sizeof(fchars) - 1)];
-		break;
-	default:	/* cut short */
-		return at;
-	}
-	return n;
 }
 
 /* What the decoder gave: every string read through, the valid reply's lines kept. */
@@ -258,7 +175,7 @@ int main(int argc, char **argv)
 
 		memcpy(b, reply, rlen);
 		for (int k = 1 + (int)(rnd() % 3); k-- && n;)
-			n = mutate(b, n);
+			n = mutate(b, n, "%*.0123456789-+#lhLqjztsdcpfnm$");
 		if (kkr_rawdec_take(d, b, n, &bad, take, NULL)) {
 			fprintf(stderr, "record_rawdec_fuzz: iteration %ld: it stopped\n", i);
 			return 1;
