@@ -420,6 +420,14 @@ static char srv_name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* "@kern
 static __thread bool on_srv_thread;
 
 static int hooks_done KK_LOAD_DATA;	/* atomic: register_hooks() ran */
+/*
+ * An object registers its tables in two constructors (static keys at 101,
+ * pr_debug sites at 102): between kk_object_register_begin() and _end() a
+ * start waits (reg_pending), so that the endpoint never answers with half
+ * an object registered (a query would match none of its pr_debug sites).
+ */
+static int reg_held KK_LOAD_DATA;	/* atomic: an object's registration is under way */
+static int reg_pending KK_LOAD_DATA;	/* atomic: a start waits for its end */
 static void register_hooks(void);
 
 static uint64_t now_ms(void)
@@ -1413,6 +1421,11 @@ void kk_control_autostart(void)
 	if (__atomic_load_n(&srv_wanted, __ATOMIC_ACQUIRE) || on_srv_thread ||
 	    __atomic_load_n(&srv_off, __ATOMIC_ACQUIRE) || control_mode() == CTL_NEVER)
 		return;
+	/* Pending first, held second: an _end() in between starts it (twice is once). */
+	__atomic_store_n(&reg_pending, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&reg_held, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_store_n(&reg_pending, 0, __ATOMIC_RELAXED);
 	register_hooks();
 	pthread_mutex_lock(&srv_lock);
 	if (!__atomic_load_n(&srv_wanted, __ATOMIC_RELAXED)) {
@@ -1421,6 +1434,20 @@ void kk_control_autostart(void)
 		start_locked(false);
 	}
 	pthread_mutex_unlock(&srv_lock);
+}
+
+/* From the headers' constructors (jump_label.h, dynamic_debug.h): no syscall. */
+KK_EXPORT KK_LOAD_TEXT void kk_object_register_begin(void)
+{
+	__atomic_store_n(&reg_held, 1, __ATOMIC_SEQ_CST);
+}
+
+KK_EXPORT KK_LOAD_TEXT void kk_object_register_end(void)
+{
+	__atomic_store_n(&reg_held, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&reg_pending, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&reg_pending, 0, __ATOMIC_SEQ_CST))
+		kk_control_autostart();
 }
 
 void kk_control_timer_kick(void)

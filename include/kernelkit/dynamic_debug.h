@@ -721,12 +721,16 @@ __attribute__((__constructor__(102), __used__)) static void __kk_dyndbg_ctor(voi
 	struct _ddebug *const *pstart = __start_kk_dyndbg_ptrs, *const *pstop = __stop_kk_dyndbg_ptrs;
 	const struct kk_dyndbg_name *nstart = __start_kk_dyndbg_names, *nstop = __stop_kk_dyndbg_names;
 
+	if (start == stop && cstart == cstop && pstart == pstop)
+		return;
+	kk_object_register_begin();	/* the endpoint waits for the whole object */
 	if (start != stop || cstart != cstop)
 		kk_dyndbg_add_object(start, stop, cstart, cstop);
 	if (nstart != nstop)
 		kk_dyndbg_add_names(nstart, nstop);
 	if (pstart != pstop)
 		kk_dyndbg_add_ptrs(pstart, pstop, cstart, cstop);
+	kk_object_register_end();
 }
 
 /* Runs before the jump-label destructor (101) of the same object. */

@@ -460,15 +460,40 @@ extern const struct jump_entry __start_kk_jump_table[]
 extern const struct jump_entry __stop_kk_jump_table[]
 	__attribute__((__weak__, __visibility__("hidden")));
 
+/*
+ * An object's tables are registered by two constructors, this one (101) and
+ * dynamic_debug.h's (102).  Between kk_object_register_begin() and
+ * kk_object_register_end() the control endpoint does not start, so that it
+ * never answers for half an object.  (From the control endpoint's source:
+ * no syscall, one store each.)
+ */
+void kk_object_register_begin(void);
+void kk_object_register_end(void);
+/* The object's pr_debug tables, under names of this header's own (their type
+ * is dynamic_debug.h's): only whether they are empty is looked at. */
+extern const char __kk_bound_dyndbg_start[] __asm__("__start_kk_dyndbg")
+	__attribute__((__weak__, __visibility__("hidden")));
+extern const char __kk_bound_dyndbg_stop[] __asm__("__stop_kk_dyndbg")
+	__attribute__((__weak__, __visibility__("hidden")));
+extern const char __kk_bound_dyndbg_ptrs_start[] __asm__("__start_kk_dyndbg_ptrs")
+	__attribute__((__weak__, __visibility__("hidden")));
+extern const char __kk_bound_dyndbg_ptrs_stop[] __asm__("__stop_kk_dyndbg_ptrs")
+	__attribute__((__weak__, __visibility__("hidden")));
+
 /* The library's own units (KK_LIBRARY_BUILD) have no sites and it is never
  * unloaded: they register nothing and spend nothing at load or exit. */
 #ifndef KK_LIBRARY_BUILD
 __attribute__((__constructor__(101), __used__)) static void __kk_jump_label_ctor(void)
 {
 	const struct jump_entry *start = __start_kk_jump_table, *stop = __stop_kk_jump_table;
+	const char *d = __kk_bound_dyndbg_start, *de = __kk_bound_dyndbg_stop;
+	const char *dp = __kk_bound_dyndbg_ptrs_start, *dpe = __kk_bound_dyndbg_ptrs_stop;
 
-	if (start != stop)
-		kk_jump_label_add_object(start, stop);
+	if (start == stop)
+		return;
+	if (d != de || dp != dpe)	/* dynamic_debug.h's constructor ends it */
+		kk_object_register_begin();
+	kk_jump_label_add_object(start, stop);
 }
 
 /* Any address inside this object tells the library which object is going
