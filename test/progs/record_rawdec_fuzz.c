@@ -107,7 +107,10 @@ static int take(void *arg, const struct kkr_line *l)
 	return 0;
 }
 
-/* The valid reply: 11 records, 3 lost, the first three messages as printf makes them. */
+/*
+ * The valid reply: 11 records, 3 lost, the first three messages as printf
+ * makes them; its time thread 79's last record (4 ms, thread 78's is 5 ms).
+ */
 static int check_valid(struct kkr_rawdec *d, const char *when)
 {
 	static const char *const want[3] = {
@@ -116,14 +119,16 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 		"a=   -2 wide=%ls after=%d|1",
 	};
 	unsigned char *b = malloc(rlen);
+	uint64_t last;
 	bool bad;
 
 	nlines = nlost = 0;
 	memset(first, 0, sizeof(first));
 	memcpy(b, reply, rlen);
-	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL) || bad || nlines != 11 || nlost != 3) {
-		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost\n",
-			when, bad, nlines, nlost);
+	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL, &last) || bad || nlines != 11 ||
+	    nlost != 3 || last != 1000000000ull + 4000000ull) {
+		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost, "
+			"time %llu\n", when, bad, nlines, nlost, (unsigned long long)last);
 		return 1;
 	}
 	free(b);
@@ -139,6 +144,7 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 int main(int argc, char **argv)
 {
 	struct kkr_rawdec *d;
+	uint64_t last;
 	long iters;
 	bool bad;
 
@@ -160,7 +166,7 @@ int main(int argc, char **argv)
 		memcpy(b, reply, rlen);
 		for (int k = 1 + (int)(rnd() % 3); k-- && n;)
 			n = mutate(b, n, "%*.0123456789-+#lhLqjztsdcpfnm$");
-		if (kkr_rawdec_take(d, b, n, &bad, take, NULL)) {
+		if (kkr_rawdec_take(d, b, n, &bad, take, NULL, &last)) {
 			fprintf(stderr, "record_rawdec_fuzz: iteration %ld: it stopped\n", i);
 			return 1;
 		}
