@@ -746,20 +746,13 @@ static bool client_gave_up(int fd)
 }
 
 /*
- * The holder of what the request does (dynamic_debug/session): a pidfd of
- * the peer whose request runs on this thread, or -errno: -ESRCH when there
- * is none (kk_control_write() from the program) or its pid is not visible
- * here (SO_PEERCRED gives 0 for a peer in a pid namespace we do not see, as
- * kkctl on the host is to a container).  The pid is the peer's at
- * connect(); while the peer is still connected it is still the peer's (a
- * pid is not reused while its process lives), so the pidfd is checked after
- * it is opened.  pidfd_open() (Linux 5.3) sets close-on-exec.
- */
-/*
  * A Unix stream socket takes data while what it holds in flight is below
  * its send buffer (the kernel doubles what SO_SNDBUF asks, for its own
  * overhead): half of what getsockopt() reads back is room for data, less
- * the status line and a page of slack.  The socket is ours.
+ * the status line and a page of slack.  The socket is ours.  Not kept
+ * in the client's slot: a connection carries one request (it runs when
+ * the client shuts its side), so these two system calls are already once
+ * a connection.
  */
 size_t kk_control_reply_room(size_t want)
 {
@@ -778,6 +771,16 @@ size_t kk_control_reply_room(size_t want)
 	return room < want ? room : want;
 }
 
+/*
+ * The holder of what the request does (dynamic_debug/session): a pidfd of
+ * the peer whose request runs on this thread, or -errno: -ESRCH when there
+ * is none (kk_control_write() from the program) or its pid is not visible
+ * here (SO_PEERCRED gives 0 for a peer in a pid namespace we do not see, as
+ * kkctl on the host is to a container).  The pid is the peer's at
+ * connect(); while the peer is still connected it is still the peer's (a
+ * pid is not reused while its process lives), so the pidfd is checked after
+ * it is opened.  pidfd_open() (Linux 5.3) sets close-on-exec.
+ */
 int kk_control_peer_pidfd(pid_t *pid)
 {
 	const struct control_client *c = cur_client;

@@ -12,20 +12,51 @@ record_setup() {
 	PROG=$B/test/progs/${2:-record_flood}
 	[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
 }
-# trio_start: record_trio ($PROG) in the background, its stdin on fd 3 and
-# its stdout on fd 4 (fifos), its stderr in $tmp/trio.err; sets $trio.
+# prog_start NAME [VAR=VALUE...] -- [ARG...]: $PROG ARG... in the
+# background, $control_env and each VAR=VALUE (one word: it may hold
+# spaces) in its environment, its stdin on fd 3 and its stdout on fd 4
+# (fifos), its stderr in $tmp/NAME.err; sets $prog_pid.
+prog_start() {
+	prog_err=$tmp/$1.err
+	shift
+	mkfifo "$tmp/in" "$tmp/out"
+	(
+		while [ "$1" != -- ]; do
+			export "$1"
+			shift
+		done
+		shift
+		exec env $control_env "$PROG" "$@"
+	) < "$tmp/in" > "$tmp/out" 2> "$prog_err" &
+	prog_pid=$!
+	pids="$pids $prog_pid"
+	exec 3> "$tmp/in" 4< "$tmp/out"
+}
+# trio_start: record_trio ($PROG) by prog_start; sets $trio.
 # trio_ask LINE: one command of record_trio's, its answer in $ans ("ok...").
 trio_start() {
-	mkfifo "$tmp/in" "$tmp/out"
-	env $control_env "$PROG" < "$tmp/in" > "$tmp/out" 2> "$tmp/trio.err" &
-	trio=$!
-	pids="$pids $trio"
-	exec 3> "$tmp/in" 4< "$tmp/out"
+	prog_start trio --
+	trio=$prog_pid
 }
 trio_ask() {
 	echo "$1" >&3
 	IFS= read -r ans <&4 || fail "record_trio: no answer to '$1'"
 	case $ans in ok*) ;; *) fail "record_trio: '$1': $ans" ;; esac
+}
+# flood_start [VAR=VALUE...] -- [ARG...]: record_flood ($PROG) by
+# prog_start, once it said "ready" and its endpoint listens; sets $flood.
+# flood_go: one round of record_flood's ("go"), until it answered "done".
+flood_start() {
+	prog_start flood "$@"
+	flood=$prog_pid
+	IFS= read -r ans <&4 || fail "record_flood did not start"
+	[ "$ans" = ready ] || fail "record_flood: $ans"
+	until_ok "endpoint of $flood" served "$flood"
+}
+flood_go() {
+	echo go >&3
+	IFS= read -r ans <&4 || fail "record_flood: no answer to go"
+	[ "$ans" = done ] || fail "record_flood: $ans"
 }
 # until_ok WHAT CMD...: until CMD succeeds, at most 30 s (a hang guard: each
 # try waits for the event).

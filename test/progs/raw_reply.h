@@ -2,8 +2,9 @@
 /*
  * What the trace_pipe_raw fuzzers share (test/progs/record_raw_fuzz.c: the
  * ctf writer's reader; record_rawdec_fuzz.c: the decoder of the other
- * formats): a reply built frame by frame in one buffer, and the random
- * changes made to copies of it.  Included by one file of a program.
+ * formats): a reply built frame by frame in one buffer (RING frames of
+ * records whose values each fuzzer puts), and the random changes made to
+ * copies of it.  Included by one file of a program.
  */
 #ifndef KK_TEST_RAW_REPLY_H
 #define KK_TEST_RAW_REPLY_H
@@ -61,6 +62,31 @@ static void class_frame(uint32_t id, const char *fn, const char *fmt, const stru
 		put(f[i].name, fl.name_len);
 	}
 	pad8();
+	h.f.len = (uint32_t)(rlen - start);
+	memcpy(reply + start, &h, sizeof(h));
+}
+
+/*
+ * A RING frame of thread @tid: @n records, lost @lost before them.  Record
+ * @i is its header, then what @values(@i) puts (its values) and returns
+ * (its class), padded to 8 bytes.
+ */
+static void ring_frame(int tid, int n, uint64_t lost, uint32_t (*values)(int i))
+{
+	size_t start = rlen;
+	struct kk_raw_ring h = { { KK_RAW_RING, 0 }, tid, (uint32_t)n, lost, "fuzzer" };
+
+	put(&h, sizeof(h));
+	for (int i = 0; i < n; i++) {
+		struct kk_raw_rec r = { 0, 0, 1000000ull * (uint64_t)i, tid, 77 };
+		size_t at = rlen;
+
+		put(&r, sizeof(r));
+		r.cls = values(i);
+		r.len = (uint32_t)(rlen - at);
+		memcpy(reply + at, &r, sizeof(r));
+		pad8();
+	}
 	h.f.len = (uint32_t)(rlen - start);
 	memcpy(reply + start, &h, sizeof(h));
 }

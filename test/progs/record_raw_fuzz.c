@@ -26,37 +26,21 @@
 const char kkctl_prog[] = "kkctl";
 struct kkr_state kkr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* A RING frame of thread @tid: @n records of class 0 (int, uint) and 2 (a string). */
-static void ring_frame(int tid, int n, uint64_t lost)
+/* Record @i's values: class 0 (int, uint) or 2 (a string). */
+static uint32_t values(int i)
 {
-	size_t start = rlen;
-	struct kk_raw_ring h = { { KK_RAW_RING, 0 }, tid, (uint32_t)n, lost, "fuzzer" };
+	int32_t a = -i;
+	uint64_t b = (uint64_t)i;
+	uint16_t l = 5;
 
-	put(&h, sizeof(h));
-	for (int i = 0; i < n; i++) {
-		struct kk_raw_rec r = { 0, (uint32_t)(i % 2 ? 2 : 0), 1000000ull * (uint64_t)i,
-					tid, 77 };
-		size_t at = rlen;
-
-		put(&r, sizeof(r));
-		if (i % 2) {
-			uint16_t l = 5;
-
-			put(&l, 2);
-			put("hello", 5);
-		} else {
-			int32_t a = -i;
-			uint64_t b = (uint64_t)i;
-
-			put(&a, 4);
-			put(&b, 8);
-		}
-		r.len = (uint32_t)(rlen - at);
-		memcpy(reply + at, &r, sizeof(r));
-		pad8();
+	if (i % 2) {
+		put(&l, 2);
+		put("hello", 5);
+		return 2;
 	}
-	h.f.len = (uint32_t)(rlen - start);
-	memcpy(reply + start, &h, sizeof(h));
+	put(&a, 4);
+	put(&b, 8);
+	return 0;
 }
 
 static void make_reply(void)
@@ -71,8 +55,8 @@ static void make_reply(void)
 	class_frame(0, "ints", "x=%d", c0, 2);
 	class_frame(1, "floats", "x=%d", c1, 1);
 	class_frame(2, "strings", "x=%d", c2, 1);
-	ring_frame(78, 6, 0);
-	ring_frame(79, 5, 3);
+	ring_frame(78, 6, 0, values);
+	ring_frame(79, 5, 3, values);
 }
 
 int main(int argc, char **argv)

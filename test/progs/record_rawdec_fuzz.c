@@ -35,17 +35,15 @@ static void put_str(const char *s)
 	put(s, l);
 }
 
-/* A record of class @cls, number @i, its values. */
-static void record(int tid, uint32_t cls, int i)
+/* Record @i's values: class @i % 3's. */
+static uint32_t values(int i)
 {
-	struct kk_raw_rec r = { 0, cls, 1000000ull * (uint64_t)i, tid, 77 };
-	size_t at = rlen;
+	uint32_t cls = (uint32_t)(i % 3);
 	int32_t v4 = -i, c = 'A' + i;
 	uint64_t v8 = (uint64_t)i * 1000, ptr = 0x1000;
 	uint32_t x = 0xff;
 	double d = 1.5 * i;
 
-	put(&r, sizeof(r));
 	if (cls == 0) {
 		put(&v4, 4);
 		put(&v8, 8);
@@ -60,21 +58,7 @@ static void record(int tid, uint32_t cls, int i)
 	} else {
 		put(&v4, 4);
 	}
-	r.len = (uint32_t)(rlen - at);
-	memcpy(reply + at, &r, sizeof(r));
-	pad8();
-}
-
-static void ring_frame(int tid, int n, uint64_t lost)
-{
-	size_t start = rlen;
-	struct kk_raw_ring h = { { KK_RAW_RING, 0 }, tid, (uint32_t)n, lost, "fuzzer" };
-
-	put(&h, sizeof(h));
-	for (int i = 0; i < n; i++)
-		record(tid, (uint32_t)(i % 3), i);
-	h.f.len = (uint32_t)(rlen - start);
-	memcpy(reply + start, &h, sizeof(h));
+	return cls;
 }
 
 static void make_reply(void)
@@ -93,8 +77,8 @@ static void make_reply(void)
 	class_frame(0, "fn", "i=%d u=%lu c=%c p=%p x=%hhx", c0, 5);
 	class_frame(1, "fn", "f=%.2f s=%s m=%m pct=100%% w=[%-6.3s]", c1, 4);
 	class_frame(2, "fn", "a=%+5d wide=%ls after=%d", c2, 1);
-	ring_frame(78, 6, 0);
-	ring_frame(79, 5, 3);
+	ring_frame(78, 6, 0, values);
+	ring_frame(79, 5, 3, values);
 }
 
 /* What the decoder gave: every string read through, the valid reply's lines kept. */
@@ -123,7 +107,10 @@ static int take(void *arg, const struct kkr_line *l)
 	return 0;
 }
 
-/* The valid reply: 11 records, 3 lost, the first three messages as printf makes them. */
+/*
+ * The valid reply: 11 records, 3 lost, the first three messages as printf
+ * makes them; its time thread 79's last record (4 ms, thread 78's is 5 ms).
+ */
 static int check_valid(struct kkr_rawdec *d, const char *when)
 {
 	static const char *const want[3] = {
@@ -132,14 +119,16 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 		"a=   -2 wide=%ls after=%d|1",
 	};
 	unsigned char *b = malloc(rlen);
+	uint64_t last;
 	bool bad;
 
 	nlines = nlost = 0;
 	memset(first, 0, sizeof(first));
 	memcpy(b, reply, rlen);
-	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL) || bad || nlines != 11 || nlost != 3) {
-		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost\n",
-			when, bad, nlines, nlost);
+	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL, &last) || bad || nlines != 11 ||
+	    nlost != 3 || last != 1000000000ull + 4000000ull) {
+		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost, "
+			"time %llu\n", when, bad, nlines, nlost, (unsigned long long)last);
 		return 1;
 	}
 	free(b);
@@ -155,6 +144,7 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 int main(int argc, char **argv)
 {
 	struct kkr_rawdec *d;
+	uint64_t last;
 	long iters;
 	bool bad;
 
@@ -176,7 +166,7 @@ int main(int argc, char **argv)
 		memcpy(b, reply, rlen);
 		for (int k = 1 + (int)(rnd() % 3); k-- && n;)
 			n = mutate(b, n, "%*.0123456789-+#lhLqjztsdcpfnm$");
-		if (kkr_rawdec_take(d, b, n, &bad, take, NULL)) {
+		if (kkr_rawdec_take(d, b, n, &bad, take, NULL, &last)) {
 			fprintf(stderr, "record_rawdec_fuzz: iteration %ld: it stopped\n", i);
 			return 1;
 		}

@@ -18,11 +18,8 @@
 # (tools/kkctl/record_rawdec.c): 8,810 a record, bound 10,000; with
 # KKCTL_RECORD_RAW=0 it parses trace_pipe_json: 15,460, bound 20,000.
 set -u
-KK_CTL_LIB_NAME=kkrcost
-. "${KK_SRC:?}/test/control-lib.sh"
-K=$B/kkctl
-PROG=$B/test/progs/record_flood
-[ -x "$PROG" ] && [ -x "$K" ] || { echo "not built"; exit 77; }
+. "${KK_SRC:?}/test/record-lib.sh"
+record_setup kkrcost
 command -v valgrind > /dev/null || { echo "valgrind not installed: no instruction counts"; exit 77; }
 valgrind --tool=none "$K" --help > /dev/null 2>&1 ||
 	{ echo "valgrind cannot run $K (a sanitizer build?): no instruction counts"; exit 77; }
@@ -33,16 +30,9 @@ else
 	MAX=${KK_RECORD_COST_MAX:-10000}
 fi
 FORMAT=${KK_RECORD_COST_FORMAT:-jsonl}
-. "$KK_SRC/test/record-lib.sh"
 
-mkfifo "$tmp/in" "$tmp/out"
-env $control_env "$PROG" 1 $N < "$tmp/in" > "$tmp/out" 2> "$tmp/flood.err" &
-p=$!
-pids="$pids $p"
-exec 4> "$tmp/in" 5< "$tmp/out"
-IFS= read -r ans <&5 || fail "record_flood did not start"
-[ "$ans" = ready ] || fail "record_flood: $ans"
-until_ok "endpoint of $p" served "$p"
+flood_start -- 1 $N
+p=$flood
 "$K" -p "$p" write dynamic_debug/buffer_size_kb 16384 > /dev/null || fail "buffer_size_kb of $p"
 
 timeout -s KILL 600 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" \
@@ -52,9 +42,7 @@ timeout -s KILL 600 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" \
 rec=$!
 pids="$pids $rec"
 until_ok "session in $p" has_session "$p"
-echo go >&4
-IFS= read -r ans <&5 || fail "record_flood: no answer to go"
-[ "$ans" = done ] || fail "record_flood: $ans"
+flood_go
 wait "$rec"
 rc=$?
 grep -v '^==' "$tmp/r.err"

@@ -25,22 +25,13 @@ N=50
 
 # A burst of N records already in the ring: the site is on (+T) from the
 # start, and the thread has written them before kkctl runs.
-mkfifo "$tmp/in" "$tmp/out"
-env $control_env KK_DYNDBG='func flood_tick +T' "$PROG" 1 $N < "$tmp/in" > "$tmp/out" \
-	2> "$tmp/flood.err" &
-p=$!
-pids="$pids $p"
-exec 4> "$tmp/in" 5< "$tmp/out"
-IFS= read -r ans <&5 || fail "record_flood did not start"
-[ "$ans" = ready ] || fail "record_flood: $ans"
-until_ok "endpoint of $p" served "$p"
+flood_start KK_DYNDBG='func flood_tick +T' -- 1 $N
+p=$flood
 
 # first_write FORMAT OUT: one kkctl record --count 1 under strace; checks
 # the order of its requests and writes.
 first_write() {
-	echo go >&4
-	IFS= read -r ans <&5 || fail "record_flood: no answer to go"
-	[ "$ans" = done ] || fail "record_flood: $ans"
+	flood_go
 	# the merge's slack (2 ms) is time the rule is about: a record
 	# stamped less than 2 ms before a read may still come after it
 	sleep 0.01

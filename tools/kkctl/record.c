@@ -526,7 +526,9 @@ struct take {
 /* One line (parsed, or decoded from trace_pipe_raw) into rt->batch.  A
  * "lost" line comes before its thread's events of the read: it gets the
  * time of the first of them (take_end(): or of the read, if none came).
- * -1: no memory (the read's other records are not taken). */
+ * 1: not taken (a thread --threads leaves out: it does not count in the
+ * reply's time, kkr_rawdec_take()); -1: no memory (the read's other
+ * records are not taken). */
 static int take_line(void *arg, const struct kkr_line *l)
 {
 	struct take *tk = arg;
@@ -534,7 +536,7 @@ static int take_line(void *arg, const struct kkr_line *l)
 	struct kkr_rec *r, **v = rt->batch;
 
 	if (l->kind == KKR_EXITED || !kkr_thread_wanted((int)l->tid, l->comm))
-		return 0;
+		return 1;
 	if (tk->n == rt->bcap) {
 		size_t nc = rt->bcap ? 2 * rt->bcap : 64;
 
@@ -589,7 +591,7 @@ static size_t take_lines(struct rtarget *rt, char *s, size_t len, uint64_t start
 			__atomic_fetch_add(&kkr.malformed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (take_line(&tk, &l))
+		if (take_line(&tk, &l) < 0)
 			break;
 	}
 	kkr_line_free(&l);
@@ -627,31 +629,6 @@ static uint64_t last_event(struct kkr_rec **v, size_t n)
 }
 
 /*
- * The same for a read of trace_pipe_raw: it is not a time prefix across
- * threads (each ring is sent in ring order, and a full reply leaves a ring's
- * newer records for the next read), so only up to the earliest of the
- * threads' last events is every record in.  The batch holds each ring's
- * records together, oldest first.
- */
-static uint64_t last_event_raw(struct kkr_rec **v, size_t n)
-{
-	uint64_t covered = 0, run = 0;
-	long tid = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (v[i]->kind != KKR_EVENT)
-			continue;
-		if (run && (long)v[i]->tid != tid) {
-			covered = covered && covered < run ? covered : run;
-			run = 0;
-		}
-		tid = (long)v[i]->tid;
-		run = v[i]->ts > run ? v[i]->ts : run;
-	}
-	return covered && covered < run ? covered : run;
-}
-
-/*
  * One read of trace_pipe_raw: its frames written into the ctf directory
  * (record_raw.c), or decoded into records for the merge (record_rawdec.c:
  * the other formats).  False: the target has no such file (an older
@@ -686,8 +663,8 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 	} else {	/* (no memory for a record: the rest of the read is not taken, as json) */
 		failed = false;
 		(void)kkr_rawdec_take(rt->dec, (unsigned char *)res.body, res.len, &bad,
-				      take_line, &tk);
-		*last = last_event_raw(rt->batch, take_end(&tk, start));
+				      take_line, &tk, last);
+		take_end(&tk, start);
 	}
 	if (res.ok && failed) {
 		set_state(rt, T_FAILED);	/* (the trace cannot be written: said) */

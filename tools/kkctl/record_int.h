@@ -41,18 +41,37 @@ int kkr_parse_line(char *s, size_t len, struct kkr_line *l, const char **why);
 void kkr_line_free(struct kkr_line *l);
 
 /*
+ * The time up to which a trace_pipe_raw reply sent every thread's records,
+ * for both readers of it (record_raw.c, record_rawdec.c): its RING frames'
+ * earliest last record.  A reply sends each ring in ring order, not a time
+ * prefix across threads: a thread cut by its share of the read (a full
+ * reply leaves a ring's newer records for the next read) has older records
+ * still to come than another thread's last (docs/tracing.md).
+ * *@t: the time so far (0: no frame had records); @last: one frame's last
+ * record (0: it had none).
+ */
+static inline void kkr_reply_time(uint64_t *t, uint64_t last)
+{
+	if (last && (!*t || last < *t))
+		*t = last;
+}
+
+/*
  * record_rawdec.c: a local process's dynamic_debug/trace_pipe_raw replies
  * decoded into the lines kkr_parse_line() gives (jsonl, text, perfetto).
  * kkr_rawdec_take() gives each record of reply @body (@len bytes), and a
  * thread's lost records before them, to @fn (its strings live until it
  * returns); a malformed frame or record is skipped, said once (*@bad set).
- * 0, or -1 when @fn returned non-zero (it stops there).
+ * @fn returns 0 (taken), 1 (not: a thread not asked for) or -1 (stop).
+ * *@last: the reply's time (kkr_reply_time()) in wall-clock ns, of the
+ * records @fn took; 0 when it took none.
+ * 0, or -1 when @fn returned -1 (it stops there).
  */
 struct kkr_rawdec;
 struct kkr_rawdec *kkr_rawdec_new(int pid);
 void kkr_rawdec_free(struct kkr_rawdec *d);
 int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len, bool *bad,
-		    int (*fn)(void *arg, const struct kkr_line *l), void *arg);
+		    int (*fn)(void *arg, const struct kkr_line *l), void *arg, uint64_t *last);
 
 /* What the command line of kkctl record gave. */
 struct kkr_opts {

@@ -573,11 +573,7 @@ static int ring_frame(struct kkr_raw *r, unsigned char *f, size_t len, bool *bad
 	pkt_head(head, s, first, last, lo + used, k ? lo + content : lo, h.comm);
 	iov[0] = (struct iovec){ head, RAW_HEADER + lo };
 	iov[1] = (struct iovec){ f + sizeof(h), used };
-	/* the reply's time is its frames' earliest last record: a reply sends each ring in ring
-	 * order, not a time prefix across threads (a thread cut by its share of the read has
-	 * older records still to come than another thread's last; docs/tracing.md) */
-	if (k && (!*last_clock || last < *last_clock))
-		*last_clock = last;
+	kkr_reply_time(last_clock, k ? last : 0);
 	return pkt_write(r, s, iov, k ? 2 : 1);
 }
 

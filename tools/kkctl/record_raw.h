@@ -45,9 +45,8 @@ struct kkr_pinfo;
 struct kkr_raw *kkr_raw_new(struct ctf *c, struct kkr_pinfo *p);
 /*
  * One reply of trace_pipe_raw (@body, @len bytes: modified in place) into
- * the trace; *@utc the UTC ns time up to which it sent every thread's
- * records (its frames' earliest last record: not a time prefix across
- * threads), 0 when it had none.
+ * the trace; *@utc the reply's time (kkr_reply_time()) in UTC ns, 0 when
+ * it had no records.
  * 0, or -1 when the trace cannot be written (said).  A malformed frame is
  * skipped and said once (*@bad set).
  */

@@ -566,13 +566,18 @@ static bool ring_check(const struct kkr_rawdec *d, const unsigned char *p, size_
 	return k == nrec;
 }
 
-/* A RING frame @f (@len bytes, in the reply): its lost, then its records, each to @fn. */
+/*
+ * A RING frame @f (@len bytes, in the reply): its lost, then its records,
+ * each to @fn; the last record @fn took into the reply's time *@t.
+ */
 static int ring_frame(struct kkr_rawdec *d, const unsigned char *f, size_t len, bool *bad,
-		      int (*fn)(void *, const struct kkr_line *), void *arg)
+		      int (*fn)(void *, const struct kkr_line *), void *arg, uint64_t *t)
 {
 	struct kkr_line l = { .kind = KKR_LOST, .comm = d->comm };
 	struct kk_raw_ring h;
 	struct dbuf cb = { .p = d->comm, .cap = sizeof(d->comm) };	/* (16 bytes: 49 at most) */
+	uint64_t last = 0;
+	int ret = 0;
 
 	if (len < sizeof(h)) {
 		said_bad(d, bad, "a ring frame too short");
@@ -591,7 +596,7 @@ static int ring_frame(struct kkr_rawdec *d, const unsigned char *f, size_t len, 
 	l.pid = d->pid;
 	l.tid = h.tid;
 	l.count = h.lost;
-	if (h.lost && fn(arg, &l))
+	if (h.lost && fn(arg, &l) < 0)
 		return -1;
 	l.kind = KKR_EVENT;
 	l.count = 0;
@@ -601,11 +606,15 @@ static int ring_frame(struct kkr_rawdec *d, const unsigned char *f, size_t len, 
 		memcpy(&r, f + at, sizeof(r));
 		if (!rec_decode(d, f + at, r.len, &l))
 			said_bad(d, bad, "a record's values");
-		else if (fn(arg, &l))
-			return -1;
+		else if ((ret = fn(arg, &l)) < 0)
+			break;
+		else if (!ret && l.ts > last)
+			last = l.ts;
 		at += ROUND8((size_t)r.len);
 	}
-	return 0;
+	/* (also when @fn stopped: what it took is the caller's) */
+	kkr_reply_time(t, last);
+	return ret < 0 ? -1 : 0;
 }
 
 /* A CLASS frame: the reply's id decoded (a bad one is marked so: its records are skipped). */
@@ -664,12 +673,13 @@ void kkr_rawdec_free(struct kkr_rawdec *d)
 }
 
 int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len, bool *bad,
-		    int (*fn)(void *arg, const struct kkr_line *l), void *arg)
+		    int (*fn)(void *arg, const struct kkr_line *l), void *arg, uint64_t *last)
 {
 	struct kk_raw_head hd;
 	size_t at = 0;
 
 	*bad = false;
+	*last = 0;
 	for (size_t i = 0; i < d->ncls && i < d->nseen; i++)	/* (a reply's ids are its own) */
 		class_clear(&d->cls[i]);
 	d->nseen = 0;
@@ -700,7 +710,7 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 		if (f.type == KK_RAW_CLASS)
 			ret = class_frame(d, body + at, f.len, bad);
 		else if (f.type == KK_RAW_RING)
-			ret = ring_frame(d, body + at, f.len, bad, fn, arg);
+			ret = ring_frame(d, body + at, f.len, bad, fn, arg, last);
 		if (ret)
 			return -1;
 		at += f.len;
