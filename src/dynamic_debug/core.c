@@ -621,12 +621,13 @@ bool kk_dd_site_known_locked(const struct _ddebug *d)
  * For the session (session.c): a block applied with the changes remembered,
  * and those changes taken back where nobody changed the site since.
  */
-int kk_dd_apply_locked(const struct ddebug_block *b, struct kk_dyndbg_result *res,
-		       struct kk_dd_change **ch, size_t *n, struct kk_buf *why)
+int kk_dd_apply_locked(const struct ddebug_block *b, struct ddebug_table *only,
+		       struct kk_dyndbg_result *res, struct kk_dd_change **ch, size_t *n,
+		       struct kk_buf *why)
 {
 	struct flip *f = NULL;
 	bool said;
-	int ret = exec_changes_locked(b, NULL, res, why, &said, &f, n);
+	int ret = exec_changes_locked(b, only, res, why, &said, &f, n);
 
 	*ch = NULL;
 	if (ret) {
@@ -960,6 +961,7 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 	if (ddebug_verbose)
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
+	kk_dd_session_add_locked(t);	/* an open session's queries reach it too */
 	atomic_store_explicit(&last_added, id, memory_order_release);
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t->nsites)

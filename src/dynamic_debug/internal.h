@@ -50,15 +50,17 @@ struct kk_dd_change {
 	struct _ddebug *dp;		/* NULL once its object is unloaded */
 	unsigned int before, set;
 };
+struct ddebug_table;
 /*
  * Apply @b as a control write would (all or nothing, whatever
- * all_or_nothing says; not recorded for exec'd images), with the sites lock
- * held.  On success *@ch (malloc'ed, or NULL) holds the *@n sites whose
- * flags changed; on failure nothing changed and @why got the report, whose
- * last line says why.
+ * all_or_nothing says; not recorded for exec'd images), to every table or
+ * to @only, with the sites lock held.  On success *@ch (malloc'ed, or NULL)
+ * holds the *@n sites whose flags changed; on failure nothing changed and
+ * @why got the report, whose last line says why.
  */
-int kk_dd_apply_locked(const struct ddebug_block *b, struct kk_dyndbg_result *res,
-		       struct kk_dd_change **ch, size_t *n, struct kk_buf *why);
+int kk_dd_apply_locked(const struct ddebug_block *b, struct ddebug_table *only,
+		       struct kk_dyndbg_result *res, struct kk_dd_change **ch, size_t *n,
+		       struct kk_buf *why);
 /*
  * Put back @ch[0..n) whose flags are still the ones set (others are left as
  * they are), in one batch, with the sites lock held.  0, with the counts, or
@@ -76,6 +78,9 @@ void kk_dd_session_init(void);
 /* An object's sites go (sorted by address, @n of them): the session forgets
  * them, under the sites lock. */
 void kk_dd_session_forget_locked(struct _ddebug *const *sites, size_t n);
+/* An object's sites come (a dlopen, a library still loading at the begin):
+ * an open session applies its queries to them, under the sites lock. */
+void kk_dd_session_add_locked(struct ddebug_table *t);
 
 /* ---- trace.c: the trace ring (the T flag) ---- */
 #include <stdarg.h>

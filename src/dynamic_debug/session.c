@@ -58,6 +58,7 @@ struct session {
 	bool warned;			/* said that putting them back failed */
 	struct kk_fd holder;		/* pidfd of the holder ("held"); fd -1: none */
 	pid_t holder_pid;		/* as our pid namespace sees it */
+	struct ddebug_block queries;	/* the begin's, for objects that come later */
 };
 
 static struct session sess = { .holder = KK_FD_INIT };	/* under the sites lock */
@@ -138,6 +139,7 @@ static void close_locked(void)
 	holder_drop_locked(true);
 	__atomic_store_n(&sess_due, 0, __ATOMIC_RELEASE);
 	free(sess.sites);
+	ddebug_block_free(&sess.queries);
 	memset(&sess, 0, sizeof(sess));
 	sess.holder.fd = -1;
 }
@@ -402,8 +404,8 @@ static void last_line(const struct kk_buf *why, struct kk_buf *out)
 }
 
 /* Under the sites lock: apply @b and open the session (@held: its writer
- * holds it). */
-static int begin_locked(const struct ddebug_block *b, unsigned int lease, bool held,
+ * holds it), which takes @b on success. */
+static int begin_locked(struct ddebug_block *b, unsigned int lease, bool held,
 			struct kk_buf *out)
 {
 	struct kk_dyndbg_result res;
@@ -419,14 +421,15 @@ static int begin_locked(const struct ddebug_block *b, unsigned int lease, bool h
 			      (unsigned long long)sess.id, (unsigned long long)left_ms(now));
 		return -EBUSY;
 	}
-	ret = kk_dd_apply_locked(b, &res, &ch, &n, &why);
+	ret = kk_dd_apply_locked(b, NULL, &res, &ch, &n, &why);
 	if (ret) {
 		last_line(&why, out);
 		kk_buf_free(&why);
 		return ret;
 	}
 	kk_buf_free(&why);
-	sess = (struct session){ new_id(), lease, lease, ch, n, false, KK_FD_INIT, 0 };
+	sess = (struct session){ new_id(), lease, lease, ch, n, false, KK_FD_INIT, 0, *b };
+	*b = (struct ddebug_block){ 0 };
 	lease_set_locked(lease);
 	if (held)
 		take_holder_locked();
@@ -545,6 +548,42 @@ void kk_dd_session_init(void)
 {
 	kk_fork_register(&session_fork_ops);
 	kk_control_add_lib_file(&session_file);
+}
+
+/*
+ * An object's sites come while a session is open: its queries apply to them
+ * as to the others, and its end puts them back.  A process loads its shared
+ * libraries one by one, and a kkctl record can begin before the last (or a
+ * dlopen can come at any time): without this, the sites of what came after
+ * the begin stayed off for the whole session.  Failing (out of memory) the
+ * object is left as it is, as a refused begin leaves every site.
+ */
+void kk_dd_session_add_locked(struct ddebug_table *t)
+{
+	struct kk_dyndbg_result res;
+	struct kk_buf why = { 0 };
+	struct kk_dd_change *ch, *v;
+	size_t n;
+
+	if (!sess.id || !sess.queries.n ||
+	    kk_dd_apply_locked(&sess.queries, t, &res, &ch, &n, &why)) {
+		kk_buf_free(&why);
+		return;
+	}
+	kk_buf_free(&why);
+	v = n ? realloc(sess.sites, (sess.n + n) * sizeof(*v)) : sess.sites;
+	if (n && !v) {	/* cannot remember them: take them back */
+		unsigned long restored, left;
+
+		kk_dd_restore_locked(ch, n, &restored, &left);
+		free(ch);
+		return;
+	}
+	if (n)
+		memcpy(v + sess.n, ch, n * sizeof(*v));
+	sess.sites = v;
+	sess.n += n;
+	free(ch);
 }
 
 /* An object's sites go: remember them as gone (an end counts them as left). */
