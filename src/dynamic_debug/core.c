@@ -961,7 +961,7 @@ static int add_table(const void *id, struct _ddebug **v, size_t n, int dedup,
 	if (ddebug_verbose)
 		report_counts_locked(t);
 	startup_queries_locked(t, startup);
-	kk_dd_session_add_locked(t);	/* an open session's queries reach it too */
+	kk_dd_session_add_locked(t, t->nsites);	/* an open session's queries reach it too */
 	atomic_store_explicit(&last_added, id, memory_order_release);
 	pthread_mutex_unlock(&ddebug_lock);
 	if (t->nsites)

@@ -80,7 +80,7 @@ void kk_dd_session_init(void);
 void kk_dd_session_forget_locked(struct _ddebug *const *sites, size_t n);
 /* An object's sites come (a dlopen, a library still loading at the begin):
  * an open session applies its queries to them, under the sites lock. */
-void kk_dd_session_add_locked(struct ddebug_table *t);
+void kk_dd_session_add_locked(struct ddebug_table *t, size_t nsites);
 
 /* ---- trace.c: the trace ring (the T flag) ---- */
 #include <stdarg.h>

@@ -558,32 +558,27 @@ void kk_dd_session_init(void)
  * the begin stayed off for the whole session.  Failing (out of memory) the
  * object is left as it is, as a refused begin leaves every site.
  */
-void kk_dd_session_add_locked(struct ddebug_table *t)
+void kk_dd_session_add_locked(struct ddebug_table *t, size_t nsites)
 {
 	struct kk_dyndbg_result res;
 	struct kk_buf why = { 0 };
 	struct kk_dd_change *ch, *v;
 	size_t n;
 
-	if (!sess.id || !sess.queries.n ||
-	    kk_dd_apply_locked(&sess.queries, t, &res, &ch, &n, &why)) {
-		kk_buf_free(&why);
+	if (!sess.id || !sess.queries.n || !nsites)
 		return;
+	/* Room for every site the table has, before anything changes: it can
+	 * change no more, and a failure then changes nothing. */
+	v = realloc(sess.sites, (sess.n + nsites) * sizeof(*v));
+	if (!v)
+		return;
+	sess.sites = v;
+	if (!kk_dd_apply_locked(&sess.queries, t, &res, &ch, &n, &why) && n) {
+		memcpy(v + sess.n, ch, n * sizeof(*v));
+		sess.n += n;
+		free(ch);
 	}
 	kk_buf_free(&why);
-	v = n ? realloc(sess.sites, (sess.n + n) * sizeof(*v)) : sess.sites;
-	if (n && !v) {	/* cannot remember them: take them back */
-		unsigned long restored, left;
-
-		kk_dd_restore_locked(ch, n, &restored, &left);
-		free(ch);
-		return;
-	}
-	if (n)
-		memcpy(v + sess.n, ch, n * sizeof(*v));
-	sess.sites = v;
-	sess.n += n;
-	free(ch);
 }
 
 /* An object's sites go: remember them as gone (an end counts them as left). */

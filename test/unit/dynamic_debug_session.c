@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,62 @@ Test(dynamic_debug_session, a_site_whose_object_is_unloaded_is_left)
 	cr_assert_eq(kk_dyndbg_count_sites("dynamic_debug_mod"), 0);
 	end(id, "restored 1, left 3");
 	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "_");
+	no_session();
+}
+
+/*
+ * realloc() that fails, while armed, for calls from libkernelkit: the
+ * program's definition comes first for the library's calls too.  The real
+ * one is the next definition (libc's, or a sanitizer's).
+ */
+static void *(*next_realloc)(void *, size_t);
+static atomic_int realloc_armed, realloc_refused;
+
+static bool from_kernelkit(const void *pc)
+{
+	Dl_info di;
+
+	return dladdr(pc, &di) && di.dli_fname && strstr(di.dli_fname, "libkernelkit");
+}
+
+void *realloc(void *p, size_t n)
+{
+	if (atomic_load(&realloc_armed) && from_kernelkit(__builtin_return_address(0))) {
+		atomic_fetch_add(&realloc_refused, 1);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!next_realloc)	/* the first call, maybe before any constructor */
+		next_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	return next_realloc(p, n);
+}
+
+/* An object that comes during a session, when the session cannot grow its
+ * list of changes: its sites stay as they are, none is switched on and
+ * back (the rule's "failure changes nothing"), and the end puts back what
+ * the session had. */
+Test(dynamic_debug_session, an_object_that_comes_without_memory_is_left)
+{
+	struct kk_jump_label_stats a, b;
+	char id[17];
+	void *h;
+
+	begin("begin 60000\nmodule dynamic_debug_mod +T\nfunc sess_unit_a +T", id,
+	      "matched 1 changed 1");
+	kk_jump_label_get_stats(&a);
+	atomic_store(&realloc_armed, 1);
+	h = dlopen(kkt_build_path("test/lib/libdynamic_debug_mod.so"), RTLD_NOW | RTLD_LOCAL);
+	atomic_store(&realloc_armed, 0);
+	kk_jump_label_get_stats(&b);
+	cr_assert_not_null(h, "%s", dlerror());
+	cr_assert_gt(atomic_load(&realloc_refused), 0, "no realloc reached: nothing tried");
+	cr_assert_gt(kk_dyndbg_count_sites("dynamic_debug_mod"), 0, "not registered");
+	cr_assert_str_eq(dynamic_debug_flags_of("ddm plain one"), "_");
+	cr_assert_eq(b.sites_patched, a.sites_patched, "%llu sites patched",
+		     b.sites_patched - a.sites_patched);
+	end(id, "restored 1, left 0");
+	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "_");
+	dlclose(h);
 	no_session();
 }
 
