@@ -501,8 +501,12 @@ static int session_write(const char *buf, size_t len, struct kk_buf *out, void *
 		buf++;
 		line--;
 	}
-	if (line >= sizeof(first))
-		line = sizeof(first) - 1;
+	if (line >= sizeof(first)) {	/* no word of ours is this long: not cut, refused */
+		kk_buf_printf(out, "the first line is too long (%zu bytes, at most %zu): expected "
+			      "'begin LEASE_MS' (and 'held'), 'renew ID' (and 'held') or 'end ID'\n",
+			      line, sizeof(first) - 1);
+		return -EINVAL;
+	}
 	memcpy(first, buf, line);
 	first[line] = '\0';
 	vl = strcspn(first, " \t");

@@ -172,6 +172,24 @@ Test(dynamic_debug_session, all_or_nothing_whatever_the_setting)
 	no_session();
 }
 
+/* A first line longer than any the file takes is refused whole, not read
+ * up to a length and the rest dropped ("begin 1000", spaces, then a word
+ * that must be refused). */
+Test(dynamic_debug_session, a_long_first_line_is_refused)
+{
+	char text[512], *r = NULL;
+	int ret;
+
+	snprintf(text, sizeof(text), "begin 1000%300sx\nfunc sess_unit_a +T", "");
+	ret = sess(text, &r);
+	cr_assert_eq(ret, -EINVAL, "%d: %s", ret, r);
+	one_line(r);
+	cr_assert(strstr(r, "too long"), "%s", r);
+	free(r);
+	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "_");
+	no_session();
+}
+
 #if defined(__x86_64__) && !defined(KK_NO_JUMP_LABEL)
 /* Write @text to the session file while a thread blocks SIGTRAP and the
  * signal method is forced: the patch is refused (see dynamic_debug_util.h). */
