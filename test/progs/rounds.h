@@ -3,7 +3,8 @@
  * The harness of the record test programs (record_flood, record_raw):
  * PROG THREADS N starts THREADS writer threads and prints "ready" once they
  * wait; each line "go" on stdin makes every thread run work(thread, round, N)
- * and is answered "done" once all have; "quit" (or EOF) exits.
+ * and is answered "done" once all have; "name I NAME" names thread I (from 0)
+ * NAME and is answered "named"; "quit" (or EOF) exits.
  */
 #ifndef KK_TEST_ROUNDS_H
 #define KK_TEST_ROUNDS_H
@@ -57,8 +58,8 @@ static int rounds_main(int argc, char **argv, const char *name,
 		       void (*work)(int thread, int round, long n))
 {
 	pthread_t th[ROUNDS_MAX_THREADS];
-	char line[64];
-	int rounds = 0;
+	char line[64], tname[16];
+	int rounds = 0, i;
 
 	rounds_work = work;
 	if (argc != 3 || sscanf(argv[1], "%d", &rounds_nthreads) != 1 || rounds_nthreads < 1 ||
@@ -74,6 +75,11 @@ static int rounds_main(int argc, char **argv, const char *name,
 	printf("ready\n");
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin) && strcmp(line, "quit\n")) {
+		if (sscanf(line, "name %d %15s", &i, tname) == 2 && i >= 0 && i < rounds_nthreads) {
+			printf("%s\n", pthread_setname_np(th[i], tname) ? "not named" : "named");
+			fflush(stdout);
+			continue;
+		}
 		if (strcmp(line, "go\n"))
 			continue;
 		rounds_run(++rounds);

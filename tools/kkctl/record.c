@@ -39,6 +39,7 @@
  * is joined with `renew`, any other gets `begin`.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -317,7 +318,15 @@ static struct kkr_rec *rec_carve(struct kkr_chunk **cur, const struct kkr_line *
 	return rec_fill((struct kkr_rec *)(c->mem + c->used - size), c, l, p);
 }
 
-/* Is thread @tid named @comm one --threads asks for? */
+/* An entry of --threads that is all digits: a thread id. */
+static bool thread_entry_is_id(const char *e)
+{
+	return *e && e[strspn(e, "0123456789")] == '\0';
+}
+
+/* Is thread @tid named @comm ("" when gone) one --threads asks for?  Each
+ * entry as dynamic_debug/trace_threads takes it: a thread id as the process
+ * sees it, or a glob of names. */
 bool kkr_thread_wanted(int tid, const char *comm)
 {
 	const struct kkr_opts *o = kkr.opts;
@@ -325,10 +334,10 @@ bool kkr_thread_wanted(int tid, const char *comm)
 	if (!o->nthreads)
 		return true;
 	for (size_t i = 0; i < o->nthreads; i++) {
-		char *end;
-		long v = strtol(o->threads[i], &end, 10);
+		const char *e = o->threads[i];
 
-		if ((!*end && v == tid) || !strcmp(o->threads[i], comm))
+		if (thread_entry_is_id(e) ? strtol(e, NULL, 10) == tid :
+		    comm[0] && !fnmatch(e, comm, 0))
 			return true;
 	}
 	return false;
@@ -1485,19 +1494,55 @@ static int record_local(struct kkr_opts *o, struct kkr_writer *w)
 	return ret ? 1 : 0;
 }
 
-/* --threads TID|NAME,...: split at commas (in place). */
-static int opt_threads(struct kkr_opts *o, char *arg, int max)
+/* --threads TID|NAME,...: split at commas (in place), blanks around an
+ * entry dropped, added to @o's list.  An entry must be able to name a
+ * thread, as dynamic_debug/trace_threads requires: an id from 1 to
+ * INT_MAX, a name (glob) of at most 15 bytes.  0, or 2 after one line. */
+static int opt_threads(struct kkr_opts *o, char *arg)
 {
-	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save))
-		if ((int)o->nthreads < max)
-			o->threads[o->nthreads++] = t;
-	return o->nthreads ? 0 : -1;
+	size_t had = o->nthreads;
+
+	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *e = t + strlen(t), **v;
+		const char *why = NULL;
+
+		t += strspn(t, " \t");
+		while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (!*t)
+			continue;
+		if (thread_entry_is_id(t)) {
+			errno = 0;
+			long id = strtol(t, NULL, 10);
+
+			if (errno || id < 1 || id > INT_MAX)
+				why = "not a thread id";
+		} else if (e - t > 15) {
+			why = "a thread name longer than 15 bytes";
+		}
+		if (why) {
+			fprintf(stderr, "%s: record: --threads: %s: ", kkctl_prog, why);
+			kkctl_put_escaped(stderr, t, strlen(t), "");
+			fputc('\n', stderr);
+			return 2;
+		}
+		if (!(v = realloc(o->threads, (o->nthreads + 1) * sizeof(*v)))) {
+			fprintf(stderr, "%s: out of memory\n", kkctl_prog);
+			return 2;
+		}
+		o->threads = v;
+		o->threads[o->nthreads++] = t;
+	}
+	if (o->nthreads > had)
+		return 0;
+	fprintf(stderr, "%s: record: --threads: no thread named in '%s'\n", kkctl_prog, arg);
+	return 2;
 }
 
 enum { OPT_THREADS = 300, OPT_WALLCLOCK, OPT_STDIN_STOP };
 
 /* One option of record's into @o.  0, or 2 after one line. */
-static int record_option(struct kkr_opts *o, int c, char *arg, int argc)
+static int record_option(struct kkr_opts *o, int c, char *arg)
 {
 	char *end;
 	double d;
@@ -1522,9 +1567,7 @@ static int record_option(struct kkr_opts *o, int c, char *arg, int argc)
 			break;
 		return 0;
 	case OPT_THREADS:
-		if (opt_threads(o, arg, argc))
-			break;
-		return 0;
+		return opt_threads(o, arg);
 	case OPT_WALLCLOCK:
 		o->wallclock = true;
 		return 0;
@@ -1563,18 +1606,17 @@ int kkctl_record_main(struct kkctl_sel *sel, const char **hosts, int nh, int arg
 	o.hosts = hosts;
 	o.nh = nh;
 	o.format = "ctf";
-	if (!(o.threads = calloc((size_t)argc + 1, sizeof(char *)))) {
-		fprintf(stderr, "%s: out of memory\n", kkctl_prog);
-		return 1;
-	}
 	optind = 0;	/* (a new scan: getopt_long() parsed kkctl's own options) */
 	while ((c = getopt_long(argc, argv, "o:F:d:c:", longs, NULL)) != -1)
-		if ((st = record_option(&o, c, optarg, argc)))
+		if ((st = record_option(&o, c, optarg))) {
+			free(o.threads);
 			return st;
+		}
 	o.queries = argv + optind;
 	o.nq = argc - optind;
 	if (!o.nq) {
 		fprintf(stderr, "%s: record needs a query, such as 'module http +T'\n", kkctl_prog);
+		free(o.threads);
 		return 2;
 	}
 	kkctl_json = false;	/* (record writes its own formats) */

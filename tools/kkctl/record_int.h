@@ -81,7 +81,7 @@ struct kkr_opts {
 	const char *path;	/* -o (NULL: the format's default) */
 	const char *format;
 	uint64_t duration_ns, count;
-	char **threads;		/* --threads, split at commas */
+	char **threads;		/* --threads, split at commas (malloc'ed list) */
 	size_t nthreads;
 	bool wallclock, stdin_stop;
 	char **queries;

@@ -535,6 +535,7 @@ static int ring_frame(struct kkr_raw *r, unsigned char *f, size_t len, bool *bad
 {
 	unsigned char head[RAW_HEADER + RAW_LOST_EV];
 	struct kk_raw_ring h;
+	char comm[sizeof(h.comm) + 1];
 	struct rstream *s;
 	uint64_t first = 0, last = 0;
 	size_t used = 0, content = 0, lo;
@@ -551,6 +552,10 @@ static int ring_frame(struct kkr_raw *r, unsigned char *f, size_t len, bool *bad
 		said_bad(r, bad, "a record's length or class");
 		return 0;
 	}
+	memcpy(comm, h.comm, sizeof(h.comm));
+	comm[sizeof(h.comm)] = '\0';
+	if (!kkr_thread_wanted(h.tid, comm))	/* --threads leaves it out: not taken, not lost */
+		return 0;
 	if (!(s = stream_of(r, h.tid)))
 		return kkr_ctf_dirfd(r->c) < 0 ? -1 : 0;
 	k = (long)count_take(r, (uint64_t)k, h.lost);
