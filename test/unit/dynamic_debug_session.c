@@ -84,6 +84,15 @@ static void one_line(const char *r)
 	cr_assert(nl && !nl[1], "not one line: '%s'", r);
 }
 
+/* A write refused with @want, its reply one line that says @why; frees it. */
+static void refused(int ret, char *r, int want, const char *why)
+{
+	cr_assert_eq(ret, want, "%d: %s", ret, r);
+	one_line(r);
+	cr_assert(strstr(r, why), "%s", r);
+	free(r);
+}
+
 Test(dynamic_debug_session, a_site_whose_object_is_unloaded_is_left)
 {
 	void *h = dlopen(kkt_build_path("test/lib/libdynamic_debug_mod.so"), RTLD_NOW | RTLD_LOCAL);
@@ -164,10 +173,7 @@ Test(dynamic_debug_session, all_or_nothing_whatever_the_setting)
 
 	ret = sess("begin 60000\nfunc sess_unit_a +T\nfunc sess_unit_b +Q", &r);
 	kk_dyndbg_set_all_or_nothing(was);
-	cr_assert_eq(ret, -EINVAL, "%d: %s", ret, r);
-	one_line(r);
-	cr_assert(strstr(r, "query 2 is malformed (unknown flag 'Q')"), "%s", r);
-	free(r);
+	refused(ret, r, -EINVAL, "query 2 is malformed (unknown flag 'Q')");
 	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "_");
 	no_session();
 }
@@ -182,10 +188,7 @@ Test(dynamic_debug_session, a_long_first_line_is_refused)
 
 	snprintf(text, sizeof(text), "begin 1000%300sx\nfunc sess_unit_a +T", "");
 	ret = sess(text, &r);
-	cr_assert_eq(ret, -EINVAL, "%d: %s", ret, r);
-	one_line(r);
-	cr_assert(strstr(r, "too long"), "%s", r);
-	free(r);
+	refused(ret, r, -EINVAL, "too long");
 	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "_");
 	no_session();
 }
@@ -221,20 +224,14 @@ Test(dynamic_debug_session, a_refused_patch_changes_nothing)
 	int ret;
 
 	ret = sess_refused("begin 60000\nfunc sess_unit_b +p", &r);
-	cr_assert_eq(ret, -EOPNOTSUPP, "%d: %s", ret, r);
-	one_line(r);
-	cr_assert(strstr(r, "nothing was changed"), "%s", r);
-	free(r);
+	refused(ret, r, -EOPNOTSUPP, "nothing was changed");
 	cr_assert_str_eq(dynamic_debug_flags_of("session unit b"), "_");
 	no_session();
 
 	begin("begin 60000\nfunc sess_unit_a +p", id, "matched 1 changed 1");
 	snprintf(text, sizeof(text), "end %s", id);
 	ret = sess_refused(text, &r);
-	cr_assert_eq(ret, -EOPNOTSUPP, "%d: %s", ret, r);
-	one_line(r);
-	cr_assert(strstr(r, "the session stays open"), "%s", r);
-	free(r);
+	refused(ret, r, -EOPNOTSUPP, "the session stays open");
 	cr_assert_str_eq(dynamic_debug_flags_of("session unit a"), "p");
 	cr_assert_eq(kk_control_read("dynamic_debug/session", &t, NULL), 0);
 	cr_assert(!strncmp(t, "session ", 8) && !strncmp(t + 8, id, 16), "%s", t);
