@@ -6,7 +6,8 @@
 # chosen by the sshd port it was reached through.  The records of both come
 # back in one JSON Lines file, labelled with the host as -H gave it, in
 # wall-clock order; SIGINT to the local kkctl ends the sessions on both
-# (every site back as it was, no session open).  A host whose kkctl fails (a
+# (every site back as it was, no session open).  --threads goes to the far
+# side and holds for what comes back.  A host whose kkctl fails (a
 # query that matches no site there) ends it everywhere, in one line per
 # host, and changes nothing on either (no output file either: -H opens it
 # at the first record).
@@ -50,6 +51,7 @@ procs="$procs_a $procs_b"
 . "$KK_SRC/test/record-lib.sh"
 for p in $procs; do until_ok "endpoint of $p" served "$p"; done
 all_sessions() { for p in $procs; do session_of "$p" | grep -q '^session ' || return 1; done; }
+all_sessions_a() { for p in $procs_a; do session_of "$p" | grep -q '^session ' || return 1; done; }
 no_sessions() { for p in $procs; do session_of "$p" | grep -qx 'no session' || return 1; done; }
 for p in $procs; do "$K" -p "$p" read dynamic_debug/control > "$tmp/ctl.$p" || fail "control of $p"; done
 same_sites() {
@@ -111,6 +113,28 @@ grep -q "^$H2: kkctl: the query matches no site" "$tmp/f.err" || fail "failing h
 [ -e "$tmp/f.jsonl" ] && fail "a failing host: the output file was made"
 until_ok "no session after a failing host" no_sessions
 same_sites "failing host"
+
+# ---- 3. --threads reaches the far side, and holds on the lines that come back -------------
+set -- $procs_a
+w=$2
+cat > "$tmp/remote.sh" <<EOF
+[ "\$1" = --tree ] && shift 2
+exec "$K" --tree "$a" "\$@"
+EOF
+"$K" -H "$H1" --tree 1 record --format jsonl -o "$tmp/t.jsonl" --threads "$w" "$Q" 2> "$tmp/t.err" &
+rec=$!
+pids="$pids $rec"
+until_ok "sessions of --threads" all_sessions_a
+ask 3 4 "emit 2"
+until_ok "records of thread $w" host_events "$H1" 2
+kill -INT "$rec"
+wait "$rec"
+rc=$?
+[ "$rc" -eq 0 ] || fail "--threads: status $rc: $(cat "$tmp/t.err")"
+others=$(grep '"type":"event"' "$tmp/t.jsonl" | grep -v "\"tid\":$w," | head -1)
+[ -z "$others" ] || fail "--threads $w over ssh: another thread's record: $others"
+until_ok "no session after --threads" no_sessions
+same_sites "--threads"
 
 echo quit >&3
 echo quit >&5

@@ -325,8 +325,8 @@ static bool thread_entry_is_id(const char *e)
 }
 
 /* Is thread @tid named @comm ("" when gone) one --threads asks for?  Each
- * entry as dynamic_debug/trace_threads takes it: a thread id as the process
- * sees it, or a glob of names. */
+ * entry as dynamic_debug/trace_threads takes it (parsed once, by
+ * opt_threads()): a thread id as the process sees it, or a glob of names. */
 bool kkr_thread_wanted(int tid, const char *comm)
 {
 	const struct kkr_opts *o = kkr.opts;
@@ -334,10 +334,9 @@ bool kkr_thread_wanted(int tid, const char *comm)
 	if (!o->nthreads)
 		return true;
 	for (size_t i = 0; i < o->nthreads; i++) {
-		const char *e = o->threads[i];
+		const struct kkr_thread *e = &o->threads[i];
 
-		if (thread_entry_is_id(e) ? strtol(e, NULL, 10) == tid :
-		    comm[0] && !fnmatch(e, comm, 0))
+		if (e->tid ? e->tid == tid : comm[0] && !fnmatch(e->text, comm, 0))
 			return true;
 	}
 	return false;
@@ -1503,8 +1502,10 @@ static int opt_threads(struct kkr_opts *o, char *arg)
 	size_t had = o->nthreads;
 
 	for (char *save = NULL, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *e = t + strlen(t), **v;
+		char *e = t + strlen(t);
+		struct kkr_thread *v;
 		const char *why = NULL;
+		long id = 0;
 
 		t += strspn(t, " \t");
 		while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
@@ -1513,8 +1514,7 @@ static int opt_threads(struct kkr_opts *o, char *arg)
 			continue;
 		if (thread_entry_is_id(t)) {
 			errno = 0;
-			long id = strtol(t, NULL, 10);
-
+			id = strtol(t, NULL, 10);
 			if (errno || id < 1 || id > INT_MAX)
 				why = "not a thread id";
 		} else if (e - t > 15) {
@@ -1531,7 +1531,7 @@ static int opt_threads(struct kkr_opts *o, char *arg)
 			return 2;
 		}
 		o->threads = v;
-		o->threads[o->nthreads++] = t;
+		o->threads[o->nthreads++] = (struct kkr_thread){ .text = t, .tid = (int)id };
 	}
 	if (o->nthreads > had)
 		return 0;

@@ -81,7 +81,10 @@ struct kkr_opts {
 	const char *path;	/* -o (NULL: the format's default) */
 	const char *format;
 	uint64_t duration_ns, count;
-	char **threads;		/* --threads, split at commas (malloc'ed list) */
+	struct kkr_thread {	/* --threads, split at commas (malloc'ed list) */
+		const char *text;	/* the entry, as given (in argv) */
+		int tid;		/* its thread id; 0: a glob of names */
+	} *threads;
 	size_t nthreads;
 	bool wallclock, stdin_stop;
 	char **queries;

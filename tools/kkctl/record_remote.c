@@ -201,7 +201,7 @@ static int remote_args(const struct kkr_opts *o)
 	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
 		err |= kkctl_remote_arg(head[i], NULL);
 	for (size_t i = 0; i < o->nthreads; i++)
-		err |= kkctl_remote_arg("--threads", o->threads[i]);
+		err |= kkctl_remote_arg("--threads", o->threads[i].text);
 	err |= kkctl_remote_arg("--", NULL);
 	for (int i = 0; i < o->nq; i++)
 		err |= kkctl_remote_arg(o->queries[i], NULL);
