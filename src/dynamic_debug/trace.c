@@ -1285,6 +1285,7 @@ struct ring_copy {
 	uint64_t first, last, n;	/* the numbers of the records copied, and how many */
 	uint64_t end;			/* the end of the last whole record */
 	uint64_t last_ts;		/* its time, ordered (see walk_copy()) */
+	bool busy;			/* a record was being written when head was loaded */
 };
 
 /*
@@ -1298,6 +1299,13 @@ static int copy_once(struct ring *r, uint64_t start_min, uint64_t limit, struct 
 	uint64_t size = r->size, mask = size - 1, tail, res, p;
 
 	rc->top = rc->head = atomic_load_explicit(&r->head, memory_order_acquire);
+	/*
+	 * A write under way: reserve() publishes TR_REC_MAX bytes past the
+	 * record's start before it stamps it, and a whole record is shorter,
+	 * so reserved - head >= TR_REC_MAX only between the two.  (reserved is
+	 * loaded after head: a write begun since counts as under way too.)
+	 */
+	rc->busy = atomic_load_explicit(&r->reserved, memory_order_acquire) - rc->top >= TR_REC_MAX;
 	rc->w = atomic_load_explicit(&r->written, memory_order_relaxed);
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	rc->start = rc->from = tail > start_min ? tail : start_min;
@@ -1451,6 +1459,7 @@ static void pipe_marks(struct ring *r, const struct ring_copy *rc, struct snap_r
 	sr->buf = atomic_load_explicit(&r->buf, memory_order_relaxed);
 	sr->base = (struct pipe_at){ r->pipe_pos, r->pipe_seq };
 	sr->more = rc->head < rc->top;
+	sr->busy = rc->busy;
 	sr->last_ts = rc->last_ts;
 	sr->in_buffer = rc->n;
 	if (rc->n) {
@@ -1596,15 +1605,34 @@ static bool ring_pending_locked(struct ring *r)
 }
 
 /*
+ * Lower @s->complete to what ring @sr leaves for a later read: a ring whose
+ * copy stopped short, or whose owner was writing a record, may still give
+ * records stamped from its last copied one on (a record is stamped after
+ * the previous one is committed); with none copied, that time is not known.
+ */
+static void complete_ring(struct snap *s, const struct snap_ring *sr)
+{
+	uint64_t from = sr->in_buffer ? sr->last_ts : 0;
+
+	if ((sr->busy || sr->more) && from < s->complete)
+		s->complete = from;
+}
+
+/*
  * A whole-rings read's share of @limit for each ring: what is left, divided
  * by the rings with records not copied yet (a ring with fewer leaves the
  * rest to the later ones), at least one record's room.  Under trace_lock.
+ * s->complete: a record not copied now is stamped at or after it (0: not
+ * known).  It starts at the time before any copy: a record reserved later
+ * is stamped later.
  */
 static int read_shared_locked(struct snap *s, uint64_t limit)
 {
 	uint64_t left = limit;
 	size_t nleft = 0;
 	int ret = 0;
+
+	s->complete = now_stamp();
 
 	for (struct ring *r = atomic_load(&rings); r; r = r->next)
 		nleft += atomic_load_explicit(&r->buf, memory_order_acquire) && ring_pending_locked(r);
@@ -1617,6 +1645,8 @@ static int read_shared_locked(struct snap *s, uint64_t limit)
 		pending = ring_pending_locked(r);
 		ret = snap_ring_locked(s, r, true, share > TR_REC_MAX ? share : TR_REC_MAX);
 		got = ret ? 0 : s->rings[s->nrings - 1].copy_len;
+		if (!ret)
+			complete_ring(s, &s->rings[s->nrings - 1]);
 		left -= got < left ? got : left;
 		nleft -= pending && nleft;
 	}

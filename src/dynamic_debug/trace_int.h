@@ -115,6 +115,7 @@ struct snap_ring {
 	const void *buf;		/* its buffer when read: a new one means a clear */
 	size_t nshown;			/* its records in snap.v */
 	bool more, all_ok, took;	/* records after the copy; "all" is set; some were shown */
+	bool busy;			/* its owner was writing a record when it was copied */
 	uint64_t last_ts;		/* the (ordered) time of its last record copied */
 	uint64_t copy_pos, copy_len;	/* its copy: the ring position of its first byte, its bytes */
 };
@@ -134,6 +135,8 @@ struct snap {
 	size_t n, cap;
 	size_t ready;			/* bounded read: v[0..ready) may be shown (all before a cut ring's rest) */
 	bool whole_rings;		/* kk_dd_tr_read_rings(): no v[], no sort */
+	uint64_t complete;		/* kk_dd_tr_read_rings(): a stamp (0: not known) before
+					 * which every record not copied was read before */
 };
 
 /*

@@ -38,6 +38,14 @@
  */
 #define RAW_READ_MAX	(1024u << 10)
 #define RAW_NAME	64
+/*
+ * The HEAD frame's complete is the read's bound less this: a stamp taken
+ * by one CPU may be a little behind one taken by another (walk_copy()),
+ * and a writer's time stamp counter read is not ordered after its store
+ * of the reservation.  Both are well under a microsecond; a reader that
+ * had no bound held 2 ms.
+ */
+#define RAW_COMPLETE_SLACK_NS	100000u
 
 #define ROUND8(n)	(((n) + 7) & ~(size_t)7)
 
@@ -468,6 +476,7 @@ struct raw_out {
 	size_t total;			/* records in the closed frames */
 	size_t start;			/* where the reply begins in @b */
 	size_t cap;			/* its bound (RAW_READ_MAX, or what the socket takes) */
+	bool full;			/* a record copied was left for the next read */
 };
 
 /* Open a RING frame for @sr's thread @tid with @lost (room checked). */
@@ -622,6 +631,7 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 	for (i = 0; i < s->nrings && !ret; i++)
 		ret = ring_out(o, rr, &s->rings[i], s->copies[i]);
 	kk_dd_sites_unlock();
+	o->full = ret > 0;
 	for (; i < s->nrings; i++) {	/* (after a full reply: their lost are said next time) */
 		s->rings[i].all_ok = false;
 		s->rings[i].lost = 0;
@@ -635,11 +645,19 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 	return 0;
 }
 
+/* The HEAD frame's complete (see trace_raw.h): none once a record copied was left. */
+static uint64_t raw_complete(const struct raw_read *rr, bool full)
+{
+	uint64_t ns = rr->s->complete && !full ? kk_dd_tr_conv_ns(&rr->tc, rr->s->complete) : 0;
+
+	return ns > RAW_COMPLETE_SLACK_NS ? ns - RAW_COMPLETE_SLACK_NS : 0;
+}
+
 static int raw_show(struct kk_buf *out, void *priv)
 {
 	struct raw_read rr = { 0 };
 	/* (no larger than the client's socket takes at once: kk_control_reply_room()) */
-	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX) };
+	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX), false };
 	struct snap s = { 0 };
 	int ret;
 
@@ -652,10 +670,13 @@ static int raw_show(struct kk_buf *out, void *priv)
 	kk_dd_tr_conv_setup(&rr.tc);
 	if (!ret && raw_reserve(out, sizeof(struct kk_raw_head))) {
 		struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, rr.pid,
-					  rr.tc.real_off };
+					  rr.tc.real_off, 0 };
+		size_t at = out->len;
 
-		memcpy(raw_take(out, sizeof(hd)), &hd, sizeof(hd));
+		raw_take(out, sizeof(hd));
 		ret = raw_rings(&o, &rr);
+		hd.complete = raw_complete(&rr, o.full);
+		memcpy(out->data + at, &hd, sizeof(hd));
 	} else if (!ret) {
 		ret = -ENOMEM;
 	}

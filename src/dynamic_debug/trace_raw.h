@@ -12,7 +12,10 @@
 #ifndef KK_DD_TRACE_RAW_H
 #define KK_DD_TRACE_RAW_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define KK_RAW_VERSION	1u
 
@@ -23,13 +26,37 @@ struct kk_raw_frame {
 	uint32_t type, len;
 };
 
-/* Once a reply: the process, and CLOCK_REALTIME - CLOCK_MONOTONIC when the read began. */
+/*
+ * Once a reply: the process, and CLOCK_REALTIME - CLOCK_MONOTONIC when the
+ * read began.  @complete (CLOCK_MONOTONIC ns; 0: not known): every record
+ * that a later read of this file sends is stamped at or after it, so a
+ * reader may write out every record before it now.  Added after the first
+ * release: a reader takes it only from a frame long enough to hold it
+ * (KK_RAW_HEAD_V1 bytes came before), and its own rule otherwise.
+ */
 struct kk_raw_head {
 	struct kk_raw_frame f;
 	uint32_t version;
 	int32_t pid;
 	int64_t real_off;
+	uint64_t complete;
 };
+#define KK_RAW_HEAD_V1	24u	/* the frame without @complete */
+
+/* The HEAD frame at the start of reply @b (@len bytes) into *@h, the fields
+ * its frame does not hold zero.  False: no head of this version. */
+static inline bool kk_raw_head_get(const unsigned char *b, size_t len, struct kk_raw_head *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (len < KK_RAW_HEAD_V1)
+		return false;
+	memcpy(h, b, KK_RAW_HEAD_V1);
+	if (h->f.type != KK_RAW_HEAD || h->version != KK_RAW_VERSION || h->f.len < KK_RAW_HEAD_V1)
+		return false;
+	if (h->f.len >= sizeof(*h) && len >= sizeof(*h))
+		memcpy(h, b, sizeof(*h));
+	return true;
+}
 
 /*
  * An event class: one site's format packed up to a number of conversions

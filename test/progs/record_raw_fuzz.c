@@ -55,7 +55,7 @@ static void make_reply(void)
 	static const struct field c0[] = { { KK_RAW_INT, 4, "aa" }, { KK_RAW_UINT, 8, "ab" } },
 				  c1[] = { { KK_RAW_FLOAT, 8, "aa" } },
 				  c2[] = { { KK_RAW_STRING, 0, "aa" } };
-	struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, 77, 1000000000ll };
+	struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, 77, 1000000000ll, 0 };
 
 	rlen = 0;
 	put(&hd, sizeof(hd));

@@ -70,7 +70,8 @@ static void make_reply(void)
 		{ KK_RAW_FLOAT, 8, "f" }, { KK_RAW_STRING, 0, "s" }, { KK_RAW_STRING, 0, "m" },
 		{ KK_RAW_STRING, 0, "w" },
 	}, c2[] = { { KK_RAW_INT, 4, "a" } };
-	struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, 77, 1000000000ll };
+	struct kk_raw_head hd = { { KK_RAW_HEAD, sizeof(hd) }, KK_RAW_VERSION, 77, 1000000000ll,
+				  2000000 };
 
 	rlen = 0;
 	put(&hd, sizeof(hd));
@@ -109,7 +110,8 @@ static int take(void *arg, const struct kkr_line *l)
 
 /*
  * The valid reply: 11 records, 3 lost, the first three messages as printf
- * makes them; its time thread 79's last record (4 ms, thread 78's is 5 ms).
+ * makes them; its time thread 79's last record (4 ms, thread 78's is 5 ms),
+ * its complete the head's (2 ms) in wall-clock time.
  */
 static int check_valid(struct kkr_rawdec *d, const char *when)
 {
@@ -126,9 +128,11 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 	memset(first, 0, sizeof(first));
 	memcpy(b, reply, rlen);
 	if (kkr_rawdec_take(d, b, rlen, &bad, take, NULL, &last) || bad || nlines != 11 ||
-	    nlost != 3 || last != 1000000000ull + 4000000ull) {
+	    nlost != 3 || last != 1000000000ull + 4000000ull ||
+	    kkr_rawdec_complete(d) != 1000000000ull + 2000000ull) {
 		fprintf(stderr, "record_rawdec_fuzz: %s valid reply: bad %d, %zu records, %zu lost, "
-			"time %llu\n", when, bad, nlines, nlost, (unsigned long long)last);
+			"time %llu, complete %llu\n", when, bad, nlines, nlost,
+			(unsigned long long)last, (unsigned long long)kkr_rawdec_complete(d));
 		return 1;
 	}
 	free(b);
@@ -138,6 +142,30 @@ static int check_valid(struct kkr_rawdec *d, const char *when)
 				when, i, first[i], want[i]);
 			return 1;
 		}
+	return 0;
+}
+
+/* The valid reply with the head of the first release (no complete): the
+ * same records, no complete. */
+static int check_v1(struct kkr_rawdec *d)
+{
+	unsigned char *b = malloc(rlen - (sizeof(struct kk_raw_head) - KK_RAW_HEAD_V1));
+	uint32_t v1 = KK_RAW_HEAD_V1;
+	size_t n = rlen - (sizeof(struct kk_raw_head) - KK_RAW_HEAD_V1);
+	uint64_t last;
+	bool bad;
+
+	memcpy(b, reply, KK_RAW_HEAD_V1);
+	memcpy(b + 4, &v1, 4);	/* (the frame's length) */
+	memcpy(b + KK_RAW_HEAD_V1, reply + sizeof(struct kk_raw_head), n - KK_RAW_HEAD_V1);
+	nlines = nlost = 0;
+	if (kkr_rawdec_take(d, b, n, &bad, take, NULL, &last) || bad || nlines != 11 ||
+	    kkr_rawdec_complete(d)) {
+		fprintf(stderr, "record_rawdec_fuzz: a first-release head: bad %d, %zu records, "
+			"complete %llu\n", bad, nlines, (unsigned long long)kkr_rawdec_complete(d));
+		return 1;
+	}
+	free(b);
 	return 0;
 }
 
@@ -157,7 +185,7 @@ int main(int argc, char **argv)
 	if (!(d = kkr_rawdec_new(77)))
 		return 1;
 	make_reply();
-	if (check_valid(d, "the first"))
+	if (check_valid(d, "the first") || check_v1(d))
 		return 1;
 	for (long i = 0; i < iters; i++) {
 		unsigned char *b = malloc(rlen);

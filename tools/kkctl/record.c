@@ -625,6 +625,15 @@ static uint64_t read_horizon(uint64_t start, uint64_t last)
 	return last && last < copy - SLACK_NS ? last : copy - SLACK_NS;
 }
 
+/* read_horizon() for a trace_pipe_raw read, or the bound its reply gave:
+ * the library knows which writes were under way when it copied. */
+static uint64_t raw_horizon(const struct rtarget *rt, uint64_t start, uint64_t last)
+{
+	uint64_t complete = !raw_ctf && rt->dec ? kkr_rawdec_complete(rt->dec) : 0;
+
+	return complete ? complete : read_horizon(start, last);
+}
+
 /* The time of the last event of @v. */
 static uint64_t last_event(struct kkr_rec **v, size_t n)
 {
@@ -682,7 +691,7 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 	}
 	free(res.body);
 	if (res.ok)
-		kkr_push(&rt->src, rt->batch, tk.n, read_horizon(start, *last));
+		kkr_push(&rt->src, rt->batch, tk.n, raw_horizon(rt, start, *last));
 	return true;
 }
 

@@ -627,10 +627,7 @@ static bool head_frame(struct kkr_raw *r, const unsigned char *f, size_t len)
 	struct timespec now;
 	uint64_t utc;
 
-	if (len < sizeof(h))
-		return false;
-	memcpy(&h, f, sizeof(h));
-	if (h.f.type != KK_RAW_HEAD || h.version != KK_RAW_VERSION)
+	if (!kk_raw_head_get(f, len, &h))
 		return false;
 	clock_gettime(CLOCK_REALTIME, &now);
 	utc = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;

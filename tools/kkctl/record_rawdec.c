@@ -81,6 +81,7 @@ struct kkr_rawdec {
 	size_t ncls, nseen;		/* (nseen: this reply's CLASS frames so far) */
 	int64_t real_off;		/* the first reply's (the session's: see below) */
 	bool off_set;
+	uint64_t complete;		/* the last reply's, wall-clock ns (0: none) */
 	struct dbuf msg, out;		/* a record's message as made, its strings as sent on */
 	struct dval *val;
 	struct kkr_arg *args;
@@ -658,6 +659,11 @@ struct kkr_rawdec *kkr_rawdec_new(int pid)
 	return d;
 }
 
+uint64_t kkr_rawdec_complete(const struct kkr_rawdec *d)
+{
+	return d->complete;
+}
+
 void kkr_rawdec_free(struct kkr_rawdec *d)
 {
 	if (!d)
@@ -683,8 +689,8 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 	for (size_t i = 0; i < d->ncls && i < d->nseen; i++)	/* (a reply's ids are its own) */
 		class_clear(&d->cls[i]);
 	d->nseen = 0;
-	if (len < sizeof(hd) || (memcpy(&hd, body, sizeof(hd)), hd.f.type != KK_RAW_HEAD) ||
-	    hd.version != KK_RAW_VERSION) {
+	d->complete = 0;
+	if (!kk_raw_head_get(body, len, &hd)) {
 		said_bad(d, bad, "no head");
 		return 0;
 	}
@@ -695,6 +701,8 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 	if (!d->off_set)
 		d->real_off = hd.real_off;
 	d->off_set = true;
+	if (hd.complete)
+		d->complete = hd.complete + (uint64_t)d->real_off;
 	while (len - at >= sizeof(struct kk_raw_frame)) {
 		struct kk_raw_frame f;
 		int ret = 0;
