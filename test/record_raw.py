@@ -9,6 +9,9 @@
   record_raw.py addrs PID REPLY...      exit 1 if a reply holds an address of a file the
                                         process maps, its heap or its stack
   record_raw.py sizes REPLY...          each reply's body size, one a line
+  record_raw.py complete REPLY...       exit 1 unless each reply's HEAD says complete (not 0),
+                                        and every record of the later replies is stamped at or
+                                        after it
 
 A REPLY is control_raw's output: the status line, then the body.
 """
@@ -137,6 +140,35 @@ def addrs(pid, paths):
                 sys.exit(1)
 
 
+def stamps(b):
+    """A reply's HEAD complete (0 when its HEAD has none) and its records' stamps."""
+    at, complete, ts = 0, 0, []
+    while at < len(b):
+        typ, ln = struct.unpack_from("<II", b, at)
+        if typ == 1 and ln >= 32:
+            (complete,) = struct.unpack_from("<Q", b, at + 24)
+        elif typ == 3:
+            r = 40
+            while r < ln:
+                rl, _, t = struct.unpack_from("<IIQ", b, at + r)
+                ts.append(t)
+                r += (rl + 7) // 8 * 8
+        at += ln
+    return complete, ts
+
+
+def complete(paths):
+    replies = [stamps(body(p)) for p in paths]
+    for i, (c, _) in enumerate(replies):
+        if not c:
+            fail("reply %d of %d: no complete in its HEAD" % (i + 1, len(paths)))
+        for j in range(i + 1, len(replies)):
+            early = [t for t in replies[j][1] if t < c]
+            if early:
+                fail("reply %d says complete at %d, and reply %d has %d records before it (the "
+                     "first %d)" % (i + 1, c, j + 1, len(early), early[0]))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     out = []
@@ -150,6 +182,8 @@ def main():
         addrs(args[0], args[1:])
     elif cmd == "sizes":
         out = [str(len(body(p))) for p in args]
+    elif cmd == "complete":
+        complete(args)
     print("\n".join(out))
 
 

@@ -1608,7 +1608,8 @@ static bool ring_pending_locked(struct ring *r)
  * Lower @s->complete to what ring @sr leaves for a later read: a ring whose
  * copy stopped short, or whose owner was writing a record, may still give
  * records stamped from its last copied one on (a record is stamped after
- * the previous one is committed); with none copied, that time is not known.
+ * the previous one is committed, by the same thread); with none copied,
+ * that time is not known.
  */
 static void complete_ring(struct snap *s, const struct snap_ring *sr)
 {
@@ -1622,9 +1623,8 @@ static void complete_ring(struct snap *s, const struct snap_ring *sr)
  * A whole-rings read's share of @limit for each ring: what is left, divided
  * by the rings with records not copied yet (a ring with fewer leaves the
  * rest to the later ones), at least one record's room.  Under trace_lock.
- * s->complete: a record not copied now is stamped at or after it (0: not
- * known).  It starts at the time before any copy: a record reserved later
- * is stamped later.
+ * s->read_stamp: the time before any copy (a record reserved later is
+ * stamped later); s->complete: what the rings' order says (see complete_ring()).
  */
 static int read_shared_locked(struct snap *s, uint64_t limit)
 {
@@ -1632,7 +1632,8 @@ static int read_shared_locked(struct snap *s, uint64_t limit)
 	size_t nleft = 0;
 	int ret = 0;
 
-	s->complete = now_stamp();
+	s->read_stamp = now_stamp();
+	s->complete = UINT64_MAX;
 
 	for (struct ring *r = atomic_load(&rings); r; r = r->next)
 		nleft += atomic_load_explicit(&r->buf, memory_order_acquire) && ring_pending_locked(r);

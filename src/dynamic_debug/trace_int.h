@@ -135,8 +135,11 @@ struct snap {
 	size_t n, cap;
 	size_t ready;			/* bounded read: v[0..ready) may be shown (all before a cut ring's rest) */
 	bool whole_rings;		/* kk_dd_tr_read_rings(): no v[], no sort */
-	uint64_t complete;		/* kk_dd_tr_read_rings(): a stamp (0: not known) before
-					 * which every record not copied was read before */
+	/* kk_dd_tr_read_rings(): a record not copied now is stamped at or
+	 * after read_stamp (less a slack: stamps of two CPUs) and at or
+	 * after complete (its ring's order; UINT64_MAX: no ring bounds it, 0:
+	 * not known) */
+	uint64_t read_stamp, complete;
 };
 
 /*

@@ -39,11 +39,12 @@
 #define RAW_READ_MAX	(1024u << 10)
 #define RAW_NAME	64
 /*
- * The HEAD frame's complete is the read's bound less this: a stamp taken
- * by one CPU may be a little behind one taken by another (walk_copy()),
- * and a writer's time stamp counter read is not ordered after its store
- * of the reservation.  Both are well under a microsecond; a reader that
- * had no bound held 2 ms.
+ * The time a read began is a bound for the records of other threads less
+ * this: a stamp taken by one CPU may be a little behind one taken by
+ * another (walk_copy()), and a writer's time stamp counter read is not
+ * ordered after its store of the reservation.  Both are well under a
+ * microsecond; a reader that had no bound held 2 ms.  (A bound from a
+ * ring's own order, a thread's records one after the other, needs none.)
  */
 #define RAW_COMPLETE_SLACK_NS	100000u
 
@@ -476,7 +477,8 @@ struct raw_out {
 	size_t total;			/* records in the closed frames */
 	size_t start;			/* where the reply begins in @b */
 	size_t cap;			/* its bound (RAW_READ_MAX, or what the socket takes) */
-	bool full;			/* a record copied was left for the next read */
+	uint64_t unsent;		/* the stamp of the first record copied and left for
+					 * the next read (UINT64_MAX: none) */
 };
 
 /* Open a RING frame for @sr's thread @tid with @lost (room checked). */
@@ -565,6 +567,27 @@ static bool reply_full(const struct raw_out *o, const struct trec *h)
 	return (o->total || o->nrec) && o->b->len - o->start + h->len > o->cap;
 }
 
+/* The stamp of the first record of @sr's copy @c (UINT64_MAX: none). */
+static uint64_t first_stamp(const struct snap_ring *sr, const unsigned char *c)
+{
+	for (uint64_t p = sr->skip.pos; sr->in_buffer && p < sr->all.pos;) {
+		const struct trec *h = (const void *)(c + (p - sr->copy_pos));
+
+		if (!(h->flags & TR_PAD))
+			return h->ts;
+		p += h->len;
+	}
+	return UINT64_MAX;
+}
+
+/* A ring's records from @stamp on are left for the next read (its order
+ * is its records' time: walk_copy()). */
+static void left_from(struct raw_out *o, uint64_t stamp)
+{
+	if (stamp < o->unsent)
+		o->unsent = stamp;
+}
+
 /*
  * Ring @sr's records (copy @c), walked once in ring order: a RING frame per
  * run of one thread (a ring passes to a new thread when its own exits), its
@@ -587,10 +610,13 @@ static int ring_out(struct raw_out *o, struct raw_read *rr, struct snap_ring *sr
 		if (reply_full(o, h) && lost) {	/* (its lost not said yet: the ring moves nowhere) */
 			sr->all_ok = false;
 			sr->lost = 0;
+			left_from(o, first_stamp(sr, c));
 			return 1;
 		}
-		if (reply_full(o, h))
+		if (reply_full(o, h)) {
+			left_from(o, h->ts);
 			break;
+		}
 		if ((k = rec_class(rr, h)) == -ENOMEM)
 			return -ENOMEM;
 		seq++;
@@ -631,10 +657,10 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 	for (i = 0; i < s->nrings && !ret; i++)
 		ret = ring_out(o, rr, &s->rings[i], s->copies[i]);
 	kk_dd_sites_unlock();
-	o->full = ret > 0;
 	for (; i < s->nrings; i++) {	/* (after a full reply: their lost are said next time) */
 		s->rings[i].all_ok = false;
 		s->rings[i].lost = 0;
+		left_from(o, first_stamp(&s->rings[i], s->copies[i]));
 	}
 	if (ret < 0 || rr->frames.error || !raw_reserve(o->b, rr->frames.len))
 		return -ENOMEM;
@@ -645,19 +671,27 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 	return 0;
 }
 
-/* The HEAD frame's complete (see trace_raw.h): none once a record copied was left. */
-static uint64_t raw_complete(const struct raw_read *rr, bool full)
+/* The HEAD frame's complete (see trace_raw.h): when the read began, less
+ * the slack; not after a ring's bound, nor the first record the reply left. */
+static uint64_t raw_complete(const struct raw_read *rr, const struct raw_out *o)
 {
-	uint64_t ns = rr->s->complete && !full ? kk_dd_tr_conv_ns(&rr->tc, rr->s->complete) : 0;
+	uint64_t c = rr->s->complete < o->unsent ? rr->s->complete : o->unsent;
+	uint64_t ns = rr->s->read_stamp ? kk_dd_tr_conv_ns(&rr->tc, rr->s->read_stamp) : 0;
 
-	return ns > RAW_COMPLETE_SLACK_NS ? ns - RAW_COMPLETE_SLACK_NS : 0;
+	ns = ns > RAW_COMPLETE_SLACK_NS ? ns - RAW_COMPLETE_SLACK_NS : 0;
+	if (!c)
+		return 0;
+	if (c != UINT64_MAX && kk_dd_tr_conv_ns(&rr->tc, c) < ns)
+		ns = kk_dd_tr_conv_ns(&rr->tc, c);
+	return ns;
 }
 
 static int raw_show(struct kk_buf *out, void *priv)
 {
 	struct raw_read rr = { 0 };
 	/* (no larger than the client's socket takes at once: kk_control_reply_room()) */
-	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX), false };
+	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX),
+			     UINT64_MAX };
 	struct snap s = { 0 };
 	int ret;
 
@@ -675,7 +709,7 @@ static int raw_show(struct kk_buf *out, void *priv)
 
 		raw_take(out, sizeof(hd));
 		ret = raw_rings(&o, &rr);
-		hd.complete = raw_complete(&rr, o.full);
+		hd.complete = raw_complete(&rr, &o);
 		memcpy(out->data + at, &hd, sizeof(hd));
 	} else if (!ret) {
 		ret = -ENOMEM;

@@ -11,7 +11,9 @@
 #     heap or its stack (the site and
 #     format pointers of the ring's records are not sent);
 #   - a read is bounded: 40000 records come in several replies, none larger
-#     than 1 MiB and a record, every one exactly once, in order.
+#     than 1 MiB and a record, every one exactly once, in order; each reply's
+#     HEAD says up to when it is complete, the first record it left when it
+#     stopped full, and no later reply has a record before that.
 set -u
 B=${KK_BUILD:?}
 K=$B/kkctl
@@ -93,6 +95,7 @@ for f in "$tmp"/b*; do
 done
 [ $n -ge 3 ] || fail "40000 records came in $n reads: not bounded"
 python3 "$PY" decode $(ls "$tmp"/b* | sort -V) > "$tmp/all" || fail "a bad reply in the bounded reads"
+python3 "$PY" complete $(ls "$tmp"/b* | sort -V) || fail "a reply's complete is past a later record"
 grep -q '^lost' "$tmp/all" && fail "records lost: $(grep '^lost' "$tmp/all")"
 [ "$(grep -c raw_ints "$tmp/all")" -eq 10000 ] || fail "want 10000 raw_ints, got $(grep -c raw_ints "$tmp/all")"
 # each thread's raw_ints i = 0..4999, once each, in order

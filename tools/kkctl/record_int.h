@@ -74,7 +74,7 @@ int kkr_rawdec_take(struct kkr_rawdec *d, const unsigned char *body, size_t len,
 		    int (*fn)(void *arg, const struct kkr_line *l), void *arg, uint64_t *last);
 /* The last reply's complete (its HEAD frame's, trace_raw.h) in wall-clock
  * ns: every record a later reply sends is at or after it.  0: not said (an
- * older library, a full reply, a write under way in a ring not read). */
+ * older library; a write under way in a ring with no record copied). */
 uint64_t kkr_rawdec_complete(const struct kkr_rawdec *d);
 
 /* What the command line of kkctl record gave. */
