@@ -184,9 +184,21 @@ static bool thread_alive(pid_t tid)
  * Time stamps.  clock_gettime() costs 20-30 ns here, most of an event, so
  * records take the CPU's counter where it runs at a constant rate and is
  * shared by all CPUs (x86-64 with an invariant TSC, aarch64's virtual
- * counter), and readers convert: CLOCK_MONOTONIC ns = anchor.ns + (counter
- * - anchor.ctr) * rate, the rate measured between the anchor (the first
- * event) and the read.  Elsewhere the records hold CLOCK_MONOTONIC ns.
+ * counter), and readers convert.  Elsewhere the records hold
+ * CLOCK_MONOTONIC ns.
+ *
+ * The conversion is a line through knots, (counter, CLOCK_MONOTONIC ns)
+ * pairs: the anchor, taken before the first record, and one taken by each
+ * read that has a record newer than the last knot.  A knot is taken after
+ * the read's copy, so every record a read converts lies between two knots,
+ * and a later read only adds knots after it: a record's time, once given,
+ * is the time every later read gives it (a reply's complete, taken from a
+ * ring's order, holds against the next reply's records).  A knot is the
+ * counter read between two clock reads, the narrowest of a few tries: a
+ * preemption between the two reads would skew every time near the knot.
+ * Of the knots after the anchor, the last TR_KNOTS - 2 are kept: only a
+ * record older than all of them can then get another time, by a knot's
+ * error (ns).
  */
 static uint64_t mono_ns(void)
 {
@@ -234,29 +246,69 @@ static bool counter_usable(void)
 }
 #endif
 
-static atomic_int tr_clock;		/* 0 unknown, 1 the counter, 2 CLOCK_MONOTONIC */
-static struct {
-	_Atomic uint64_t ctr, ns;
-} tr_anchor;
+enum { TR_CLOCK_UNKNOWN, TR_CLOCK_COUNTER, TR_CLOCK_MONO };
+static atomic_int tr_clock;
 
-/* Once, from the first ring attach (async-signal-safe). */
+#define TR_KNOT_TRIES	8
+#define TR_KNOT_NARROW_NS 2000u	/* a bracket this narrow is not tried again */
+
+/* A knot: the counter between two CLOCK_MONOTONIC reads, the narrowest of a few (async-signal-safe). */
+static struct tr_knot knot_take(void)
+{
+	struct tr_knot k = { 0, 0 };
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < TR_KNOT_TRIES && best > TR_KNOT_NARROW_NS; i++) {
+		uint64_t n1 = mono_ns(), c = read_counter(), n2 = mono_ns();
+
+		if (n2 - n1 < best) {
+			best = n2 - n1;
+			k = (struct tr_knot){ c, n1 + (n2 - n1) / 2 };
+		}
+	}
+	return k;
+}
+
+/*
+ * The anchor: the first knot, taken before the first record.  Threads that
+ * come at once each take a slot of their own and the first to publish its
+ * slot wins, so nobody waits for another (a thread stopped in the middle,
+ * or a handler on top of it, holds up no one) and no anchor is half one
+ * thread's and half another's.
+ */
+#define TR_ANCHOR_SLOTS	4
+static struct tr_knot tr_anchor_slot[TR_ANCHOR_SLOTS];
+static atomic_int tr_anchor_claims, tr_anchor_at = -1;
+
+static void anchor_publish(void)
+{
+	int slot, none = -1;
+
+	if (atomic_load_explicit(&tr_anchor_at, memory_order_acquire) >= 0)
+		return;
+	slot = atomic_fetch_add(&tr_anchor_claims, 1);
+	if (slot >= TR_ANCHOR_SLOTS)
+		return;	/* (the slots' holders publish) */
+	tr_anchor_slot[slot] = knot_take();
+	atomic_compare_exchange_strong_explicit(&tr_anchor_at, &none, slot, memory_order_release,
+						memory_order_relaxed);
+}
+
+/* Once, from the first ring attach or the first read (async-signal-safe). */
 static void clock_setup(void)
 {
-	int want = counter_usable() ? 1 : 2, zero = 0;
+	int was = TR_CLOCK_UNKNOWN;
 
-	if (want == 1) {
-		uint64_t c = read_counter();
-
-		atomic_store(&tr_anchor.ns, mono_ns());
-		atomic_store(&tr_anchor.ctr, c);
-	}
-	atomic_compare_exchange_strong(&tr_clock, &zero, want);
+	atomic_compare_exchange_strong(&tr_clock, &was,
+				       counter_usable() ? TR_CLOCK_COUNTER : TR_CLOCK_MONO);
+	if (atomic_load(&tr_clock) == TR_CLOCK_COUNTER)
+		anchor_publish();
 }
 
 static inline uint64_t now_stamp(void)
 {
-	return atomic_load_explicit(&tr_clock, memory_order_relaxed) == 1 ? read_counter() :
-									     mono_ns();
+	return atomic_load_explicit(&tr_clock, memory_order_relaxed) == TR_CLOCK_COUNTER ?
+		       read_counter() : mono_ns();
 }
 
 static int64_t clock_ns(clockid_t id)
@@ -267,33 +319,107 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The knots after the anchor, under trace_lock; tr_read_newest: the newest record a read copied. */
+static struct tr_knot tr_knots[TR_KNOTS - 2];
+static size_t tr_nknots;
+static uint64_t tr_read_newest;
+
+/*
+ * Add @k after the last knot of @cv->knots (the anchor, then tr_knots).
+ * When full, the oldest after the anchor goes: the records between the
+ * anchor and the next knot are the oldest, read long ago.
+ */
+static void knot_add_locked(struct tr_conv *cv, struct tr_knot k)
+{
+	if (cv->nknots == TR_KNOTS - 1) {
+		memmove(&cv->knots[1], &cv->knots[2], (cv->nknots - 2) * sizeof(k));
+		cv->nknots--;
+	}
+	cv->knots[cv->nknots++] = k;
+	tr_nknots = cv->nknots - 1;
+	memcpy(tr_knots, &cv->knots[1], tr_nknots * sizeof(k));
+}
+
 /*
  * The conversion of a read: stamps to CLOCK_MONOTONIC ns, and the offset of
  * CLOCK_REALTIME measured now (a clock step between a record and its read
- * shifts the record's wall-clock time by the step).
+ * shifts the record's wall-clock time by the step).  After the read's copy:
+ * the knots, and one of now, kept when a record is newer than the last
+ * (else it converts only the read's own stamps).  @lock false (the panic
+ * dump): the knots are taken only if trace_lock is free.
  */
-void kk_dd_tr_conv_setup(struct tr_conv *cv)
+static void conv_setup(struct tr_conv *cv, bool lock)
 {
-	uint64_t c1 = read_counter(), n1 = mono_ns();
+	uint64_t n1 = mono_ns();
 	int64_t real = clock_ns(CLOCK_REALTIME);
 	uint64_t n2 = mono_ns();
+	bool locked;
+	struct tr_knot k;
+	int at;
 
 	cv->real_off = real - (int64_t)(n1 + (n2 - n1) / 2);
 	cv->realtime = kk_dd_tr_clock_realtime();
-	cv->counter = atomic_load(&tr_clock) == 1;
-	cv->ctr0 = atomic_load(&tr_anchor.ctr);
-	cv->ns0 = atomic_load(&tr_anchor.ns);
-	cv->ns_per_tick = (cv->counter && c1 > cv->ctr0 && n1 > cv->ns0) ?
-		(long double)(n1 - cv->ns0) / (long double)(c1 - cv->ctr0) : 1.0L;
+	cv->counter = atomic_load(&tr_clock) == TR_CLOCK_COUNTER;
+	cv->nknots = 0;
+	if (!cv->counter)
+		return;
+	anchor_publish();	/* (the anchor's thread may be stopped before it published) */
+	at = atomic_load_explicit(&tr_anchor_at, memory_order_acquire);
+	if (at >= 0)
+		cv->knots[cv->nknots++] = tr_anchor_slot[at];
+	locked = lock ? !pthread_mutex_lock(&trace_lock) : !pthread_mutex_trylock(&trace_lock);
+	if (locked && cv->nknots) {
+		memcpy(&cv->knots[1], tr_knots, tr_nknots * sizeof(tr_knots[0]));
+		cv->nknots += tr_nknots;
+	}
+	k = knot_take();
+	/* (the counter and the clock only go on; a knot that does not is not used) */
+	if (!cv->nknots) {
+		cv->knots[cv->nknots++] = k;
+	} else if (k.ctr > cv->knots[cv->nknots - 1].ctr && k.ns > cv->knots[cv->nknots - 1].ns) {
+		if (locked && tr_read_newest > cv->knots[cv->nknots - 1].ctr)
+			knot_add_locked(cv, k);
+		else
+			cv->knots[cv->nknots++] = k;
+	}
+	if (locked)
+		pthread_mutex_unlock(&trace_lock);
+}
+
+void kk_dd_tr_conv_setup(struct tr_conv *cv)
+{
+	conv_setup(cv, true);
+}
+
+/* ns of @k[0] + (stamp - ctr of k[0]) at the rate from @a to @b (may be before @a). */
+static uint64_t knot_line(const struct tr_knot *a, const struct tr_knot *b, uint64_t stamp)
+{
+	unsigned __int128 dn = b->ns - a->ns, dc = b->ctr - a->ctr;
+
+	if (stamp >= a->ctr)
+		return a->ns + (uint64_t)((unsigned __int128)(stamp - a->ctr) * dn / dc);
+	return a->ns - (uint64_t)((unsigned __int128)(a->ctr - stamp) * dn / dc);
 }
 
 uint64_t kk_dd_tr_conv_ns(const struct tr_conv *cv, uint64_t stamp)
 {
-	if (!cv->counter)
+	size_t lo = 0, hi;
+
+	if (!cv->counter || !cv->nknots)
 		return stamp;
-	if (stamp >= cv->ctr0)
-		return cv->ns0 + (uint64_t)((long double)(stamp - cv->ctr0) * cv->ns_per_tick);
-	return cv->ns0 - (uint64_t)((long double)(cv->ctr0 - stamp) * cv->ns_per_tick);
+	if (cv->nknots == 1)	/* (no rate known: a knot of now was refused) */
+		return cv->knots[0].ns;
+	/* the knots around @stamp: the last with ctr <= stamp, and the next */
+	hi = cv->nknots - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cv->knots[mid].ctr <= stamp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return knot_line(&cv->knots[lo], &cv->knots[hi], stamp);
 }
 
 /* ---- the writer ------------------------------------------------------------------------ */
@@ -1522,6 +1648,8 @@ static int snap_ring_locked(struct snap *s, struct ring *r, bool consume, uint64
 	ret = walk_copy(&rc, s, (unsigned int)(s->nrings - 1));
 	if (ret)
 		return ret;
+	if (rc.n && rc.last_ts > tr_read_newest)	/* (the read's knot comes after it) */
+		tr_read_newest = rc.last_ts;
 	if (!sr->known)
 		ring_thread(sr, atomic_load(&r->tid));
 	if (limit)
@@ -1632,6 +1760,9 @@ static int read_shared_locked(struct snap *s, uint64_t limit)
 	size_t nleft = 0;
 	int ret = 0;
 
+	/* (the clock is chosen before a stamp of the read: a read before any record chooses it) */
+	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
+		clock_setup();
 	s->read_stamp = now_stamp();
 	s->complete = UINT64_MAX;
 
@@ -1884,7 +2015,7 @@ void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp)
 
 	if (!atomic_load(&rings))
 		return;
-	kk_dd_tr_conv_setup(&tc);
+	conv_setup(&tc, false);
 	dump_reset();
 	while ((h = dump_next(&r))) {
 		total++;

@@ -88,10 +88,14 @@ const char *kk_dd_tr_errno_text(int e, char *num, size_t n);
 
 /* ---- time (trace.c) ---- */
 /* A read's conversion of stamps to CLOCK_MONOTONIC, and CLOCK_REALTIME's offset from it. */
+#define TR_KNOTS	32
+struct tr_knot {
+	uint64_t ctr, ns;		/* a counter value and its CLOCK_MONOTONIC ns */
+};
 struct tr_conv {
-	uint64_t ctr0, ns0;
-	long double ns_per_tick;
-	bool counter;
+	bool counter;			/* stamps are the counter's: converted by the knots */
+	size_t nknots;
+	struct tr_knot knots[TR_KNOTS];	/* (trace.c: the line through them) */
 	int64_t real_off;		/* CLOCK_REALTIME - CLOCK_MONOTONIC when the read began */
 	bool realtime;			/* the text shows CLOCK_REALTIME (dynamic_debug/trace_clock) */
 };

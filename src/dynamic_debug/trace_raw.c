@@ -85,17 +85,7 @@ struct raw_read {
 	struct kk_buf frames;		/* the CLASS frames */
 	const struct trec *last;	/* the previous record's key, and its class (-1 bad) */
 	int last_cls;
-	uint64_t floor;			/* no time sent is before it (raw_said when the read began) */
 };
-
-/*
- * The last complete a reply said.  A stamp's time in ns is estimated anew
- * at every read (kk_dd_tr_conv_setup()), so the next record of a thread
- * could come out some ns before the complete an earlier read gave for it
- * (50 ns, dynamic_debug_trace_raw.sh under load).  A record's time is
- * raised to it: a later read never sends a record before what was said.
- */
-static _Atomic uint64_t raw_said;
 
 /* ---- output -------------------------------------------------------------------------------- */
 
@@ -546,9 +536,8 @@ static int rec_out(struct raw_out *o, const struct raw_read *rr, const struct rc
 		return -ENOMEM;
 	p = (unsigned char *)o->b->data + o->b->len;
 	memset(p + len - 8, 0, 8);	/* the padding (the values overwrite what is theirs) */
-	uint64_t ns = kk_dd_tr_conv_ns(&rr->tc, h->ts);
 	struct kk_raw_rec r = { (uint32_t)(sizeof(r) + n), (uint32_t)(k - rr->cls),
-				ns > rr->floor ? ns : rr->floor, h->tid, rr->pid };
+				kk_dd_tr_conv_ns(&rr->tc, h->ts), h->tid, rr->pid };
 
 	memcpy(p, &r, sizeof(r));
 	if (copy) {
@@ -683,27 +672,25 @@ static int raw_rings(struct raw_out *o, struct raw_read *rr)
 	return 0;
 }
 
-/* The HEAD frame's complete (see trace_raw.h): when the read began, less
- * the slack; not after a ring's bound, nor the first record the reply left. */
+/*
+ * The HEAD frame's complete (see trace_raw.h): when the read began, less
+ * the slack; not after a ring's bound, nor the first record the reply left.
+ * (A stamp's time is the same in every later read: kk_dd_tr_conv_ns().)
+ */
 static uint64_t raw_complete(const struct raw_read *rr, const struct raw_out *o)
 {
 	uint64_t c = rr->s->complete < o->unsent ? rr->s->complete : o->unsent;
 	uint64_t ns = rr->s->read_stamp ? kk_dd_tr_conv_ns(&rr->tc, rr->s->read_stamp) : 0;
 
-	ns = ns > RAW_COMPLETE_SLACK_NS ? ns - RAW_COMPLETE_SLACK_NS : 0;
 	if (!c)
 		return 0;
-	if (c != UINT64_MAX && kk_dd_tr_conv_ns(&rr->tc, c) < ns)
-		ns = kk_dd_tr_conv_ns(&rr->tc, c);
+	ns = ns > RAW_COMPLETE_SLACK_NS ? ns - RAW_COMPLETE_SLACK_NS : 0;
+	if (c != UINT64_MAX) {
+		uint64_t ring = kk_dd_tr_conv_ns(&rr->tc, c);
+
+		ns = ring < ns ? ring : ns;
+	}
 	return ns;
-}
-
-static void raise_said(uint64_t complete)
-{
-	uint64_t was = atomic_load(&raw_said);
-
-	while (complete > was && !atomic_compare_exchange_weak(&raw_said, &was, complete))
-		;
 }
 
 static int raw_show(struct kk_buf *out, void *priv)
@@ -728,12 +715,9 @@ static int raw_show(struct kk_buf *out, void *priv)
 		size_t at = out->len;
 
 		raw_take(out, sizeof(hd));
-		rr.floor = atomic_load(&raw_said);
 		ret = raw_rings(&o, &rr);
 		hd.complete = raw_complete(&rr, &o);
 		memcpy(out->data + at, &hd, sizeof(hd));
-		if (!ret)
-			raise_said(hd.complete);
 	} else if (!ret) {
 		ret = -ENOMEM;
 	}

@@ -320,6 +320,42 @@ Test(dynamic_debug_trace, one_thread_reads_back_in_order)
 }
 
 /*
+ * A record's time is the same in every read.  A stamp is the CPU's counter,
+ * converted to ns by each read; a read that estimated the counter's rate
+ * anew gave the same record another time (ns apart, or a preemption's
+ * length apart), and a bound one reply said could cross the next reply's
+ * records.  Records written between reads move the conversion forward only
+ * (while the record is newer than the oldest knot kept: 20 reads add 20).
+ */
+Test(dynamic_debug_trace, a_record_has_the_same_time_in_every_read)
+{
+	char *first, *t;
+
+	dynamic_debug_must_write("func tr_seq +T");
+	for (unsigned long i = 0; i < 200; i++)
+		tr_seq(4, i);
+	first = dynamic_debug_trace_text();
+	cr_assert_eq(check_seq(first, 4, 0), 200, "%s", first);
+	for (unsigned long i = 0; i < 20; i++) {
+		tr_seq(5, i);	/* a newer record: the conversion moves on */
+		t = dynamic_debug_trace_text();
+		/* every line of the first read, time and all, is in this one */
+		for (const char *l = strstr(first, "seq 4 "); l; l = strstr(l + 1, "seq 4 ")) {
+			const char *bol = l;
+			char line[128];
+
+			while (bol > first && bol[-1] != '\n')
+				bol--;
+			snprintf(line, sizeof(line), "%.*s", (int)(strchr(l, '\n') - bol), bol);
+			cr_assert(strstr(t, line), "read %lu: \"%s\" changed:\n%.2000s", i + 2, line,
+				  t);
+		}
+		free(t);
+	}
+	free(first);
+}
+
+/*
  * A trace_pipe read sends at most 128 KiB, as a trace_pipe_json read does,
  * and consumes only the lines it sent: the rest comes, in order and whole,
  * with the next reads.  (A read sent all of the rings at once: 16 MiB of
