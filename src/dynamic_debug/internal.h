@@ -102,4 +102,6 @@ void kk_dd_trace_forget_formats(void);
 #define KK_DD_TRACE_PANIC_LINES	200
 typedef size_t (*kk_dd_snprintf_fn)(char *buf, size_t size, const char *fmt, ...);
 void kk_dd_trace_dump_fd(int fd, unsigned int max, kk_dd_snprintf_fn snp);
+/* trace_raw.c: a session began, so the next trace_pipe_raw read is small (RAW_READ_FIRST). */
+void kk_dd_tr_raw_session_begun(void);
 #endif

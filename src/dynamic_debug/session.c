@@ -433,6 +433,7 @@ static int begin_locked(struct ddebug_block *b, unsigned int lease, bool held,
 	lease_set_locked(lease);
 	if (held)
 		take_holder_locked();
+	kk_dd_tr_raw_session_begun();
 	kk_buf_printf(out, "session %016llx: matched %lu changed %zu\n", (unsigned long long)sess.id,
 		      res.matched, n);
 	return 0;

@@ -305,6 +305,13 @@ static void clock_setup(void)
 		anchor_publish();
 }
 
+/* The clock is chosen (a ring's attach, a read's stamp: async-signal-safe). */
+static inline void clock_ready(void)
+{
+	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
+		clock_setup();
+}
+
 static inline uint64_t now_stamp(void)
 {
 	return atomic_load_explicit(&tr_clock, memory_order_relaxed) == TR_CLOCK_COUNTER ?
@@ -391,7 +398,7 @@ void kk_dd_tr_conv_setup(struct tr_conv *cv)
 	conv_setup(cv, true);
 }
 
-/* ns of @k[0] + (stamp - ctr of k[0]) at the rate from @a to @b (may be before @a). */
+/* ns of @a + (stamp - ctr of @a) at the rate from @a to @b (@stamp may be before @a). */
 static uint64_t knot_line(const struct tr_knot *a, const struct tr_knot *b, uint64_t stamp)
 {
 	unsigned __int128 dn = b->ns - a->ns, dc = b->ctr - a->ctr;
@@ -405,7 +412,7 @@ uint64_t kk_dd_tr_conv_ns(const struct tr_conv *cv, uint64_t stamp)
 {
 	size_t lo = 0, hi;
 
-	if (!cv->counter || !cv->nknots)
+	if (!cv->counter)	/* (a counter's conversion has a knot at least: conv_setup()) */
 		return stamp;
 	if (cv->nknots == 1)	/* (no rate known: a knot of now was refused) */
 		return cv->knots[0].ns;
@@ -469,9 +476,7 @@ static __attribute__((noinline)) struct ring *ring_attach(void)
 	pid_t me = tr_gettid();
 	struct ring *r = my_ring, *fresh = NULL;
 
-	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
-		clock_setup();
-
+	clock_ready();
 	if (r) {
 		if (r->size == size) {
 			r->gen = gen;	/* the resize did not change our size */
@@ -1761,8 +1766,7 @@ static int read_shared_locked(struct snap *s, uint64_t limit)
 	int ret = 0;
 
 	/* (the clock is chosen before a stamp of the read: a read before any record chooses it) */
-	if (!atomic_load_explicit(&tr_clock, memory_order_acquire))
-		clock_setup();
+	clock_ready();
 	s->read_stamp = now_stamp();
 	s->complete = UINT64_MAX;
 

@@ -38,6 +38,16 @@
  * threads (kkctl writes a stream per thread).
  */
 #define RAW_READ_MAX	(1024u << 10)
+/*
+ * But a session's first read, and a process's, is at most this, and each
+ * read after one that was full may take RAW_READ_GROW times the last, up to
+ * RAW_READ_MAX.  The first read is what a tracer waits for before its first
+ * event is on disk: a whole 1 MiB of a busy ring took 5 to 10 ms to copy
+ * and send here, and kkctl as long again to decode.  A read that was not
+ * full keeps the room it had: the rings held less than it.
+ */
+#define RAW_READ_FIRST	(64u << 10)
+#define RAW_READ_GROW	4u
 #define RAW_NAME	64
 /*
  * The time a read began is a bound for the records of other threads less
@@ -693,12 +703,33 @@ static uint64_t raw_complete(const struct raw_read *rr, const struct raw_out *o)
 	return ns;
 }
 
+/* What the next read may take (RAW_READ_FIRST to RAW_READ_MAX; readers may race: any is fine). */
+static _Atomic size_t raw_room = RAW_READ_FIRST;
+
+void kk_dd_tr_raw_session_begun(void)
+{
+	atomic_store_explicit(&raw_room, RAW_READ_FIRST, memory_order_relaxed);
+}
+
+/* After a read of @room (copy @s, reply @o): one that left records lets the next take more. */
+static void room_after(const struct snap *s, const struct raw_out *o, size_t room)
+{
+	size_t next = room * RAW_READ_GROW;
+	bool full = o->unsent != UINT64_MAX;
+
+	for (size_t i = 0; i < s->nrings && !full; i++)
+		full = s->rings[i].more;	/* (its copy stopped short) */
+	if (full && room < RAW_READ_MAX)
+		atomic_store_explicit(&raw_room, next < RAW_READ_MAX ? next : RAW_READ_MAX,
+				      memory_order_relaxed);
+}
+
 static int raw_show(struct kk_buf *out, void *priv)
 {
 	struct raw_read rr = { 0 };
+	size_t room = atomic_load_explicit(&raw_room, memory_order_relaxed);
 	/* (no larger than the client's socket takes at once: kk_control_reply_room()) */
-	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(RAW_READ_MAX),
-			     UINT64_MAX };
+	struct raw_out o = { out, 0, 0, 0, 0, out->len, kk_control_reply_room(room), UINT64_MAX };
 	struct snap s = { 0 };
 	int ret;
 
@@ -722,6 +753,8 @@ static int raw_show(struct kk_buf *out, void *priv)
 		ret = -ENOMEM;
 	}
 	raw_read_free(&rr);
+	if (!ret && !out->error)
+		room_after(&s, &o, room);
 	kk_dd_tr_session_done(&s, 0, !ret && !out->error);	/* (nothing moves on an error) */
 	return ret ? ret : out->error;
 }

@@ -187,3 +187,55 @@ Test(dynamic_debug_trace_raw, an_idle_ring_is_complete_up_to_the_read)
 		cr_assert_gt(r.complete, r.ts[i], "record %zu (%llu) is not before complete %llu", i,
 			     (unsigned long long)r.ts[i], (unsigned long long)r.complete);
 }
+
+/* ---- a session's first read is small, and the reads grow ------------------------- */
+
+/* One read's length, in bytes (the reply: HEAD, CLASS and RING frames). */
+static size_t raw_len(void)
+{
+	char *b = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(kk_control_read("dynamic_debug/trace_pipe_raw", &b, &len), 0);
+	free(b);
+	return len;
+}
+
+static void session(const char *text, char id[17])
+{
+	char *r = NULL;
+
+	cr_assert_eq(control_file_write("dynamic_debug/session", text, &r), 0, "%s", r);
+	if (id)
+		cr_assert_eq(sscanf(r, "session %16[0-9a-f]:", id), 1, "%s", r);
+	free(r);
+}
+
+/*
+ * The first read of a session is what a tracer waits for before its first
+ * event is on disk: it takes 64 KiB of a full ring, not 1 MiB, and each full
+ * read after it four times the last (docs/tracing.md, "The raw stream").
+ * The slack is the HEAD and CLASS frames, and a record past the bound.
+ */
+Test(dynamic_debug_trace_raw, a_session_s_first_read_is_small_then_grows)
+{
+	const size_t slack = 4096, want[] = { 64u << 10, 256u << 10, 1024u << 10 };
+	char id[17], text[64];
+	size_t len;
+
+	cr_assert_eq(control_file_write("dynamic_debug/buffer_size_kb", "8192", NULL), 0);
+	session("begin 60000\nfunc raw_mark +T", id);
+	for (int i = 0; i < 100000; i++)	/* (about 3 MiB of records) */
+		raw_mark(i);
+	for (size_t r = 0; r < 3; r++) {
+		len = raw_len();
+		cr_assert_leq(len, want[r] + slack, "read %zu: %zu bytes", r + 1, len);
+		/* (a record is shorter sent than in its ring: a copy of @want is less sent) */
+		cr_assert_gt(len, r ? want[r - 1] + slack : slack, "read %zu: %zu bytes", r + 1, len);
+	}
+	snprintf(text, sizeof(text), "end %s", id);
+	session(text, NULL);
+	session("begin 60000\nfunc raw_mark +T", NULL);
+	len = raw_len();	/* (the ring still holds more than a MiB) */
+	cr_assert_leq(len, want[0] + slack, "a new session's first read: %zu bytes", len);
+}
