@@ -24,6 +24,7 @@
 #include "record_raw.h"
 
 const char kkctl_prog[] = "kkctl";
+bool kkr_hurried(void) { return false; }	/* (no second signal here) */
 struct kkr_state kkr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 /* record.c's --threads: none given, every thread is wanted */
 bool kkr_thread_wanted(int tid, const char *comm)

@@ -20,9 +20,13 @@
  * where an overwrite is counted, not in our memory), and renews its lease
  * with `renew` every RENEW_NS while it pauses: the lease never depends on
  * how fast the file is written.  At the end: `end` in every process at once
- * (each reader sends it as soon as its request in flight returns), and
- * reads until what is left is later than the `end`, or until the end's one
- * deadline (END_NS from the stop) for all of them.  Every exchange is one
+ * (each reader sends it as soon as its request in flight returns; a reader
+ * that sees the signal first begins the end itself, so that the sites go
+ * back while the writer is stuck on an output nobody reads), and reads,
+ * pausing as before, until what is left is later than the `end`, or until
+ * the end's one deadline (END_NS from the stop) for all of them.  A second
+ * signal ends the end at once: no more reads, no more records written
+ * (counted), and no more writes to a pipe or terminal.  Every exchange is one
  * kkctl_request(): one deadline, a capped reply; a process that exits is
  * marked so, one that misbehaves is dropped with one line.
  *
@@ -95,7 +99,8 @@ struct rtarget {
 	bool joined, thread, ended, warned;
 	bool first;		/* of the first selection: its begin counts in the start */
 	bool plain;		/* its library is older than `held`: a time lease */
-	bool cut;		/* the end's deadline came before it was read to its end */
+	enum { CUT_NOT, CUT_DEADLINE, CUT_SIGNAL } cut;	/* what came before it was
+						   read to its end: the end's deadline, a second signal */
 	pthread_t th;
 	struct kkr_rec **batch;	/* one read's records, on their way to the heap */
 	size_t bcap;
@@ -110,6 +115,7 @@ struct kkr_state kkr = {
 };
 
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t hurried;	/* a second signal: end now, write no more */
 static bool raw_on;		/* the local targets are read from trace_pipe_raw if they have it */
 static struct ctf *raw_ctf;	/* the ctf writer, when they are (other formats: decoded) */
 
@@ -155,6 +161,16 @@ static void heap_swap(size_t i, size_t j)
 	kkr.heap[j] = t;
 }
 
+/* What the heap holds, counted as records come and go: what a second
+ * signal leaves unwritten is known at once. */
+static void held(const struct kkr_rec *r, int64_t sign)
+{
+	if (r->kind == KKR_EVENT)
+		kkr.held_events += (uint64_t)sign;
+	else if (r->kind == KKR_LOST)
+		kkr.held_lost += (uint64_t)sign * r->count;
+}
+
 /* Push @r (under kkr.lock).  -1: out of memory (@r is not taken). */
 static int heap_push(struct kkr_rec *r)
 {
@@ -170,6 +186,7 @@ static int heap_push(struct kkr_rec *r)
 		kkr.cap = cap;
 	}
 	r->seq = kkr.seq++;
+	held(r, 1);
 	kkr.heap[i = kkr.n++] = r;
 	for (; i && rec_before(kkr.heap[i], kkr.heap[(i - 1) / 2]); i = (i - 1) / 2)
 		heap_swap(i, (i - 1) / 2);
@@ -181,6 +198,7 @@ static struct kkr_rec *heap_pop(void)
 	struct kkr_rec *top = kkr.heap[0];
 	size_t i = 0;
 
+	held(top, -1);
 	kkr.heap[0] = kkr.heap[--kkr.n];
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
@@ -672,7 +690,7 @@ static bool target_read_raw(struct rtarget *rt, uint64_t start, uint64_t dl, uin
 	}
 	if (!res.ok) {
 		if (cut_by_end(dl, &res))
-			rt->cut = true;
+			rt->cut = CUT_DEADLINE;
 		else
 			target_failed(rt, &res);
 	} else if (raw_ctf) {
@@ -709,7 +727,7 @@ static uint64_t target_read(struct rtarget *rt)
 	kkctl_request_by(&rt->t, "read", TRACE_FILE, NULL, 0, dl, &res);
 	if (!res.ok) {
 		if (cut_by_end(dl, &res))
-			rt->cut = true;
+			rt->cut = CUT_DEADLINE;
 		else
 			target_failed(rt, &res);
 		free(res.body);
@@ -745,6 +763,25 @@ static void wait_until(uint64_t until)
 }
 
 /*
+ * The end begins (under kkr.lock; again: nothing new, but a writer that
+ * failed since makes the final reads pointless).  The main thread begins it
+ * when it sees the end; a reader begins it when it sees a signal, so that
+ * the sessions end, and the sites go back, also while the main thread is
+ * stuck in a write to an output nobody reads.
+ */
+static void stop_begin(bool final_read)
+{
+	if (!kkr.stop) {
+		kkr.stop = true;
+		kkr.stop_at = kk_now_ns();
+		kkr.end_by = kkr.stop_at + END_NS;
+		kkr.final_read = true;
+	}
+	kkr.final_read &= final_read;
+	pthread_cond_broadcast(&kkr.cond);
+}
+
+/*
  * Before a read: while the merge holds READ_ROOM records (the writer is
  * behind), pause, renewing the lease every RENEW_NS; the records wait in the
  * target's rings meanwhile.  @ending: after `end`, until @end_by.  False: do
@@ -752,15 +789,20 @@ static void wait_until(uint64_t until)
  */
 static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
 {
-	bool go;
+	bool go = false;
 
 	pthread_mutex_lock(&kkr.lock);
 	for (;;) {
 		uint64_t now = kk_now_ns(), due = rt->renewed + RENEW_NS;
 
-		/* (at the end, what is left in the rings is finite: read it
-		 * all, by the end's deadline, and write it after) */
-		go = kkr.n < READ_ROOM || kkr.stop;
+		if (got_signal)	/* (the main thread may be stuck in a write) */
+			stop_begin(true);
+		if (hurried)
+			break;
+		/* (at the end too: what is left in the rings is finite, but
+		 * 100 busy processes left 2 million records, 500 MB read into
+		 * memory, and minutes of writing after the end's deadline) */
+		go = kkr.n < READ_ROOM;
 		if (go || kkr.stop != ending || (end_by && now >= end_by))
 			break;
 		if (ending || now < due) {	/* (after `end` there is no lease) */
@@ -773,7 +815,8 @@ static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
 		if (rt->state != T_LIVE)
 			break;
 	}
-	go = go && kkr.stop == ending && rt->state == T_LIVE && !(end_by && kk_now_ns() >= end_by);
+	go = go && !hurried && kkr.stop == ending && rt->state == T_LIVE &&
+	     !(end_by && kk_now_ns() >= end_by);
 	pthread_mutex_unlock(&kkr.lock);
 	return go;
 }
@@ -787,7 +830,7 @@ static void target_drain(struct rtarget *rt, uint64_t ended)
 
 	do {
 		if (!room_to_read(rt, true, end_by)) {
-			rt->cut = rt->state == T_LIVE;
+			rt->cut = rt->state != T_LIVE ? CUT_NOT : hurried ? CUT_SIGNAL : CUT_DEADLINE;
 			return;
 		}
 		last = target_read(rt);
@@ -1129,8 +1172,7 @@ static size_t take_ready(struct kkr_rec **out, size_t max, bool all)
 	while (kkr.n && n < max) {
 		struct kkr_rec *r = kkr.heap[0];
 
-		if (!all && r->ts >= min && now - r->arrived < HOLD_NS &&
-		    (kkr.n < READ_ROOM || kkr.stop))
+		if (!all && r->ts >= min && now - r->arrived < HOLD_NS && kkr.n < READ_ROOM)
 			break;
 		out[n++] = heap_pop();
 	}
@@ -1181,6 +1223,18 @@ int kkr_writer_open(struct kkr_writer *w)
 	return 0;
 }
 
+/* @r is not written (the writer failed, or a second signal came): freed;
+ * when a signal is why, an event is counted as not written, and a loss
+ * still counts in the summary's. */
+static void unwritten(struct kkr_rec *r)
+{
+	if (hurried && r->kind == KKR_EVENT)
+		kkr.unwritten++;
+	else if (hurried && r->kind == KKR_LOST)
+		kkr.lost += r->count;
+	kkr_rec_free(r);
+}
+
 /* Write what can be written, at most what the merge held when the round
  * began (readers that fill it as fast as we write would keep one round
  * going for ever, and the end, SIGINT included, is looked at between rounds:
@@ -1213,11 +1267,11 @@ static int write_round(struct kkr_writer *w, bool all)
 		if (n && kkr_writer_open(w))
 			ret = -1;
 		for (size_t i = 0; i < n; i++)	/* (after a failure: freed, not written) */
-			if (ret)
-				kkr_rec_free(batch[i]);
+			if (ret || hurried)
+				unwritten(batch[i]);
 			else
 				ret = emit(w, batch[i]);
-	} while (n == BATCH && budget && !ret);
+	} while (n == BATCH && budget && !ret && !hurried);
 	if (!ret && kkr.opened && w->ops->flush)
 		ret = w->ops->flush(w);
 	return ret;
@@ -1284,30 +1338,51 @@ static bool readers_live(void)
 	return live;
 }
 
+/* An end that takes long (a writer far behind: 100 processes writing flat
+ * out left 2 million records to write) says once, on a terminal, that a
+ * second signal ends it at once. */
+static void hint_hurry(void)
+{
+	static bool said;
+	bool long_;
+
+	if (said || hurried || !isatty(2))
+		return;
+	pthread_mutex_lock(&kkr.lock);
+	long_ = kk_now_ns() - kkr.stop_at > 1000000000ull || kkr.n > READ_ROOM;
+	pthread_mutex_unlock(&kkr.lock);
+	if (!long_)
+		return;
+	said = true;
+	fprintf(stderr, "%s: ending: the sites are put back; writing what was read "
+		"(interrupt again to end now, without the rest)\n", kkctl_prog);
+}
+
 /*
  * Stop every reader: each sends `end` as soon as its request in flight
  * returns (so all at once), and reads what is left until END_NS from now,
  * one deadline for all; the writer goes on writing meanwhile, so that the
  * merge never holds more than READ_ROOM records.  Then write what is left.
- * -1: the writer failed.
+ * A second signal (hurried) ends all that at once: the readers stop after
+ * the request in flight, and the records not written yet are counted, not
+ * written (nor freed: kkctl exits).  -1: the writer failed.
  */
 int kkr_finish(struct kkr_writer *w, bool writer_ok)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&kkr.lock);
-	kkr.stop = true;
-	kkr.end_by = kk_now_ns() + END_NS;
-	kkr.final_read = writer_ok && !(kkr.opts->count && kkr.events >= kkr.opts->count);
-	pthread_cond_broadcast(&kkr.cond);
+	stop_begin(writer_ok && !(kkr.opts->count && kkr.events >= kkr.opts->count));
 	pthread_mutex_unlock(&kkr.lock);
 	kkr_remote_stop();
 	/* (the picker after the readers' first pass: its scan of /proc must not
 	 * stall the writer, which the readers wait for; then any reader it
 	 * started meanwhile) */
 	for (int pass = 0; pass < 2; pass++) {
-		while (writer_ok && !ret && readers_live())
+		while (writer_ok && !ret && !hurried && readers_live()) {
+			hint_hurry();
 			ret = write_round(w, false);
+		}
 		if (picking)
 			picker_join();
 		picking = false;
@@ -1316,11 +1391,18 @@ int kkr_finish(struct kkr_writer *w, bool writer_ok)
 		if (kkr.tv[i]->thread)
 			pthread_join(kkr.tv[i]->th, NULL);
 	kkr_remote_join();
-	if (writer_ok && !ret)
+	hint_hurry();
+	if (writer_ok && !ret && !hurried)
 		ret = write_round(w, true);
 	pthread_mutex_lock(&kkr.lock);
-	while (kkr.n)
-		kkr_rec_free(heap_pop());
+	if (hurried) {	/* (counted, and left to the exit: among 100 busy
+			 * processes, popping 2 million records took a minute) */
+		kkr.unwritten += kkr.held_events;
+		kkr.lost += kkr.held_lost;
+	} else {
+		while (kkr.n)
+			kkr_rec_free(heap_pop());
+	}
 	pthread_mutex_unlock(&kkr.lock);
 	return ret;
 }
@@ -1329,13 +1411,14 @@ int kkr_finish(struct kkr_writer *w, bool writer_ok)
 void kkr_summary(const char *path)
 {
 	uint64_t restored = 0, left = 0;
-	size_t procs = 0, cut = 0;
+	size_t procs = 0, cut = 0, cut_signal = 0;
 
 	for (size_t i = 0; i < kkr.nt; i++) {
 		restored += kkr.tv[i]->restored;
 		left += kkr.tv[i]->left;
 		procs += kkr.tv[i]->p.events > 0;
-		cut += kkr.tv[i]->cut;
+		cut += kkr.tv[i]->cut == CUT_DEADLINE;
+		cut_signal += kkr.tv[i]->cut == CUT_SIGNAL;
 	}
 	procs += kkr_remote_procs();
 	fprintf(stderr, "%s: %llu records from %zu process%s to %s", kkctl_prog,
@@ -1344,6 +1427,12 @@ void kkr_summary(const char *path)
 	if (kkr.malformed || kkr.dropped)
 		fprintf(stderr, ", %llu malformed, %llu dropped",
 			(unsigned long long)kkr.malformed, (unsigned long long)kkr.dropped);
+	if (kkr.unwritten)
+		fprintf(stderr, "; %llu records not written (a second signal)",
+			(unsigned long long)kkr.unwritten);
+	if (cut_signal)
+		fprintf(stderr, "; %zu process%s not read to the end (a second signal)",
+			cut_signal, cut_signal == 1 ? "" : "es");
 	if (cut)
 		fprintf(stderr, "; %zu process%s not read to the end within the end's %llu s "
 			"(their last records are not in)", cut, cut == 1 ? "" : "es",
@@ -1389,9 +1478,18 @@ int kkr_check_output(const char *path, bool dir)
 	return -1;
 }
 
+/* The first signal ends the recording; a second (after any signal: the
+ * end of --stdin-stop's input is no signal) ends the end at once. */
 static void on_signal(int sig)
 {
+	if (got_signal > 0)
+		hurried = 1;
 	got_signal = sig;
+}
+
+bool kkr_hurried(void)
+{
+	return hurried;
 }
 
 static void catch_signals(void)

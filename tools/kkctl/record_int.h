@@ -150,7 +150,10 @@ struct kkr_state {
 	size_t blen;
 	struct kkr_opts *opts;
 	uint64_t events, lost, malformed, dropped;
+	uint64_t stop_at;		/* kk_now_ns(): the end began */
 	uint64_t end_by;		/* kk_now_ns(): the end reads until then, at most */
+	uint64_t unwritten;		/* events read and not written: a second signal */
+	uint64_t held_events, held_lost;	/* in the heap: events, and losses counted */
 };
 extern struct kkr_state kkr;
 
@@ -165,6 +168,10 @@ int kkr_writer_open(struct kkr_writer *w);
 int kkr_record_loop(struct kkr_writer *w);
 int kkr_finish(struct kkr_writer *w, bool writer_ok);
 void kkr_summary(const char *path);
+/* A second signal came: end at once, write no more to an output that may
+ * block (a pipe, a terminal). */
+bool kkr_hurried(void);
+#define KKR_HURRIED "not written to the end: a second signal ended kkctl"
 
 /* record_remote.c: -H */
 int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w);
@@ -180,6 +187,7 @@ size_t kkr_remote_procs(void);
 struct kkr_out {
 	int fd;
 	bool own;		/* we opened it (not standard output) */
+	bool regular;		/* a regular file (a write never waits for a reader) */
 	bool failed;		/* said why; nothing more is written */
 	const char *path;
 	char *buf;

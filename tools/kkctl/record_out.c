@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kkctl.h"
@@ -24,11 +25,14 @@ enum { OUT_CHUNK = 64 * 1024 };
 
 int kkr_out_open(struct kkr_out *o, const char *path)
 {
+	struct stat st;
+
 	memset(o, 0, sizeof(*o));
 	o->path = path;
 	if (!strcmp(path, "-")) {
 		o->fd = 1;
 		o->path = "standard output";
+		o->regular = !fstat(1, &st) && S_ISREG(st.st_mode);
 		return 0;
 	}
 	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -37,6 +41,7 @@ int kkr_out_open(struct kkr_out *o, const char *path)
 		return -1;
 	}
 	o->own = true;
+	o->regular = !fstat(o->fd, &st) && S_ISREG(st.st_mode);
 	return 0;
 }
 
@@ -273,10 +278,10 @@ static int write_failed(struct kkr_out *o, size_t wrote, int err)
 	const char *nl = wrote ? memrchr(o->buf, '\n', wrote) : NULL;
 	uint64_t keep = o->done + (nl ? (uint64_t)(nl - o->buf + 1) : 0);
 
-	if (o->own && ftruncate(o->fd, (off_t)keep) == 0)
+	if (o->own && o->regular && ftruncate(o->fd, (off_t)keep) == 0)
 		o->done = keep;
 	fprintf(stderr, "%s: %s: %s (the records up to there are in it)\n", kkctl_prog, o->path,
-		strerror(err));
+		err ? strerror(err) : KKR_HURRIED);
 	o->failed = true;
 	o->len = 0;
 	return -1;
@@ -289,8 +294,13 @@ int kkr_out_flush(struct kkr_out *o)
 	if (o->failed)
 		return -1;
 	while (off < o->len) {
-		ssize_t w = write(o->fd, o->buf + off, o->len - off);
+		ssize_t w;
 
+		/* (a second signal: a pipe or a terminal may never take the
+		 * rest, and kkctl ends now; a regular file takes it at once) */
+		if (!o->regular && kkr_hurried())
+			return write_failed(o, off, 0);
+		w = write(o->fd, o->buf + off, o->len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)

@@ -67,7 +67,7 @@ struct pf {
 static int pf_fail(struct pf *pf, const char *what, int err)
 {
 	if (!pf->failed)
-		fprintf(stderr, "kkctl: %s: %s\n", what, strerror(err));
+		fprintf(stderr, "kkctl: %s: %s\n", what, err ? strerror(err) : KKR_HURRIED);
 	pf->failed = true;
 	return -1;
 }
@@ -116,11 +116,16 @@ static void pf_printf(struct pf *pf, const char *fmt, ...)
 		pf_put(pf, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
+/* 0, or errno; 0 after a second signal too, when a pipe or a terminal may
+ * never take the rest (kkctl ends now): then -1. */
 static int write_all(int fd, const char *s, size_t n, off_t at, bool positioned)
 {
 	while (n) {
-		ssize_t r = positioned ? pwrite(fd, s, n, at) : write(fd, s, n);
+		ssize_t r;
 
+		if (!positioned && kkr_hurried())
+			return -1;
+		r = positioned ? pwrite(fd, s, n, at) : write(fd, s, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -156,7 +161,7 @@ static int pf_flush(struct pf *pf)
 			(void)!ftruncate(pf->fd, pf->pos + (off_t)sizeof(pf_tail) - 1);
 	}
 	pf->len = 0;
-	return err ? pf_fail(pf, pf->path, err) : 0;
+	return err ? pf_fail(pf, pf->path, err > 0 ? err : 0) : 0;
 }
 
 /* A JSON string: valid UTF-8 always (a byte that is not becomes U+FFFD). */
