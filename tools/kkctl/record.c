@@ -797,7 +797,7 @@ static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
 
 		if (got_signal)	/* (the main thread may be stuck in a write) */
 			stop_begin(true);
-		if (hurried)
+		if (hurried || (ending && !kkr.final_read))	/* (a writer that failed takes none) */
 			break;
 		/* (at the end too: what is left in the rings is finite, but
 		 * 100 busy processes left 2 million records, 500 MB read into
