@@ -543,6 +543,7 @@ static void session_child(void)
 		holder_drop_locked(true);
 	if (sess.id)
 		lease_set_locked(sess.asked_ms);
+	kk_dd_tr_raw_session_begun();	/* (the kkctl that joins it reads it first) */
 }
 
 static const struct kk_fork_ops session_fork_ops = {

@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,4 +239,36 @@ Test(dynamic_debug_trace_raw, a_session_s_first_read_is_small_then_grows)
 	session("begin 60000\nfunc raw_mark +T", NULL);
 	len = raw_len();	/* (the ring still holds more than a MiB) */
 	cr_assert_leq(len, want[0] + slack, "a new session's first read: %zu bytes", len);
+}
+
+/*
+ * A forked child keeps its parent's session and ring, and the kkctl that
+ * joins it (`renew`) reads it first: its first read is small too, whatever
+ * the parent's reads had grown to.
+ */
+Test(dynamic_debug_trace_raw, a_forked_child_s_first_read_is_small)
+{
+	const size_t slack = 4096;
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(control_file_write("dynamic_debug/buffer_size_kb", "8192", NULL), 0);
+	session("begin 60000\nfunc raw_mark +T", NULL);
+	for (int i = 0; i < 100000; i++)	/* (about 3 MiB of records) */
+		raw_mark(i);
+	raw_len();
+	cr_assert_gt(raw_len(), (64u << 10) + slack, "the parent's second read did not grow");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		char *b = NULL;
+		size_t len = 0;
+
+		if (kk_control_read("dynamic_debug/trace_pipe_raw", &b, &len))
+			_exit(2);
+		_exit(len <= (64u << 10) + slack ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the child's first read: status %#x (1: larger than 64 KiB and slack)", status);
 }
