@@ -1354,7 +1354,7 @@ static void hint_hurry(void)
 	if (!long_)
 		return;
 	said = true;
-	fprintf(stderr, "%s: ending: the sites are put back; writing what was read "
+	fprintf(stderr, "%s: ending: writing what the processes recorded "
 		"(interrupt again to end now, without the rest)\n", kkctl_prog);
 }
 
