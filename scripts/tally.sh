@@ -23,6 +23,8 @@ for r in "$@"; do
 	[ "$f" -eq 0 ] || failed="$failed $name"
 done
 echo "$label $pass $fail $skip" > "$B/results.txt"
+# (the names, for scripts/summary.sh: a CI log's tail shows what failed)
+echo "${failed# }" > "$B/failed.txt"
 if [ -n "$failed" ]; then
 	for r in "$@"; do
 		[ -f "$r" ] || continue

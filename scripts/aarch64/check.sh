@@ -33,6 +33,7 @@ now() { echo $(( $(date +%s) - t0 )); }
 mkdir -p "$D"
 # Until the guest reports, the run counts as one failure.
 echo "aarch64 0 1 0" > "$D/results.txt"
+echo "guest(did-not-report)" > "$D/failed.txt"
 fail() { echo "[aarch64] $*" >&2; echo "[aarch64] FAILED after $(now)s" >&2; exit 1; }
 
 # ---- 1. packages -------------------------------------------------------
@@ -132,6 +133,8 @@ fi
 set -- $(echo "$line" | sed 's/^aarch64: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
 nunbuilt=$(echo $unbuilt | wc -w)
 echo "aarch64 $1 $(($2 + nunbuilt)) $3" > "$D/results.txt"
+# (the failed programs' names, from the guest's tally line, for summary.sh)
+echo "$(tr -d '\r' < "$log" | sed -n 's/^\[aarch64\] FAILED://p' | tail -n 1)$unbuilt" > "$D/failed.txt"
 [ "$nunbuilt" -eq 0 ] ||
 	echo "[aarch64] the guest reported \"$line\"; $nunbuilt more failed to build:$unbuilt"
 echo "aarch64: $1 passed, $(($2 + nunbuilt)) failed, $3 skipped"
