@@ -912,8 +912,13 @@ static void *target_thread(void *arg)
 	if (rt->state == T_LIVE && kkr.begun_ok) {
 		uint64_t ended = wall_ns();
 
+		bool drain;
+
 		target_end(rt);
-		if (kkr.final_read)
+		pthread_mutex_lock(&kkr.lock);	/* (a failed writer clears it) */
+		drain = kkr.final_read;
+		pthread_mutex_unlock(&kkr.lock);
+		if (drain)
 			target_drain(rt, ended);
 	}
 	free(rt->batch);

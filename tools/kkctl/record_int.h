@@ -171,7 +171,12 @@ void kkr_summary(const char *path);
 /* A second signal came: end at once, write no more to an output that may
  * block (a pipe, a terminal). */
 bool kkr_hurried(void);
-#define KKR_HURRIED "not written to the end: a second signal ended kkctl"
+/* An output's error: an errno, or KKR_EHURRIED (a second signal came and
+ * the output is a pipe or a terminal, which may never take the rest). */
+enum { KKR_EHURRIED = -1 };
+const char *kkr_out_strerror(int err);
+/* A regular file: a write to it never waits for a reader. */
+bool kkr_fd_regular(int fd);
 
 /* record_remote.c: -H */
 int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w);

@@ -23,16 +23,27 @@
 
 enum { OUT_CHUNK = 64 * 1024 };
 
-int kkr_out_open(struct kkr_out *o, const char *path)
+const char *kkr_out_strerror(int err)
+{
+	return err == KKR_EHURRIED ? "not written to the end: a second signal ended kkctl"
+				   : strerror(err);
+}
+
+bool kkr_fd_regular(int fd)
 {
 	struct stat st;
 
+	return !fstat(fd, &st) && S_ISREG(st.st_mode);
+}
+
+int kkr_out_open(struct kkr_out *o, const char *path)
+{
 	memset(o, 0, sizeof(*o));
 	o->path = path;
 	if (!strcmp(path, "-")) {
 		o->fd = 1;
 		o->path = "standard output";
-		o->regular = !fstat(1, &st) && S_ISREG(st.st_mode);
+		o->regular = kkr_fd_regular(1);
 		return 0;
 	}
 	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -41,7 +52,7 @@ int kkr_out_open(struct kkr_out *o, const char *path)
 		return -1;
 	}
 	o->own = true;
-	o->regular = !fstat(o->fd, &st) && S_ISREG(st.st_mode);
+	o->regular = kkr_fd_regular(o->fd);
 	return 0;
 }
 
@@ -281,7 +292,7 @@ static int write_failed(struct kkr_out *o, size_t wrote, int err)
 	if (o->own && o->regular && ftruncate(o->fd, (off_t)keep) == 0)
 		o->done = keep;
 	fprintf(stderr, "%s: %s: %s (the records up to there are in it)\n", kkctl_prog, o->path,
-		err ? strerror(err) : KKR_HURRIED);
+		kkr_out_strerror(err));
 	o->failed = true;
 	o->len = 0;
 	return -1;
@@ -299,7 +310,7 @@ int kkr_out_flush(struct kkr_out *o)
 		/* (a second signal: a pipe or a terminal may never take the
 		 * rest, and kkctl ends now; a regular file takes it at once) */
 		if (!o->regular && kkr_hurried())
-			return write_failed(o, off, 0);
+			return write_failed(o, off, KKR_EHURRIED);
 		w = write(o->fd, o->buf + off, o->len - off);
 		if (w < 0 && errno == EINTR)
 			continue;

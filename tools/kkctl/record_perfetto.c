@@ -67,7 +67,7 @@ struct pf {
 static int pf_fail(struct pf *pf, const char *what, int err)
 {
 	if (!pf->failed)
-		fprintf(stderr, "kkctl: %s: %s\n", what, err ? strerror(err) : KKR_HURRIED);
+		fprintf(stderr, "kkctl: %s: %s\n", what, kkr_out_strerror(err));
 	pf->failed = true;
 	return -1;
 }
@@ -116,15 +116,15 @@ static void pf_printf(struct pf *pf, const char *fmt, ...)
 		pf_put(pf, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* 0, or errno; 0 after a second signal too, when a pipe or a terminal may
- * never take the rest (kkctl ends now): then -1. */
+/* 0, or errno, or KKR_EHURRIED: a second signal came and @fd is a pipe or a
+ * terminal (positioned is false), which may never take the rest. */
 static int write_all(int fd, const char *s, size_t n, off_t at, bool positioned)
 {
 	while (n) {
 		ssize_t r;
 
 		if (!positioned && kkr_hurried())
-			return -1;
+			return KKR_EHURRIED;
 		r = positioned ? pwrite(fd, s, n, at) : write(fd, s, n);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -161,7 +161,7 @@ static int pf_flush(struct pf *pf)
 			(void)!ftruncate(pf->fd, pf->pos + (off_t)sizeof(pf_tail) - 1);
 	}
 	pf->len = 0;
-	return err ? pf_fail(pf, pf->path, err > 0 ? err : 0) : 0;
+	return err ? pf_fail(pf, pf->path, err) : 0;
 }
 
 /* A JSON string: valid UTF-8 always (a byte that is not becomes U+FFFD). */
@@ -357,7 +357,6 @@ static int pf_after(struct pf *pf)
 static int pf_open(struct kkr_writer *w, const char *path)
 {
 	struct pf *pf = calloc(1, sizeof(*pf));
-	struct stat st;
 
 	if (!pf || !(pf->path = strdup(path))) {
 		free(pf);
@@ -372,7 +371,7 @@ static int pf_open(struct kkr_writer *w, const char *path)
 		free(pf);
 		return -1;
 	}
-	pf->regular = pf->fd != STDOUT_FILENO && !fstat(pf->fd, &st) && S_ISREG(st.st_mode);
+	pf->regular = pf->fd != STDOUT_FILENO && kkr_fd_regular(pf->fd);
 	w->priv = pf;
 	pf_puts(pf, pf_head);
 	if (!pf_flush(pf))
