@@ -25,6 +25,7 @@
 
 const char kkctl_prog[] = "kkctl";
 bool kkr_hurried(void) { return false; }	/* (no second signal here) */
+bool kkr_signalled(void) { return false; }
 struct kkr_state kkr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 /* record.c's --threads: none given, every thread is wanted */
 bool kkr_thread_wanted(int tid, const char *comm)

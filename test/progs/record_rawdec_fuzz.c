@@ -27,6 +27,7 @@
 
 const char kkctl_prog[] = "kkctl";
 bool kkr_hurried(void) { return false; }	/* (no second signal here) */
+bool kkr_signalled(void) { return false; }
 
 static void put_str(const char *s)
 {

@@ -17,6 +17,7 @@
 
 const char kkctl_prog[] = "kkctl";
 bool kkr_hurried(void) { return false; }	/* (no second signal here) */
+bool kkr_signalled(void) { return false; }
 
 static struct kkr_line l;
 static char buf[4096];

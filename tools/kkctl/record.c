@@ -1492,6 +1492,11 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+bool kkr_signalled(void)
+{
+	return got_signal;
+}
+
 bool kkr_hurried(void)
 {
 	return hurried;

@@ -171,12 +171,16 @@ void kkr_summary(const char *path);
 /* A second signal came: end at once, write no more to an output that may
  * block (a pipe, a terminal). */
 bool kkr_hurried(void);
+/* A signal (or --stdin-stop's end) came: the recording ends. */
+bool kkr_signalled(void);
 /* An output's error: an errno, or KKR_EHURRIED (a second signal came and
- * the output is a pipe or a terminal, which may never take the rest). */
-enum { KKR_EHURRIED = -1 };
+ * the output is a pipe or a terminal, which may never take the rest), or
+ * KKR_ENOREADER (the output is a fifo, and the end came before a reader). */
+enum { KKR_EHURRIED = -1, KKR_ENOREADER = -2 };
 const char *kkr_out_strerror(int err);
 /* A regular file: a write to it never waits for a reader. */
 bool kkr_fd_regular(int fd);
+int kkr_open_output(const char *path, int *err);
 
 /* record_remote.c: -H */
 int kkr_record_hosts(struct kkr_opts *o, struct kkr_writer *w);

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,52 @@ enum { OUT_CHUNK = 64 * 1024 };
 
 const char *kkr_out_strerror(int err)
 {
-	return err == KKR_EHURRIED ? "not written to the end: a second signal ended kkctl"
-				   : strerror(err);
+	if (err == KKR_EHURRIED)
+		return "not written to the end: a second signal ended kkctl";
+	if (err == KKR_ENOREADER)
+		return "a fifo that nobody opened for reading before the end: nothing written";
+	return strerror(err);
+}
+
+static bool is_fifo(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISFIFO(st.st_mode);
+}
+
+/*
+ * Open @path to write the recording (made 0600).  A fifo that has no reader
+ * yet is waited for, but not past the end: open(2) would wait for it in the
+ * kernel, in a reader thread with the signals blocked, and no signal would
+ * end kkctl.  The descriptor, or -1 and *err (an errno, or KKR_ENOREADER).
+ */
+int kkr_open_output(const char *path, int *err)
+{
+	int ms = 1;
+
+	for (;;) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0600);
+		int fl;
+
+		if (fd >= 0) {
+			fl = fcntl(fd, F_GETFL);
+			if (fl >= 0 && !fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+				return fd;
+			*err = errno;
+			close(fd);
+			return -1;
+		}
+		*err = errno;
+		if (*err != ENXIO || !is_fifo(path))	/* (ENXIO: no reader yet) */
+			return -1;
+		if (kkr_signalled()) {
+			*err = KKR_ENOREADER;
+			return -1;
+		}
+		poll(NULL, 0, ms);	/* (a reader may come at any time: no event says so) */
+		ms = ms < 64 ? ms * 2 : 64;
+	}
 }
 
 bool kkr_fd_regular(int fd)
@@ -38,6 +83,8 @@ bool kkr_fd_regular(int fd)
 
 int kkr_out_open(struct kkr_out *o, const char *path)
 {
+	int err;
+
 	memset(o, 0, sizeof(*o));
 	o->path = path;
 	if (!strcmp(path, "-")) {
@@ -46,9 +93,9 @@ int kkr_out_open(struct kkr_out *o, const char *path)
 		o->regular = kkr_fd_regular(1);
 		return 0;
 	}
-	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	o->fd = kkr_open_output(path, &err);
 	if (o->fd < 0) {
-		fprintf(stderr, "%s: %s: %s\n", kkctl_prog, path, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", kkctl_prog, path, kkr_out_strerror(err));
 		return -1;
 	}
 	o->own = true;

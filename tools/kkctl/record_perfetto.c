@@ -357,16 +357,16 @@ static int pf_after(struct pf *pf)
 static int pf_open(struct kkr_writer *w, const char *path)
 {
 	struct pf *pf = calloc(1, sizeof(*pf));
+	int err = 0;
 
 	if (!pf || !(pf->path = strdup(path))) {
 		free(pf);
 		fprintf(stderr, "kkctl: %s: %s\n", path, strerror(ENOMEM));
 		return -1;
 	}
-	pf->fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
-				   : STDOUT_FILENO;
+	pf->fd = strcmp(path, "-") ? kkr_open_output(path, &err) : STDOUT_FILENO;
 	if (pf->fd < 0) {
-		fprintf(stderr, "kkctl: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "kkctl: %s: %s\n", path, kkr_out_strerror(err));
 		free(pf->path);
 		free(pf);
 		return -1;
