@@ -32,7 +32,7 @@ for sig in INT TERM; do
 	wait "$rec"
 	rc=$?
 	cat "$tmp/r.err"
-	[ "$rc" -ne 0 ] || fail "kkctl exited 0 although it wrote nothing (SIG$sig)"
+	[ "$rc" -eq 1 ] || fail "kkctl exited $rc, not 1, although it wrote nothing (SIG$sig)"
 	grep -q "^kkctl: $tmp/o: " "$tmp/r.err" || fail "no line says why nothing was written (SIG$sig)"
 	site_off "$flood" || fail "flood_tick is on after kkctl ended (SIG$sig)"
 	no_session "$flood" || fail "a session is open after kkctl ended (SIG$sig)"
