@@ -10,7 +10,8 @@
 # side and holds for what comes back.  A host whose kkctl fails (a
 # query that matches no site there) ends it everywhere, in one line per
 # host, and changes nothing on either (no output file either: -H opens it
-# at the first record).
+# at the first record).  An output nobody reads does not keep a host's
+# sites on after the first SIGINT.
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 KK_CTL_LIB_NAME=kkrecssh
@@ -135,6 +136,37 @@ others=$(grep '"type":"event"' "$tmp/t.jsonl" | grep -v "\"tid\":$w," | head -1)
 [ -z "$others" ] || fail "--threads $w over ssh: another thread's record: $others"
 until_ok "no session after --threads" no_sessions
 same_sites "--threads"
+
+# ---- 4. an output nobody reads: the first SIGINT still ends the host's sessions -------------
+# (a fifo held open here and never read: kkctl's main thread, which stops
+# the hosts at the end, is stuck in write(2); before, the host's sites
+# stayed on until the second signal)
+mkfifo "$tmp/o"
+exec 7<> "$tmp/o"
+"$K" -H "$H1" --tree 1 record --format jsonl -o "$tmp/o" "$Q" 2> "$tmp/s.err" &
+rec=$!
+pids="$pids $rec"
+until_ok "sessions of the stuck output" all_sessions_a
+stuck() { grep -q pipe_write "/proc/$rec/wchan"; }
+n=0
+until stuck; do	# (about 200 bytes a record: a few rounds fill a 64 KiB pipe)
+	n=$((n + 1))
+	[ $n -le 100 ] || fail "kkctl never blocked on its fifo"
+	ask 3 4 "emit 100"
+	sleep 0.05
+done
+kill -INT "$rec"
+until_ok "no session after the first SIGINT, the output stuck" no_sessions
+same_sites "stuck output"
+gone "$rec" && fail "kkctl exited although its output could not take the rest"
+kill -INT "$rec"
+wait_gone "kkctl after the second SIGINT" "$rec" 60
+wait "$rec"
+rc=$?
+[ "$rc" -ne 0 ] || fail "kkctl exited 0 although the rest was not written"
+grep -q "not written to the end: a second signal ended kkctl" "$tmp/s.err" ||
+	fail "stuck output: $(cat "$tmp/s.err")"
+exec 7<&-
 
 echo quit >&3
 echo quit >&5

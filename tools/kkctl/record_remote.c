@@ -160,14 +160,35 @@ static void host_err(struct rhost *h)
 	}
 }
 
+/* Tell @h's kkctl to end: its standard input closes (once: the main
+ * thread and @h's own may both). */
+static void host_stop(struct rhost *h)
+{
+	int fd = __atomic_exchange_n(&h->in, -1, __ATOMIC_ACQ_REL);
+
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * A host's thread: its kkctl's lines taken as they come.  It looks for a
+ * signal itself, every STOP_LOOK_MS until it saw one: the main thread,
+ * which stops the hosts at the end, may be stuck in a write to an output
+ * nobody reads, and the hosts' sites must go back all the same.
+ */
+enum { STOP_LOOK_MS = 100 };
+
 static void *host_thread(void *arg)
 {
 	struct rhost *h = arg;
 
 	while (h->out >= 0 || h->err >= 0) {
 		struct pollfd pf[2] = { { h->out, POLLIN, 0 }, { h->err, POLLIN, 0 } };
+		bool looking = __atomic_load_n(&h->in, __ATOMIC_ACQUIRE) >= 0;
 
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		if (looking && kkr_signalled())
+			host_stop(h);
+		if (poll(pf, 2, looking ? STOP_LOOK_MS : -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			host_out(h);
@@ -245,10 +266,7 @@ static int start_hosts(const struct kkr_opts *o)
 void kkr_remote_stop(void)
 {
 	for (int i = 0; i < rh.n; i++)
-		if (rh.v[i].in >= 0) {
-			close(rh.v[i].in);
-			rh.v[i].in = -1;
-		}
+		host_stop(&rh.v[i]);
 }
 
 void kkr_remote_join(void)
