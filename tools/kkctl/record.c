@@ -911,7 +911,6 @@ static void *target_thread(void *arg)
 			target_read(rt);
 	if (rt->state == T_LIVE && kkr.begun_ok) {
 		uint64_t ended = wall_ns();
-
 		bool drain;
 
 		target_end(rt);
