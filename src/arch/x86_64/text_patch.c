@@ -254,6 +254,24 @@ static void chain_trap(int sig, siginfo_t *si, void *uc)
 		atomic_store(&chaining[slot], 0);
 }
 
+/*
+ * A trap at a site address that we could not resume is a bug of ours, not
+ * the program's int3: say so in one line before the default action, so a
+ * crash names its cause (a foreign trap stays silent).
+ */
+static void trap_unresumed(uintptr_t ip)
+{
+	struct kk_text_batch *b = atomic_load(&kk_text_cur);
+	const volatile uint8_t *c = (const volatile uint8_t *)ip;
+
+	if (!history_has(atomic_load(&history), ip) && !(b && poke_find(b->v, b->n, ip)))
+		return;
+	kk_warn("SIGTRAP at jump-label site %#lx, which holds %02x %02x %02x %02x %02x, "
+		"could not be resumed (batch in flight: %zu sites%s): a kernelkit bug",
+		(unsigned long)ip, c[0], c[1], c[2], c[3], c[4], b ? b->n : 0,
+		b && atomic_load(&b->committed) ? ", committed" : "");
+}
+
 static void trap_handler(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -277,6 +295,8 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		atomic_fetch_sub(&traps_inflight, 1);
 	}
 	if (!to) {
+		if (si->si_code > 0)
+			trap_unresumed(rip - 1);
 		chain_trap(sig, si, ucv);
 		return;
 	}
