@@ -292,11 +292,11 @@ static void trap_handler(int sig, siginfo_t *si, void *ucv)
 		to = our_trap(rip - 1, false);
 		if (!to)
 			to = our_trap(rip, true);
+		if (!to)
+			trap_unresumed(rip - 1);	/* still counted in: the history stays */
 		atomic_fetch_sub(&traps_inflight, 1);
 	}
 	if (!to) {
-		if (si->si_code > 0)
-			trap_unresumed(rip - 1);
 		chain_trap(sig, si, ucv);
 		return;
 	}
