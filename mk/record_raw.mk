@@ -5,7 +5,7 @@
 RECORD_RAW_FUZZ_SRCS := test/progs/record_raw_fuzz.c tools/kkctl/record_raw.c \
 	tools/kkctl/record_ctf.c tools/kkctl/record_out.c
 $(B)/test/progs/record_raw_fuzz: $(RECORD_RAW_FUZZ_SRCS) $(wildcard tools/kkctl/*.h) \
-		test/progs/raw_reply.h src/dynamic_debug/trace_raw.h $(B)/.flags
+		test/progs/raw_reply.h test/progs/record_stubs.h src/dynamic_debug/trace_raw.h $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Itools/kkctl $(CFLAGS) $(KK_CFLAGS) -o $@ $(RECORD_RAW_FUZZ_SRCS) \
 		$(KK_LDFLAGS) -lm

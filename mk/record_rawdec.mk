@@ -4,7 +4,8 @@
 RECORD_RAWDEC_FUZZ_SRCS := test/progs/record_rawdec_fuzz.c tools/kkctl/record_rawdec.c \
 	tools/kkctl/record_out.c src/dynamic_debug/printf_conv.c
 $(B)/test/progs/record_rawdec_fuzz: $(RECORD_RAWDEC_FUZZ_SRCS) $(wildcard tools/kkctl/*.h) \
-		test/progs/raw_reply.h src/dynamic_debug/trace_raw.h src/dynamic_debug/printf_conv.h $(B)/.flags
+		test/progs/raw_reply.h test/progs/record_stubs.h src/dynamic_debug/trace_raw.h \
+		src/dynamic_debug/printf_conv.h $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(KK_CPPFLAGS) -Itools/kkctl $(CFLAGS) $(KK_CFLAGS) -o $@ $(RECORD_RAWDEC_FUZZ_SRCS) \
 		$(KK_LDFLAGS) -lm

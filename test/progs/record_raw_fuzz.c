@@ -23,9 +23,7 @@
 #include "record_int.h"
 #include "record_raw.h"
 
-const char kkctl_prog[] = "kkctl";
-bool kkr_hurried(void) { return false; }	/* (no second signal here) */
-bool kkr_signalled(void) { return false; }
+#include "record_stubs.h"
 struct kkr_state kkr = { .lock = PTHREAD_MUTEX_INITIALIZER };
 /* record.c's --threads: none given, every thread is wanted */
 bool kkr_thread_wanted(int tid, const char *comm)

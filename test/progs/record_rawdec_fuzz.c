@@ -25,9 +25,7 @@
 #include "raw_reply.h"
 #include "record_int.h"
 
-const char kkctl_prog[] = "kkctl";
-bool kkr_hurried(void) { return false; }	/* (no second signal here) */
-bool kkr_signalled(void) { return false; }
+#include "record_stubs.h"
 
 static void put_str(const char *s)
 {

@@ -27,9 +27,7 @@
 #include "record.h"
 
 /* record_out.c (built in for kkr_utf8_len) says why under kkctl's name. */
-const char kkctl_prog[] = "kkctl";
-bool kkr_hurried(void) { return false; }	/* (no second signal here) */
-bool kkr_signalled(void) { return false; }
+#include "record_stubs.h"
 
 static const struct kkr_writer_ops *const writers[] = { &kkr_ctf_ops, &kkr_perfetto_ops };
 

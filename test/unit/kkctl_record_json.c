@@ -15,9 +15,7 @@
 #include "../../tools/kkctl/record_json.c"
 #include "../../tools/kkctl/record_out.c"	/* kkr_utf8_len() */
 
-const char kkctl_prog[] = "kkctl";
-bool kkr_hurried(void) { return false; }	/* (no second signal here) */
-bool kkr_signalled(void) { return false; }
+#include "../progs/record_stubs.h"
 
 static struct kkr_line l;
 static char buf[4096];
