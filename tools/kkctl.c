@@ -572,11 +572,8 @@ static bool follow_round(struct args *a, const struct command_def *c, const char
 	static uint64_t last;
 	uint64_t now = kk_now_ns();
 
-	if (last && now - last < FOLLOW_MIN_NS) {
-		struct timespec ts = kk_ns_to_ts(FOLLOW_MIN_NS - (now - last));
-
-		nanosleep(&ts, NULL);
-	}
+	if (last && now - last < FOLLOW_MIN_NS)
+		kkctl_wait_fd(-1, 0, last + FOLLOW_MIN_NS);
 	last = kk_now_ns();
 	return kkctl_serve_all(&a->sel.targets, c->verb, file, NULL, 0);
 }

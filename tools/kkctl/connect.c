@@ -218,15 +218,12 @@ static void retry_full(struct reach *r)
 		struct full_name *v = r->full;
 		size_t n = r->nfull;
 		uint64_t now = kk_now_ns();
-		struct timespec ts;
 
 		if (now >= r->deadline) {
 			r->timedout = true;
 			break;
 		}
-		ts = kk_ns_to_ts(pause < r->deadline - now ? pause : r->deadline - now);
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
+		kkctl_wait_fd(-1, 0, pause < r->deadline - now ? now + pause : r->deadline);
 		pause = 2 * pause < most ? 2 * pause : most;
 		r->full = NULL;
 		r->nfull = r->capfull = 0;

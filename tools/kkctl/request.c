@@ -20,8 +20,10 @@
 #include "kkctl.h"
 
 /* Wait for @events on @fd until @deadline (kk_now_ns()): 1 ready, 0 too late,
- * -1 with errno.  Every wait of kkctl's goes through here, so that no wait
- * outlives the target's one deadline. */
+ * -1 with errno.  With @fd -1, a pause until @deadline that signals do not
+ * cut short.  Every wait of kkctl's goes through here, so that no wait
+ * outlives the target's one deadline (but record's thread waiting for a
+ * fifo's reader, record_out.c, which ends on a signal instead). */
 int kkctl_wait_fd(int fd, short events, uint64_t deadline)
 {
 	for (;;) {
@@ -164,16 +166,10 @@ enum { TRIES = 5 };
 static bool pause_before(int n, uint64_t deadline)
 {
 	uint64_t now = kk_now_ns(), ns = (uint64_t)5000000 << (n - 2);
-	struct timespec ts;
 
 	if (now >= deadline)
 		return false;
-	if (ns > deadline - now)
-		ns = deadline - now;
-	ts.tv_sec = (time_t)(ns / 1000000000);
-	ts.tv_nsec = (long)(ns % 1000000000);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	kkctl_wait_fd(-1, 0, ns < deadline - now ? now + ns : deadline);
 	return kk_now_ns() < deadline;
 }
 
