@@ -11,7 +11,8 @@
 # query that matches no site there) ends it everywhere, in one line per
 # host, and changes nothing on either (no output file either: -H opens it
 # at the first record).  An output nobody reads does not keep a host's
-# sites on after the first SIGINT.
+# sites on after the first SIGINT, nor grow kkctl's memory with the host's
+# records: the host's kkctl waits instead.
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root"; exit 77; }
 KK_CTL_LIB_NAME=kkrecssh
@@ -155,6 +156,39 @@ until stuck; do	# (about 200 bytes a record: a few rounds fill a 64 KiB pipe)
 	ask 3 4 "emit 100"
 	sleep 0.05
 done
+# ---- 5. ... and kkctl holds no more of the host's records than it would of its own -----------
+# (the merge full, the host's thread leaves its lines in the pipe, and the
+# host's kkctl blocks on its output in turn; before, every line was read
+# into memory, 450 thousand of them here, and the host's kkctl never waited)
+kexe=$(readlink -f "$K")
+remote_kkctl() {	# the host's kkctl: the one that runs with --stdin-stop
+	for r in $(pgrep -f -- '--stdin-stop'); do
+		[ "$(readlink "/proc/$r/exe" 2>/dev/null)" = "$kexe" ] && { echo "$r"; return 0; }
+	done
+	return 1
+}
+far=$(remote_kkctl) || fail "no kkctl with --stdin-stop on host 1"
+rss() { sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
+wrote() { sed -n 's/^wchar: //p' "/proc/$far/io"; }
+# waiting: in write(2) on its output, and no byte more written since the
+# last look (a host's kkctl that is read from blocks there only for a moment)
+far_waits() {
+	w=$(wrote)
+	grep -q pipe_write "/proc/$far/wchan" && [ "$w" = "${far_was:-}" ] && return 0
+	far_was=$w
+	return 1
+}
+n=0
+while [ $n -lt 150 ]; do	# (450 thousand records: the merge holds 65536)
+	n=$((n + 1))
+	ask 3 4 "emit 1000"
+	[ "$(rss "$rec")" -lt 100000 ] ||
+		fail "kkctl holds the host's records in memory: $(rss "$rec") kB after $n rounds"
+done
+until_ok "host 1's kkctl waiting for its output (kkctl took it all: $(rss "$rec") kB)" far_waits
+[ "$(rss "$rec")" -lt 100000 ] || fail "kkctl holds the host's records in memory: $(rss "$rec") kB"
+echo "kkctl_record_ssh: 450 thousand records on host 1; its kkctl waits after writing" \
+	"$(wrote) bytes; kkctl's memory $(rss "$rec") kB"
 kill -INT "$rec"
 until_ok "no session after the first SIGINT, the output stuck" no_sessions
 same_sites "stuck output"

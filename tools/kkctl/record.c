@@ -821,6 +821,23 @@ static bool room_to_read(struct rtarget *rt, bool ending, uint64_t end_by)
 	return go;
 }
 
+/*
+ * May a source that can wait (a host of -H: its lines wait in its pipe, and
+ * its kkctl pauses in turn) hand the merge more now?  Not while the merge
+ * holds READ_ROOM records, as room_to_read(); yes once nothing will be
+ * written (a second signal, or an end that takes nothing), so that its
+ * kkctl can finish and exit.
+ */
+bool kkr_room(void)
+{
+	bool room;
+
+	pthread_mutex_lock(&kkr.lock);
+	room = kkr.n < READ_ROOM || hurried || (kkr.stop && !kkr.final_read);
+	pthread_mutex_unlock(&kkr.lock);
+	return room;
+}
+
 /* After `end` (at @ended): read until the target has nothing older left
  * (a site somebody else keeps on would give records for ever), or until
  * the end's deadline (then it is marked cut: the summary says so). */
@@ -1330,7 +1347,8 @@ int kkr_record_loop(struct kkr_writer *w)
 
 /* ---- the end ---------------------------------------------------------------- */
 
-/* Is a local reader still at work? */
+/* Is a reader still at work: a local one, or a host's (whose thread waits
+ * for the writer to make room, kkr_room())? */
 static bool readers_live(void)
 {
 	bool live = false;
@@ -1338,6 +1356,8 @@ static bool readers_live(void)
 	pthread_mutex_lock(&kkr.lock);
 	for (size_t i = 0; i < kkr.nt && !live; i++)
 		live = kkr.tv[i]->thread && kkr.tv[i]->src.live;
+	for (size_t i = 0; i < kkr.nsrc && !live; i++)
+		live = kkr.srcs[i]->live;
 	pthread_mutex_unlock(&kkr.lock);
 	return live;
 }

@@ -162,6 +162,7 @@ int kkctl_record(struct kkr_opts *o);
 struct kkr_rec *kkr_rec_new(const struct kkr_line *l, struct kkr_pinfo *p);
 void kkr_rec_free(struct kkr_rec *r);
 void kkr_push(struct kkr_src *src, struct kkr_rec **v, size_t n, uint64_t horizon);
+bool kkr_room(void);
 bool kkr_thread_wanted(int tid, const char *comm);
 int kkr_check_output(const char *path, bool dir);
 int kkr_writer_open(struct kkr_writer *w);

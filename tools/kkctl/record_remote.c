@@ -174,7 +174,12 @@ static void host_stop(struct rhost *h)
  * A host's thread: its kkctl's lines taken as they come.  It looks for a
  * signal itself, every STOP_LOOK_MS until it saw one: the main thread,
  * which stops the hosts at the end, may be stuck in a write to an output
- * nobody reads, and the hosts' sites must go back all the same.
+ * nobody reads, and the hosts' sites must go back all the same.  While the
+ * merge is full (kkr_room()) it leaves the lines in the pipe, looking again
+ * every STOP_LOOK_MS: the host's kkctl then blocks on its output, and its
+ * readers pause in turn, so a writer behind holds kkctl's memory here as it
+ * does for local targets (before, every line was taken: an output that
+ * did not move grew the merge without end).
  */
 enum { STOP_LOOK_MS = 100 };
 
@@ -183,12 +188,12 @@ static void *host_thread(void *arg)
 	struct rhost *h = arg;
 
 	while (h->out >= 0 || h->err >= 0) {
-		struct pollfd pf[2] = { { h->out, POLLIN, 0 }, { h->err, POLLIN, 0 } };
-		bool looking = __atomic_load_n(&h->in, __ATOMIC_ACQUIRE) >= 0;
+		bool room = kkr_room(), looking = __atomic_load_n(&h->in, __ATOMIC_ACQUIRE) >= 0;
+		struct pollfd pf[2] = { { room ? h->out : -1, POLLIN, 0 }, { h->err, POLLIN, 0 } };
 
 		if (looking && kkr_signalled())
 			host_stop(h);
-		if (poll(pf, 2, looking ? STOP_LOOK_MS : -1) < 0 && errno != EINTR)
+		if (poll(pf, 2, looking || !room ? STOP_LOOK_MS : -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			host_out(h);
