@@ -98,7 +98,8 @@ done
 sed -n 's/.*"ts":\([0-9]*\),.*/\1/p' "$tmp/r.jsonl" | sort -c -n 2>/dev/null ||
 	fail "records not in wall-clock order"
 # host 1's last round came after host 2's: the merge interleaves the hosts
-tail -3 "$tmp/r.jsonl" | grep -q "\"host\":\"$H1\"" || fail "host 1's last records are not last"
+tail -3 "$tmp/r.jsonl" | grep -q "\"host\":\"$H1\"" ||
+	fail "host 1's last records are not last: $(tail -4 "$tmp/r.jsonl" | cut -c1-160)"
 until_ok "no session after SIGINT" no_sessions
 same_sites SIGINT
 
