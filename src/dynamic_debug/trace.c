@@ -357,14 +357,24 @@ static void knot_add_locked(struct tr_conv *cv, struct tr_knot k)
  */
 static void conv_setup(struct tr_conv *cv, bool lock)
 {
-	uint64_t n1 = mono_ns();
-	int64_t real = clock_ns(CLOCK_REALTIME);
-	uint64_t n2 = mono_ns();
+	uint64_t width = UINT64_MAX;
 	bool locked;
 	struct tr_knot k;
 	int at;
 
-	cv->real_off = real - (int64_t)(n1 + (n2 - n1) / 2);
+	/* The narrowest of a few brackets: a thread preempted between two
+	 * reads would put a read's records up to the preemption late or early
+	 * against another process's (kkctl record merges them by this time). */
+	for (int i = 0; i < 4 && width > 2000; i++) {
+		uint64_t n1 = mono_ns();
+		int64_t real = clock_ns(CLOCK_REALTIME);
+		uint64_t n2 = mono_ns();
+
+		if (n2 - n1 < width) {
+			width = n2 - n1;
+			cv->real_off = real - (int64_t)(n1 + (n2 - n1) / 2);
+		}
+	}
 	cv->realtime = kk_dd_tr_clock_realtime();
 	cv->counter = atomic_load(&tr_clock) == TR_CLOCK_COUNTER;
 	cv->nknots = 0;

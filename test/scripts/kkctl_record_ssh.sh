@@ -79,10 +79,13 @@ H1=root@127.0.0.1:$p1 H2=root@127.0.0.1:$p2
 rec=$!
 pids="$pids $rec"
 until_ok "sessions on both hosts" all_sessions
+host_events() { [ "$(grep -c "\"type\":\"event\",\"host\":\"$1\"" "$tmp/r.jsonl" 2>/dev/null)" -ge "${2:?}" ] 2>/dev/null; }
 ask 3 4 "emit 2"
 ask 5 6 "emit 2"
+# (host 2's in the file first: one pipe's round trip apart, two processes'
+# wall-clock times can come out in either order)
+until_ok "records of host 2" host_events "$H2" 6
 ask 3 4 "emit 1"
-host_events() { [ "$(grep -c "\"type\":\"event\",\"host\":\"$1\"" "$tmp/r.jsonl" 2>/dev/null)" -ge "${2:?}" ] 2>/dev/null; }
 until_ok "records of host 1" host_events "$H1" 9
 until_ok "records of host 2" host_events "$H2" 6
 kill -INT "$rec"
